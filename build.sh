@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# One entry point for set-up, build and the two jobs the README names:
+#   ./build.sh sample   install what is missing, build, analyze a bundled sample capture
+#   ./build.sh test     install what is missing, build, run the whole test suite (ctest)
+# Further jobs: asan (the suite under ASan+UBSan), install-plugin, bench.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PACKAGES=(cmake ninja-build g++ pkg-config git
+          libisal-dev libpcap-dev libglib2.0-dev libcli11-dev nlohmann-json3-dev
+          libgtest-dev libgmock-dev libbenchmark-dev
+          wireshark-dev libwireshark-dev tshark
+          qt6-base-dev libgl-dev xauth xvfb clang-format)
+
+log() { printf '[build.sh] %s\n' "$*" >&2; }
+
+install_missing() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  # tshark asks whether non-root users may capture; answer for it.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {  # build PRESET
+  local preset="$1"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset"
+}
+
+job="${1:-sample}"
+shift || true
+case "$job" in
+  sample)
+    install_missing
+    build dev
+    ./build/dev/analyzer/ddpscope analyze samples/synthetic/clean-rping.pcap "$@"
+    ;;
+  test)
+    install_missing
+    build dev
+    ctest --preset dev -j2 --label-exclude 'slow|bench|vm' "$@"
+    ;;
+  asan)
+    install_missing
+    build asan
+    ctest --preset asan -j2 --label-exclude 'slow|bench|vm|gui|plugin' "$@"
+    ;;
+  deps)
+    install_missing
+    ;;
+  *)
+    echo "usage: $0 sample|test|asan|deps [args...]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Byte views and big-endian (network order) access. Every read is bounds-checked
+// by its caller through ByteReader; nothing here reads past the view it is given.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ddpscope {
+
+using ByteView = std::span<const std::uint8_t>;
+using Bytes = std::vector<std::uint8_t>;
+
+inline std::uint16_t load_be16(const std::uint8_t* p) {
+  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
+}
+inline std::uint32_t load_be32(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         std::uint32_t{p[3]};
+}
+inline std::uint64_t load_be64(const std::uint8_t* p) {
+  return (std::uint64_t{load_be32(p)} << 32) | load_be32(p + 4);
+}
+inline std::uint32_t load_le32(const std::uint8_t* p) {
+  return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) |
+         (std::uint32_t{p[3]} << 24);
+}
+
+// Reads a view front to back; every read checks the remaining length first.
+class ByteReader {
+ public:
+  explicit ByteReader(ByteView data) : data_(data) {}
+  std::size_t offset() const { return pos_; }
+  std::size_t remaining() const { return data_.size() - pos_; }
+  bool has(std::size_t n) const { return remaining() >= n; }
+  // Callers check has() first; these never read past the end (they return 0 instead).
+  std::uint8_t u8() { return has(1) ? data_[pos_++] : 0; }
+  std::uint16_t be16() { return has(2) ? advance(2, load_be16(&data_[pos_])) : 0; }
+  std::uint32_t be32() { return has(4) ? advance(4, load_be32(&data_[pos_])) : 0; }
+  std::uint64_t be64() { return has(8) ? advance(8, load_be64(&data_[pos_])) : 0; }
+  ByteView take(std::size_t n) {
+    if (!has(n)) return {};
+    ByteView v = data_.subspan(pos_, n);
+    pos_ += n;
+    return v;
+  }
+  ByteView rest() const { return data_.subspan(pos_); }
+
+ private:
+  template <class T>
+  T advance(std::size_t n, T v) {
+    pos_ += n;
+    return v;
+  }
+  ByteView data_;
+  std::size_t pos_ = 0;
+};
+
+// Appends big-endian values to a byte vector.
+class ByteWriter {
+ public:
+  explicit ByteWriter(Bytes& out) : out_(out) {}
+  void u8(std::uint8_t v) { out_.push_back(v); }
+  void be16(std::uint16_t v) {
+    out_.push_back(static_cast<std::uint8_t>(v >> 8));
+    out_.push_back(static_cast<std::uint8_t>(v));
+  }
+  void be32(std::uint32_t v) {
+    be16(static_cast<std::uint16_t>(v >> 16));
+    be16(static_cast<std::uint16_t>(v));
+  }
+  void be64(std::uint64_t v) {
+    be32(static_cast<std::uint32_t>(v >> 32));
+    be32(static_cast<std::uint32_t>(v));
+  }
+  void bytes(ByteView v) { out_.insert(out_.end(), v.begin(), v.end()); }
+  void zeros(std::size_t n) { out_.insert(out_.end(), n, 0); }
+
+ private:
+  Bytes& out_;
+};
+
+std::string to_hex(ByteView data, std::size_t max_bytes = SIZE_MAX);
+
+}  // namespace ddpscope

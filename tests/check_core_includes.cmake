@@ -1,0 +1,13 @@
+# Fails when any file under DIR includes a Wireshark, Qt or libpcap header.
+file(GLOB_RECURSE files ${DIR}/*.h ${DIR}/*.cpp)
+set(bad "")
+foreach(f ${files})
+  file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"](epan/|wireshark|wsutil/|Q[A-Za-z]*[>\"/]|pcap|glib)")
+  if(lines)
+    list(APPEND bad "${f}: ${lines}")
+  endif()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "core/ includes host headers:\n${bad}")
+endif()
+message(STATUS "core/ is free of Wireshark, Qt and libpcap includes (${CMAKE_ARGC} files checked)")
