@@ -38,12 +38,12 @@ enum class MpaFrameKind : std::uint8_t { request, reply };
 
 // RFC 6581 enhanced private data: the first 4 octets of PD when Rev = 2 and Enhanced is set.
 struct MpaEnhancedPd {
-  bool peer_to_peer = false;       // A
-  bool zero_length_send_rtr = false;  // B (verify the exact RFC wording)
-  std::uint16_t ird = 0;           // 14 bits
-  bool zero_length_write_rtr = false;  // C
-  bool zero_length_read_rtr = false;   // D
-  std::uint16_t ord = 0;           // 14 bits
+  bool peer_to_peer = false;                         // A
+  bool zero_length_send_rtr = false;                 // B (verify the exact RFC wording)
+  std::uint16_t ird = 0;                             // 14 bits
+  bool zero_length_write_rtr = false;                // C
+  bool zero_length_read_rtr = false;                 // D
+  std::uint16_t ord = 0;                             // 14 bits
   static constexpr std::uint16_t kNoValue = 0x3FFF;  // Intel's "not given" (convention)
   static constexpr std::size_t kSize = 4;
   bool operator==(const MpaEnhancedPd&) const = default;
@@ -51,10 +51,10 @@ struct MpaEnhancedPd {
 
 struct MpaReqRep {
   MpaFrameKind kind = MpaFrameKind::request;
-  bool markers = false;   // M: the sender wants markers in what it *receives*
-  bool crc = false;       // C
-  bool reject = false;    // R (meaningful in a Reply only)
-  bool enhanced = false;  // RFC 6581 Enhanced bit (0x10)
+  bool markers = false;       // M: the sender wants markers in what it *receives*
+  bool crc = false;           // C
+  bool reject = false;        // R (meaningful in a Reply only)
+  bool enhanced = false;      // RFC 6581 Enhanced bit (0x10)
   std::uint8_t reserved = 0;  // the remaining reserved bits (mask 0x0F), vendor bits included
   std::uint8_t revision = 1;
   Bytes private_data;  // all PD_Length octets as on the wire (enhanced word included)
@@ -77,6 +77,10 @@ Result<MpaReqRep> decode_mpa_reqrep(ByteView data);
 bool could_be_mpa_key(ByteView data);
 // Builds the frame. When enhanced_pd is set, its word is written as the first 4 PD octets
 // (and `private_data` is taken to hold the ULP's PD only); otherwise private_data is verbatim.
+// Asymmetry: decode always keeps the whole PD (enhanced word included) in private_data, so for
+// an enhanced frame decode(encode(x)).private_data == word + x.private_data, and
+// ulp_private_data() of the decoded frame equals x.private_data. Decoded frames re-encode
+// verbatim once their enhanced_pd is reset.
 Bytes encode_mpa_reqrep(const MpaReqRep& frame);
 void encode_mpa_enhanced_pd(const MpaEnhancedPd& pd, ByteWriter& out);
 MpaEnhancedPd decode_mpa_enhanced_pd(const std::uint8_t* p);
@@ -91,7 +95,9 @@ inline constexpr std::size_t kMpaMarkerSize = 4;
 inline constexpr std::size_t kMpaMarkerInterval = 512;
 
 // Pad octets after the ULPDU so that (2 + ulpdu_length + pad) % 4 == 0.
-constexpr std::size_t fpdu_pad(std::size_t ulpdu_length) { return (4 - ((2 + ulpdu_length) & 3)) & 3; }
+constexpr std::size_t fpdu_pad(std::size_t ulpdu_length) {
+  return (4 - ((2 + ulpdu_length) & 3)) & 3;
+}
 // FPDU size without markers: length field + ULPDU + pad + CRC.
 constexpr std::size_t fpdu_size(std::size_t ulpdu_length) {
   return kMpaLengthSize + ulpdu_length + fpdu_pad(ulpdu_length) + kMpaCrcSize;
@@ -108,7 +114,7 @@ struct Fpdu {
   std::uint16_t ulpdu_length = 0;
   ByteView ulpdu;  // view into the input
   ByteView pad;
-  std::uint32_t crc_field = 0;  // the CRC as sent (standard value, read LSB first)
+  std::uint32_t crc_field = 0;     // the CRC as sent (standard value, read LSB first)
   std::uint32_t crc_computed = 0;  // CRC32C over length + ULPDU + pad (no markers)
   std::size_t size() const { return fpdu_size(ulpdu_length); }
 };
@@ -150,11 +156,14 @@ inline constexpr bool is_marker_position(std::uint64_t stream_pos) {
 }
 // Splits stream octets into data and markers. `stream_pos` is the position of data[0]
 // relative to S0. A marker cut by the end of `data` is not returned; its octets present are
-// counted in `cut_marker_octets` (and left out of `payload`).
+// counted in `cut_marker_octets` (and left out of `payload`). When data[0] lies inside a
+// marker that began before it (stream_pos % 512 in 1..3), that marker's remaining octets are
+// dropped and counted in `skipped_marker_octets`.
 struct MarkerSplit {
   Bytes payload;
   std::vector<Marker> markers;
   std::size_t cut_marker_octets = 0;
+  std::size_t skipped_marker_octets = 0;
 };
 MarkerSplit strip_markers(ByteView data, std::uint64_t stream_pos);
 
@@ -193,7 +202,9 @@ struct DdpHeader {
   std::uint32_t msn = 0;
   std::uint32_t mo = 0;
 
-  std::size_t size() const { return control.tagged ? kDdpTaggedHeaderSize : kDdpUntaggedHeaderSize; }
+  std::size_t size() const {
+    return control.tagged ? kDdpTaggedHeaderSize : kDdpUntaggedHeaderSize;
+  }
   bool operator==(const DdpHeader&) const = default;
 };
 
@@ -246,10 +257,10 @@ struct RdmapControl {
 };
 
 struct OpcodeInfo {
-  std::string_view name;   // e.g. "RDMA Write"
-  std::string_view key;    // e.g. "rdma_write" (JSON, filters)
-  bool defined = false;    // false for 0xC..0xF
-  bool tagged = false;     // buffer model the opcode must use
+  std::string_view name;            // e.g. "RDMA Write"
+  std::string_view key;             // e.g. "rdma_write" (JSON, filters)
+  bool defined = false;             // false for 0xC..0xF
+  bool tagged = false;              // buffer model the opcode must use
   std::optional<std::uint32_t> qn;  // queue for untagged opcodes
   bool rfc7306 = false;
 };
@@ -258,7 +269,9 @@ inline bool opcode_invalidates(std::uint8_t op) {
   return op == static_cast<std::uint8_t>(Opcode::send_invalidate) ||
          op == static_cast<std::uint8_t>(Opcode::send_se_invalidate);
 }
-inline bool opcode_is_send_family(std::uint8_t op) { return op >= 0x3 && op <= 0x6; }
+inline bool opcode_is_send_family(std::uint8_t op) {
+  return op >= 0x3 && op <= 0x6;
+}
 
 // RDMA Read Request body (RFC 5040 §4.4), 28 octets after the untagged header.
 struct ReadRequest {
@@ -276,7 +289,7 @@ void encode_read_request(const ReadRequest& r, ByteWriter& out);
 // RFC 7306 Atomic Request body, 52 octets.
 enum class AtomicOp : std::uint8_t { fetch_add = 0, compare_swap = 2 };  // 1: (verify)
 struct AtomicRequest {
-  std::uint32_t reserved = 0;  // 28 bits
+  std::uint32_t reserved = 0;      // 28 bits
   std::uint8_t atomic_opcode = 0;  // 4 bits
   std::uint32_t request_id = 0;
   std::uint32_t remote_stag = 0;
@@ -311,9 +324,9 @@ struct TerminateControl {
   std::uint8_t layer = 0;  // 4 bits
   std::uint8_t etype = 0;  // 4 bits
   std::uint8_t code = 0;
-  bool m = false;  // DDP Segment Length valid
-  bool d = false;  // DDP header included
-  bool r = false;  // RDMAP header included
+  bool m = false;              // DDP Segment Length valid
+  bool d = false;              // DDP header included
+  bool r = false;              // RDMAP header included
   std::uint16_t reserved = 0;  // 13 bits
   bool operator==(const TerminateControl&) const = default;
 };
