@@ -23,7 +23,9 @@ class Crc32c {
 std::uint32_t crc32c(ByteView data);
 
 // MPA puts the standard CRC value on the wire least significant byte first (as iSCSI does).
-inline std::uint32_t mpa_crc_from_wire(const std::uint8_t* p) { return load_le32(p); }
+inline std::uint32_t mpa_crc_from_wire(const std::uint8_t* p) {
+  return load_le32(p);
+}
 void mpa_crc_to_wire(std::uint32_t crc, std::uint8_t* out);
 
 }  // namespace ddpscope

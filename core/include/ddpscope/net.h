@@ -15,11 +15,11 @@ namespace ddpscope::net {
 
 // Link types, numbered as pcap LINKTYPE_* values.
 enum class LinkType : std::uint32_t {
-  null = 0,          // BSD loopback: 4-octet host-order address family
-  ethernet = 1,      // Ethernet II, with 802.1Q / 802.1ad (QinQ) tags
-  raw = 101,         // raw IPv4 or IPv6 (version nibble decides)
-  loop = 108,        // OpenBSD loopback: 4-octet network-order address family
-  linux_sll = 113,   // Linux cooked v1
+  null = 0,         // BSD loopback: 4-octet host-order address family
+  ethernet = 1,     // Ethernet II, with 802.1Q / 802.1ad (QinQ) tags
+  raw = 101,        // raw IPv4 or IPv6 (version nibble decides)
+  loop = 108,       // OpenBSD loopback: 4-octet network-order address family
+  linux_sll = 113,  // Linux cooked v1
   ipv4 = 228,
   ipv6 = 229,
   linux_sll2 = 276,  // Linux cooked v2

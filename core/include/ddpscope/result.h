@@ -11,9 +11,9 @@ namespace ddpscope {
 enum class DecodeStatus { ok, need_more, malformed };
 
 struct DecodeError {
-  std::string code;     // stable, dotted, e.g. "mpa.key-invalid"
+  std::string code;        // stable, dotted, e.g. "mpa.key-invalid"
   std::size_t offset = 0;  // octet offset in the input where decoding failed
-  std::string message;  // one line for people
+  std::string message;     // one line for people
 };
 
 template <class T>

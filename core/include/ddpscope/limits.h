@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Every per-connection collection has a cap; hitting one is an engine.limit-reached finding and
+// the analysis goes on degraded. The CLI shows these as flags, the plugin as preferences.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ddpscope {
+
+struct Limits {
+  // Out-of-order bytes held per TCP direction before the hole is declared capture loss.
+  std::size_t reassembly_window = 4u << 20;
+  // Delivered bytes remembered per TCP direction to compare retransmissions against.
+  std::size_t retransmission_history = 256u << 10;
+  // Octets held while searching for an FPDU boundary (resync) or waiting for the MPA Reply.
+  std::size_t resync_buffer = 256u << 10;
+  // Placed payload kept in shadow buffers, all regions together. 0 = keep no content.
+  std::size_t payload_retention = 64u << 20;
+  std::size_t max_streams = 65536;
+  std::size_t max_regions = 1u << 20;            // shadow buffers, all streams
+  std::size_t max_ranges_per_region = 1u << 16;  // distinct placed ranges kept per region
+  std::size_t max_pending_messages = 4096;       // undelivered messages per direction
+  std::size_t max_message_records = 1u << 20;    // message records kept for views (MSN charts)
+  std::size_t max_findings = 100000;             // findings kept; later ones are only counted
+};
+
+}  // namespace ddpscope

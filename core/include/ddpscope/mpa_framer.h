@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// MPA framing for one direction of a stream (RFC 5044 §4, §7): a resumable state machine fed
+// with the reassembled byte stream. See docs/mpa-framer.md for the state diagram.
+//
+//   key ──Req/Rep──▶ wait_params ──set_params──▶ fpdu ◀──found──┐
+//    │                                             │  gap/bad    │
+//    └──not a key──▶ off                           └──────────▶ resync
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ddpscope/bytes.h"
+#include "ddpscope/limits.h"
+#include "ddpscope/wire.h"
+
+namespace ddpscope {
+
+struct FrameSlice;
+
+// One framed unit, with the octets as on the wire and where they came from.
+struct RawPdu {
+  enum class Kind : std::uint8_t { reqrep, fpdu, unframed, not_mpa };
+  Kind kind = Kind::fpdu;
+  std::uint64_t stream_offset = 0;
+  Bytes raw;
+  std::vector<std::uint64_t> slice_frames;   // frame of each slice
+  std::vector<std::uint32_t> slice_offsets;  // offset in that frame's TCP payload
+  std::vector<std::uint32_t> slice_lengths;
+  // reqrep
+  std::optional<wire::MpaReqRep> reqrep;
+  std::optional<DecodeError> error;  // reqrep that failed to decode, or why unframed
+  // fpdu
+  Bytes plain;  // demarkered: ULPDU_Length, ULPDU, pad, CRC field
+  bool leading_marker = false;
+  std::vector<wire::Marker> markers;
+  std::vector<std::size_t> marker_offsets;  // in raw
+  std::uint32_t crc_field = 0;
+  std::uint32_t crc_all = 0;      // over raw up to the CRC field (leading marker included)
+  std::uint32_t crc_no_lead = 0;  // the same without a leading marker
+  bool after_resync = false;      // first PDU after framing was found again
+  std::uint64_t resync_skipped = 0;
+  bool resync_after_gap = false;
+  bool resync_mid_stream = false;  // the first FPDU found in a capture that starts mid-stream
+};
+
+class MpaFramerListener {
+ public:
+  virtual ~MpaFramerListener() = default;
+  virtual void on_raw_pdu(RawPdu& pdu) = 0;
+};
+
+class MpaFramer {
+ public:
+  enum class State : std::uint8_t { key, wait_params, fpdu, resync, off };
+
+  explicit MpaFramer(const Limits& limits) : limits_(limits) {}
+
+  // Reassembled octets, in order.
+  void feed(std::uint64_t offset, ByteView data, std::uint64_t frame, std::uint32_t offset_in_frame,
+            MpaFramerListener& out);
+  // Octets lost from the capture.
+  void gap(std::uint64_t offset, std::uint64_t length, MpaFramerListener& out);
+  // The handshake finished: how this direction's sender frames FPDUs.
+  void set_params(bool markers, bool crc, MpaFramerListener& out);
+  // Analyse without a handshake (capture starts mid-stream): find the first FPDU.
+  void start_mid_stream(bool markers, bool crc, MpaFramerListener& out);
+  // Stop framing (handshake failed or rejected): later octets are reported unframed.
+  void stop(MpaFramerListener& out);
+  // End of input: report what is left over.
+  void finish(MpaFramerListener& out);
+
+  State state() const { return state_; }
+  std::optional<std::uint64_t> s0() const { return s0_; }
+  bool markers() const { return markers_; }
+  bool crc() const { return crc_; }
+
+ private:
+  struct Walk {
+    std::size_t raw_len = 0;
+    bool complete = false;
+  };
+  void process(MpaFramerListener& out);
+  bool try_reqrep(MpaFramerListener& out);
+  bool try_fpdu(MpaFramerListener& out);
+  bool try_resync(MpaFramerListener& out);
+  // Walks raw octets from buffer index `start`, collecting `plain_needed` demarkered octets.
+  Walk walk(std::size_t start, std::size_t plain_needed, Bytes* plain,
+            std::vector<wire::Marker>* markers, std::vector<std::size_t>* marker_idx,
+            std::size_t* crc_raw_index) const;
+  bool plausible_at(std::size_t index, bool need_next, bool* need_more) const;
+  std::uint64_t pos_of(std::size_t index) const { return buf_offset_ + index; }
+  bool is_marker_at(std::size_t index) const;
+  void emit(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out);
+  void emit_unframed(std::size_t raw_len, MpaFramerListener& out, const char* why);
+  void consume(std::size_t n);
+
+  Limits limits_;
+  State state_ = State::key;
+  bool markers_ = false;
+  bool crc_ = false;
+  std::optional<std::uint64_t> s0_;
+  Bytes buf_;
+  std::uint64_t buf_offset_ = 0;  // stream offset of buf_[0]
+  bool buf_started_ = false;
+  // Slices of buf_ (frame, offset in frame, length), in order.
+  struct Slice {
+    std::uint64_t frame;
+    std::uint32_t offset;
+    std::uint32_t length;
+  };
+  std::vector<Slice> slices_;
+  std::uint64_t pending_skipped_ = 0;
+  bool pending_resync_ = false;
+  bool pending_after_gap_ = false;
+  bool in_process_ = false;  // listener callbacks may change state but not re-enter
+  bool mid_stream_ = false;
+};
+
+}  // namespace ddpscope

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// TCP reassembly for one direction: turns segments in capture order into the byte stream in
+// sequence order. Out-of-order segments wait (up to a window); exact retransmissions are
+// dropped; overlapping copies keep the first; conflicting ones are reported; holes that never
+// fill are declared capture loss (a gap) so framing can resynchronise after them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "ddpscope/bytes.h"
+
+namespace ddpscope {
+
+class ReassemblyListener {
+ public:
+  virtual ~ReassemblyListener() = default;
+  // In-order octets at `offset` (relative to the first octet of the stream), from `frame`,
+  // where they sat at `offset_in_frame` in that frame's TCP payload.
+  virtual void on_data(std::uint64_t offset, ByteView data, std::uint64_t frame,
+                       std::uint32_t offset_in_frame) = 0;
+  // Octets [offset, offset+length) are not in the capture; `next_frame` holds what follows.
+  virtual void on_gap(std::uint64_t offset, std::uint64_t length, std::uint64_t next_frame) = 0;
+  // A retransmission at `offset` carried different octets than the copy already used.
+  virtual void on_conflict(std::uint64_t offset, std::uint64_t length, std::uint64_t frame) = 0;
+};
+
+class TcpReassembler {
+ public:
+  TcpReassembler(std::size_t window, std::size_t history);
+
+  // The SYN's sequence number: data starts at isn + 1.
+  void syn(std::uint32_t isn);
+  bool started() const { return base_.has_value(); }
+  // A segment's captured payload. `lost_tail` octets after it were sent but not captured
+  // (snaplen); they become a gap.
+  void segment(std::uint32_t seq, ByteView payload, std::uint64_t frame, std::uint32_t lost_tail,
+               ReassemblyListener& out);
+  // End of input (FIN/RST handled by the caller): declare remaining holes, deliver the rest.
+  void flush(ReassemblyListener& out);
+
+  std::uint64_t next_offset() const { return next_; }
+  std::uint64_t pending_bytes() const { return pending_bytes_; }
+  std::uint64_t retransmitted_bytes() const { return retransmitted_; }
+
+ private:
+  struct Pending {
+    Bytes data;
+    std::uint64_t frame = 0;
+    std::uint32_t offset_in_frame = 0;
+    bool lost = false;  // a snaplen hole: no data, just a known loss
+  };
+  std::int64_t relative(std::uint32_t seq) const;
+  void deliver(std::uint64_t offset, ByteView data, std::uint64_t frame,
+               std::uint32_t offset_in_frame, ReassemblyListener& out);
+  void compare_history(std::uint64_t offset, ByteView data, std::uint64_t frame,
+                       ReassemblyListener& out);
+  void insert_pending(std::uint64_t offset, ByteView data, std::uint64_t frame,
+                      std::uint32_t offset_in_frame, bool lost, ReassemblyListener& out);
+  void drain(ReassemblyListener& out);
+  void declare_gap(ReassemblyListener& out);
+
+  std::size_t window_;
+  std::size_t history_cap_;
+  std::optional<std::uint32_t> base_;  // sequence number of stream offset 0
+  std::uint64_t next_ = 0;             // next in-order offset
+  std::map<std::uint64_t, Pending> pending_;
+  std::uint64_t pending_bytes_ = 0;
+  std::uint64_t retransmitted_ = 0;
+  Bytes history_;                  // ring of the last delivered octets
+  std::uint64_t history_end_ = 0;  // stream offset one past history's newest octet
+};
+
+}  // namespace ddpscope

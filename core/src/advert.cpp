@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "ddpscope/advert.h"
+
+#include "ddpscope/wire.h"
+
+namespace ddpscope {
+
+void RpingAdvertisementDecoder::decode(const AdvertContext& ctx, ByteView message,
+                                       std::vector<AdvertisedRegion>& out) const {
+  if (!wire::opcode_is_send_family(ctx.opcode) || message.size() != 16) return;
+  ByteReader r(message);
+  AdvertisedRegion region;
+  region.base = r.be64();
+  region.stag = r.be32();
+  region.length = r.be32();
+  region.owner = ctx.sender.addr;
+  // rping buffers are small and mapped; anything else is not an rping advertisement.
+  if (region.base == 0 || region.length == 0 || region.length > (1u << 30)) return;
+  out.push_back(region);
+}
+
+std::vector<std::unique_ptr<AdvertisementDecoder>> default_advertisement_decoders() {
+  std::vector<std::unique_ptr<AdvertisementDecoder>> d;
+  d.push_back(std::make_unique<RpingAdvertisementDecoder>());
+  return d;
+}
+
+}  // namespace ddpscope

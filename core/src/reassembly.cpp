@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "ddpscope/reassembly.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ddpscope {
+
+TcpReassembler::TcpReassembler(std::size_t window, std::size_t history)
+    : window_(window), history_cap_(history) {}
+
+void TcpReassembler::syn(std::uint32_t isn) {
+  if (!base_) base_ = isn + 1;
+}
+
+// Sequence numbers wrap at 2^32; a segment is placed relative to the next expected octet.
+std::int64_t TcpReassembler::relative(std::uint32_t seq) const {
+  const std::uint32_t next_seq = *base_ + static_cast<std::uint32_t>(next_);
+  const auto diff = static_cast<std::int32_t>(seq - next_seq);
+  return static_cast<std::int64_t>(next_) + diff;
+}
+
+void TcpReassembler::segment(std::uint32_t seq, ByteView payload, std::uint64_t frame,
+                             std::uint32_t lost_tail, ReassemblyListener& out) {
+  if (payload.empty() && lost_tail == 0) return;
+  if (!base_) base_ = seq;  // capture started mid-connection: first octet seen is offset 0
+  std::int64_t rel = relative(seq);
+  std::uint32_t offset_in_frame = 0;
+  if (rel < static_cast<std::int64_t>(next_)) {
+    // Retransmission of octets already delivered (wholly or partly).
+    const std::uint64_t old = std::min<std::uint64_t>(next_ - rel, payload.size());
+    compare_history(static_cast<std::uint64_t>(rel), payload.first(old), frame, out);
+    retransmitted_ += old;
+    payload = payload.subspan(old);
+    offset_in_frame = static_cast<std::uint32_t>(old);
+    rel += static_cast<std::int64_t>(old);
+    if (payload.empty()) {
+      if (lost_tail == 0 || rel + lost_tail <= static_cast<std::int64_t>(next_)) return;
+    }
+  }
+  const auto off = static_cast<std::uint64_t>(rel);
+  if (off == next_ && pending_.empty()) {
+    deliver(off, payload, frame, offset_in_frame, out);
+  } else {
+    insert_pending(off, payload, frame, offset_in_frame, false, out);
+  }
+  if (lost_tail > 0) {
+    insert_pending(off + payload.size(), Bytes(lost_tail, 0), frame,
+                   offset_in_frame + static_cast<std::uint32_t>(payload.size()), true, out);
+  }
+  drain(out);
+  while (pending_bytes_ > window_ && !pending_.empty()) {
+    declare_gap(out);
+    drain(out);
+  }
+}
+
+void TcpReassembler::insert_pending(std::uint64_t offset, ByteView data, std::uint64_t frame,
+                                    std::uint32_t offset_in_frame, bool lost,
+                                    ReassemblyListener& out) {
+  // First copy wins: cut the new data around what is already pending.
+  std::uint64_t pos = offset;
+  const std::uint64_t end = offset + data.size();
+  auto it = pending_.upper_bound(pos);
+  if (it != pending_.begin()) --it;
+  while (pos < end) {
+    // Find the first pending entry overlapping or after pos.
+    while (it != pending_.end() && it->first + it->second.data.size() <= pos)
+      ++it;
+    const std::uint64_t chunk_end = (it == pending_.end()) ? end : std::min(end, it->first);
+    if (pos < chunk_end) {
+      Pending p;
+      const std::size_t from = pos - offset;
+      p.data.assign(data.begin() + from, data.begin() + (chunk_end - offset));
+      p.frame = frame;
+      p.offset_in_frame = offset_in_frame + static_cast<std::uint32_t>(from);
+      p.lost = lost;
+      pending_bytes_ += p.data.size();
+      it = pending_.emplace(pos, std::move(p)).first;
+      ++it;
+      pos = chunk_end;
+      continue;
+    }
+    if (it == pending_.end()) break;
+    // Overlap with an existing pending entry.
+    const std::uint64_t ov_end = std::min(end, it->first + it->second.data.size());
+    if (!lost && !it->second.lost) {
+      const std::size_t a = pos - offset;
+      const std::size_t b = pos - it->first;
+      if (std::memcmp(data.data() + a, it->second.data.data() + b, ov_end - pos) != 0)
+        out.on_conflict(pos, ov_end - pos, frame);
+    }
+    retransmitted_ += ov_end - pos;
+    pos = ov_end;
+  }
+}
+
+void TcpReassembler::drain(ReassemblyListener& out) {
+  while (!pending_.empty()) {
+    auto it = pending_.begin();
+    if (it->first > next_) return;
+    Pending p = std::move(it->second);
+    const std::uint64_t off = it->first;
+    pending_.erase(it);
+    pending_bytes_ -= p.data.size();
+    if (off + p.data.size() <= next_) continue;  // already delivered
+    const std::size_t skip = next_ - off;
+    if (p.lost) {
+      out.on_gap(next_, p.data.size() - skip, p.frame);
+      next_ = off + p.data.size();
+      continue;
+    }
+    deliver(next_, ByteView(p.data).subspan(skip), p.frame,
+            p.offset_in_frame + static_cast<std::uint32_t>(skip), out);
+  }
+}
+
+void TcpReassembler::declare_gap(ReassemblyListener& out) {
+  auto it = pending_.begin();
+  if (it == pending_.end() || it->first <= next_) return;
+  out.on_gap(next_, it->first - next_, it->second.frame);
+  next_ = it->first;
+}
+
+void TcpReassembler::flush(ReassemblyListener& out) {
+  drain(out);
+  while (!pending_.empty()) {
+    declare_gap(out);
+    drain(out);
+  }
+}
+
+void TcpReassembler::deliver(std::uint64_t offset, ByteView data, std::uint64_t frame,
+                             std::uint32_t offset_in_frame, ReassemblyListener& out) {
+  if (data.empty()) return;
+  out.on_data(offset, data, frame, offset_in_frame);
+  next_ = offset + data.size();
+  if (history_cap_ == 0) return;
+  // Keep the newest history_cap_ octets (a simple sliding buffer).
+  if (data.size() >= history_cap_) {
+    history_.assign(data.end() - static_cast<std::ptrdiff_t>(history_cap_), data.end());
+  } else {
+    history_.insert(history_.end(), data.begin(), data.end());
+    if (history_.size() > 2 * history_cap_) {
+      history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(
+                                                              history_.size() - history_cap_));
+    }
+  }
+  history_end_ = next_;
+}
+
+void TcpReassembler::compare_history(std::uint64_t offset, ByteView data, std::uint64_t frame,
+                                     ReassemblyListener& out) {
+  const std::uint64_t hist_begin = history_end_ - history_.size();
+  const std::uint64_t begin = std::max(offset, hist_begin);
+  const std::uint64_t end = std::min<std::uint64_t>(offset + data.size(), history_end_);
+  if (begin >= end) return;
+  const std::uint8_t* a = data.data() + (begin - offset);
+  const std::uint8_t* b = history_.data() + (begin - hist_begin);
+  if (std::memcmp(a, b, end - begin) != 0) out.on_conflict(begin, end - begin, frame);
+}
+
+}  // namespace ddpscope
