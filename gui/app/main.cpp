@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// ddpscope-gui [FILE]
+// ddpscope-gui --screenshot OUT.png FILE [--view streams|regions|msn|findings|bytes]
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QImage>
+#include <QPixmap>
+#include <QTimer>
+#include <cstdio>
+#include <cstring>
+
+#include "main_window.h"
+
+using ddpscope::gui::MainWindow;
+
+static int screenshot(MainWindow& w, const QString& out, const QString& file,
+                      const QString& view_name) {
+  std::optional<MainWindow::View> view;
+  if (!view_name.isEmpty()) {
+    view = MainWindow::parseView(view_name);
+    if (!view) {
+      std::fprintf(stderr, "ddpscope-gui: unknown view '%s'\n", qPrintable(view_name));
+      return 2;
+    }
+  }
+  w.resize(1280, 800);
+  if (!w.loadSynchronously(file)) {
+    std::fprintf(stderr, "ddpscope-gui: %s: %s\n", qPrintable(file),
+                 w.snapshot() ? w.snapshot()->error.c_str() : "cannot analyse");
+    return 1;
+  }
+  w.show();
+  if (view) w.showView(*view);
+  QApplication::processEvents();
+  QWidget* target = view ? w.viewWidget(*view) : static_cast<QWidget*>(&w);
+  const QPixmap pix = target->grab();
+  if (pix.isNull() || !pix.save(out, "PNG")) {
+    std::fprintf(stderr, "ddpscope-gui: cannot write %s\n", qPrintable(out));
+    return 1;
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  // Screenshots render offscreen unless a platform was chosen.
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--screenshot") == 0 && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+      qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("ddpscope"));
+  QApplication::setApplicationName(QStringLiteral("ddpscope-gui"));
+  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("iWARP (MPA/DDP/RDMAP) capture analysis"));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  QCommandLineOption shot(QStringLiteral("screenshot"),
+                          QStringLiteral("Load FILE, render a view to OUT.png and exit."),
+                          QStringLiteral("OUT.png"));
+  QCommandLineOption view(QStringLiteral("view"),
+                          QStringLiteral("View for --screenshot: streams, regions, msn, findings, "
+                                         "bytes (default: the main window)."),
+                          QStringLiteral("VIEW"));
+  parser.addOption(shot);
+  parser.addOption(view);
+  parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("pcap or pcapng capture"));
+  parser.process(app);
+  const QStringList files = parser.positionalArguments();
+
+  MainWindow w;
+  if (parser.isSet(shot)) {
+    if (files.isEmpty()) {
+      std::fprintf(stderr, "ddpscope-gui: --screenshot needs a capture FILE\n");
+      return 2;
+    }
+    return screenshot(w, parser.value(shot), files.first(), parser.value(view));
+  }
+  w.resize(1280, 800);
+  w.show();
+  if (!files.isEmpty()) w.openFile(files.first());
+  return QApplication::exec();
+}

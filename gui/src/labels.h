@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Text and colours shared by the views. Names come from core (opcode_info, to_string,
+// terminate_error_name); colours are semantic (severity, opcode hue, issue kinds).
+#pragma once
+
+#include <QColor>
+#include <QString>
+#include <cstdint>
+#include <optional>
+
+#include "ddpscope/analysis.h"
+#include "region_geometry.h"
+
+namespace ddpscope::gui {
+
+QString qstr(std::string_view s);
+QString endpointText(const net::Endpoint& e);
+QString opcodeName(int opcode);  // "RDMA Write"; "-" for -1
+QString severityText(Severity s);
+QString directionText(const StreamModel& s, int direction);  // "a:1 → b:2"
+QString terminateText(const std::optional<TerminateError>& t);
+QString stagText(std::uint32_t stag);          // 0x0000abcd
+QString regionLabel(const ShadowBuffer& buf);  // "STag 0x.. @ 10.0.0.2"
+QString bytesText(std::uint64_t n);            // "1.5 KiB (1536 B)"
+
+QColor severityColor(Severity s);
+// A distinct hue per opcode (same everywhere); dark-mode friendly saturation.
+QColor opcodeColor(int opcode);
+QColor spanColor(SpanKind kind);  // issue colours (warning family)
+
+}  // namespace ddpscope::gui

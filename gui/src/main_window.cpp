@@ -1,0 +1,642 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProcess>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QThread>
+#include <QToolBar>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include "analysis_worker.h"
+#include "bytes_model.h"
+#include "findings_model.h"
+#include "labels.h"
+#include "msn_chart_widget.h"
+#include "region_map_widget.h"
+#include "region_table_model.h"
+#include "stream_tree_model.h"
+
+namespace ddpscope::gui {
+namespace {
+const char* const kViewNames[] = {"streams", "regions", "msn", "findings", "bytes"};
+constexpr int kMaxRecent = 10;
+
+QString wiresharkPath() {
+  return QStandardPaths::findExecutable(QStringLiteral("wireshark"));
+}
+}  // namespace
+
+std::optional<MainWindow::View> MainWindow::parseView(const QString& name) {
+  for (int i = 0; i < ViewCount; ++i)
+    if (name.compare(QLatin1String(kViewNames[i]), Qt::CaseInsensitive) == 0) return View(i);
+  return std::nullopt;
+}
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  qRegisterMetaType<SnapshotPtr>("ddpscope::gui::SnapshotPtr");
+  setWindowTitle(tr("ddpscope"));
+  setAcceptDrops(true);
+  buildUi();
+  buildMenus();
+
+  thread_ = new QThread(this);
+  thread_->setObjectName(QStringLiteral("ddpscope-analysis"));
+  worker_ = new AnalysisWorker;
+  worker_->moveToThread(thread_);
+  connect(thread_, &QThread::finished, worker_, &QObject::deleteLater);
+  connect(this, &MainWindow::startAnalysis, worker_, &AnalysisWorker::analyze);
+  connect(worker_, &AnalysisWorker::progress, this, &MainWindow::onWorkerProgress);
+  connect(worker_, &AnalysisWorker::snapshotReady, this, &MainWindow::onWorkerSnapshot);
+  connect(worker_, &AnalysisWorker::finished, this, &MainWindow::onWorkerFinished);
+  thread_->start();
+  updateActions();
+}
+
+MainWindow::~MainWindow() {
+  worker_->requestCancel();
+  thread_->quit();
+  thread_->wait();
+}
+
+void MainWindow::buildUi() {
+  tabs_ = new QTabWidget(this);
+  tabs_->setDocumentMode(true);
+  setCentralWidget(tabs_);
+
+  // (1) Streams.
+  stream_model_ = new StreamTreeModel(this);
+  streams_view_ = new QTreeView;
+  streams_view_->setModel(stream_model_);
+  streams_view_->setUniformRowHeights(true);
+  streams_view_->setAlternatingRowColors(true);
+  streams_view_->header()->setSectionResizeMode(QHeaderView::Interactive);
+  streams_view_->setAccessibleName(tr("Streams"));
+  tabs_->addTab(streams_view_, tr("&Streams"));
+  connect(streams_view_->selectionModel(), &QItemSelectionModel::currentChanged, this,
+          &MainWindow::onStreamItemSelected);
+
+  // (2) Regions: table above, map below.
+  region_model_ = new RegionTableModel(this);
+  region_proxy_ = new QSortFilterProxyModel(this);
+  region_proxy_->setSourceModel(region_model_);
+  region_proxy_->setSortRole(RegionTableModel::SortRole);
+  regions_view_ = new QTableView;
+  regions_view_->setModel(region_proxy_);
+  regions_view_->setSortingEnabled(true);
+  regions_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  regions_view_->setSelectionMode(QAbstractItemView::SingleSelection);
+  regions_view_->verticalHeader()->hide();
+  regions_view_->horizontalHeader()->setStretchLastSection(true);
+  regions_view_->setAccessibleName(tr("Regions"));
+  region_map_ = new RegionMapWidget;
+  auto* rsplit = new QSplitter(Qt::Vertical);
+  rsplit->addWidget(regions_view_);
+  rsplit->addWidget(region_map_);
+  rsplit->setStretchFactor(0, 2);
+  rsplit->setStretchFactor(1, 3);
+  tabs_->addTab(rsplit, tr("&Regions"));
+  connect(regions_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          &MainWindow::onRegionRowSelected);
+  connect(region_map_, &RegionMapWidget::rangeClicked, this,
+          [this](quint64 frame) { focusFrame(frame); });
+
+  // (3) MSN chart.
+  auto* msn_page = new QWidget;
+  auto* msn_layout = new QVBoxLayout(msn_page);
+  auto* msn_bar = new QHBoxLayout;
+  series_combo_ = new QComboBox;
+  series_combo_->setAccessibleName(tr("Queue"));
+  auto* series_label = new QLabel(tr("&Queue:"));
+  series_label->setBuddy(series_combo_);
+  msn_bar->addWidget(series_label);
+  msn_bar->addWidget(series_combo_, 1);
+  msn_layout->addLayout(msn_bar);
+  msn_chart_ = new MsnChartWidget;
+  msn_layout->addWidget(msn_chart_, 1);
+  tabs_->addTab(msn_page, tr("&MSN"));
+  connect(series_combo_, &QComboBox::currentIndexChanged, this,
+          [this](int i) { msn_chart_->setSeries(snap_, i); });
+  connect(msn_chart_, &MsnChartWidget::messageClicked, this,
+          [this](quint64 frame) { focusFrame(frame); });
+
+  // (4) Findings.
+  auto* f_page = new QWidget;
+  auto* f_layout = new QVBoxLayout(f_page);
+  auto* f_bar = new QHBoxLayout;
+  findings_filter_ = new QLineEdit;
+  findings_filter_->setPlaceholderText(tr("Filter (code, message, frame…)"));
+  findings_filter_->setClearButtonEnabled(true);
+  auto* filter_label = new QLabel(tr("&Filter:"));
+  filter_label->setBuddy(findings_filter_);
+  severity_combo_ = new QComboBox;
+  severity_combo_->addItem(tr("All severities"), int(Severity::note));
+  severity_combo_->addItem(tr("Warnings and errors"), int(Severity::warning));
+  severity_combo_->addItem(tr("Errors only"), int(Severity::error));
+  findings_count_ = new QLabel;
+  f_bar->addWidget(filter_label);
+  f_bar->addWidget(findings_filter_, 1);
+  f_bar->addWidget(severity_combo_);
+  f_bar->addWidget(findings_count_);
+  f_layout->addLayout(f_bar);
+  findings_model_ = new FindingsModel(this);
+  findings_proxy_ = new FindingsFilterProxy(this);
+  findings_proxy_->setSourceModel(findings_model_);
+  findings_view_ = new QTableView;
+  findings_view_->setModel(findings_proxy_);
+  findings_view_->setSortingEnabled(true);
+  findings_view_->sortByColumn(FindingsModel::ColFrame, Qt::AscendingOrder);
+  findings_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  findings_view_->setSelectionMode(QAbstractItemView::SingleSelection);
+  findings_view_->verticalHeader()->hide();
+  findings_view_->horizontalHeader()->setStretchLastSection(true);
+  findings_view_->setWordWrap(false);
+  findings_view_->setAccessibleName(tr("Findings"));
+  f_layout->addWidget(findings_view_, 1);
+  tabs_->addTab(f_page, tr("&Findings"));
+  auto update_count = [this] {
+    findings_count_->setText(
+        tr("%1 of %2").arg(findings_proxy_->rowCount()).arg(findings_model_->rowCount()));
+  };
+  connect(findings_filter_, &QLineEdit::textChanged, this, [this, update_count](const QString& t) {
+    findings_proxy_->setFilterFixedString(t);
+    update_count();
+  });
+  connect(severity_combo_, &QComboBox::currentIndexChanged, this, [this, update_count](int) {
+    findings_proxy_->setMinimumSeverity(severity_combo_->currentData().toInt());
+    update_count();
+  });
+  connect(findings_proxy_, &QAbstractItemModel::modelReset, this, update_count);
+  connect(findings_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          &MainWindow::onFindingSelected);
+  connect(findings_view_, &QTableView::activated, this, [this] {
+    if (wireshark_action_->isEnabled()) openInWireshark();
+  });
+
+  // (5) Shadow buffer bytes.
+  auto* b_page = new QWidget;
+  auto* b_layout = new QVBoxLayout(b_page);
+  auto* b_bar = new QHBoxLayout;
+  bytes_region_combo_ = new QComboBox;
+  auto* region_label = new QLabel(tr("R&egion:"));
+  region_label->setBuddy(bytes_region_combo_);
+  auto* export_button = new QPushButton(tr("E&xport…"));
+  bytes_info_ = new QLabel;
+  b_bar->addWidget(region_label);
+  b_bar->addWidget(bytes_region_combo_, 1);
+  b_bar->addWidget(bytes_info_);
+  b_bar->addWidget(export_button);
+  b_layout->addLayout(b_bar);
+  bytes_model_ = new BytesModel(this);
+  bytes_view_ = new QTableView;
+  bytes_view_->setModel(bytes_model_);
+  bytes_view_->verticalHeader()->hide();
+  bytes_view_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+  bytes_view_->horizontalHeader()->setStretchLastSection(true);
+  bytes_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  bytes_view_->setWordWrap(false);
+  bytes_view_->setAccessibleName(tr("Shadow buffer bytes"));
+  b_layout->addWidget(bytes_view_, 1);
+  tabs_->addTab(b_page, tr("&Bytes"));
+  connect(bytes_region_combo_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    bytes_model_->setRegion(snap_, i);
+    bytes_view_->resizeColumnToContents(BytesModel::ColOffset);
+    bytes_view_->setColumnWidth(
+        BytesModel::ColHex,
+        bytes_view_->fontMetrics().horizontalAdvance(QString(16 * 3 + 2, QLatin1Char('0'))) + 40);
+    bytes_view_->setColumnWidth(
+        BytesModel::ColAscii,
+        bytes_view_->fontMetrics().horizontalAdvance(QString(18, QLatin1Char('0'))) + 20);
+    bytes_info_->setText(bytes_model_->truncated()
+                             ? tr("(first %1 shown; export has all)")
+                                   .arg(bytesText(BytesModel::kMaxRows * BytesModel::kRowOctets))
+                             : QString());
+  });
+  connect(export_button, &QPushButton::clicked, this, &MainWindow::exportBytes);
+  connect(bytes_view_, &QTableView::activated, this, [this](const QModelIndex& idx) {
+    const quint64 f = idx.data(BytesModel::FrameRole).toULongLong();
+    if (f) focusFrame(f);
+  });
+
+  // Status bar: progress and Cancel.
+  status_label_ = new QLabel(tr("Open a capture (File › Open, drop a file here)"));
+  progress_ = new QProgressBar;
+  progress_->setRange(0, 1000);
+  progress_->setMaximumWidth(240);
+  progress_->setTextVisible(true);
+  progress_->hide();
+  cancel_button_ = new QPushButton(tr("Cancel"));
+  cancel_button_->hide();
+  connect(cancel_button_, &QPushButton::clicked, this, [this] { worker_->requestCancel(); });
+  statusBar()->addWidget(status_label_, 1);
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancel_button_);
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] { updateActions(); });
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(tr("&Open…"), this, &MainWindow::openDialog);
+  open->setShortcut(QKeySequence::Open);
+  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  reload_action_ = file->addAction(tr("Re&load"), this, [this] {
+    if (!path_.isEmpty()) openFile(path_);
+  });
+  reload_action_->setShortcut(QKeySequence::Refresh);
+  file->addSeparator();
+  export_action_ = file->addAction(tr("&Export Region Bytes…"), this, &MainWindow::exportBytes);
+  export_action_->setShortcut(QKeySequence(tr("Ctrl+E")));
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  const QString names[] = {tr("Streams"), tr("Region Map"), tr("MSN Sequences"), tr("Findings"),
+                           tr("Shadow Bytes")};
+  for (int i = 0; i < ViewCount; ++i) {
+    QAction* a = view->addAction(names[i], this, [this, i] { showView(View(i)); });
+    a->setShortcut(QKeySequence(QStringLiteral("Ctrl+%1").arg(i + 1)));
+  }
+  view->addSeparator();
+  QAction* find = view->addAction(tr("Filter Findings"), this, [this] {
+    showView(ViewFindings);
+    findings_filter_->setFocus();
+    findings_filter_->selectAll();
+  });
+  find->setShortcut(QKeySequence::Find);
+
+  QMenu* tools = menuBar()->addMenu(tr("&Tools"));
+  wireshark_action_ =
+      tools->addAction(tr("Open in &Wireshark at This Frame"), this, &MainWindow::openInWireshark);
+  wireshark_action_->setShortcut(QKeySequence(tr("Ctrl+Shift+W")));
+  QAction* cancel =
+      tools->addAction(tr("&Cancel Analysis"), this, [this] { worker_->requestCancel(); });
+  cancel->setShortcut(QKeySequence(Qt::Key_Escape));
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About"), this, [this] {
+    QMessageBox::about(this, tr("About ddpscope"),
+                       tr("ddpscope-gui: iWARP (MPA/DDP/RDMAP) capture analysis.\n"
+                          "Licence: GPL-2.0-or-later."));
+  });
+
+  QToolBar* tb = addToolBar(tr("Main"));
+  tb->setObjectName(QStringLiteral("mainToolBar"));
+  tb->addAction(open);
+  tb->addAction(reload_action_);
+  tb->addAction(wireshark_action_);
+  refreshRecentMenu();
+}
+
+void MainWindow::openDialog() {
+  QSettings settings;
+  const QString dir = settings.value(QStringLiteral("lastDir")).toString();
+  const QString path = QFileDialog::getOpenFileName(
+      this, tr("Open Capture"), dir, tr("Captures (*.pcap *.pcapng *.cap);;All files (*)"));
+  if (path.isEmpty()) return;
+  settings.setValue(QStringLiteral("lastDir"), QFileInfo(path).absolutePath());
+  openFile(path);
+}
+
+void MainWindow::addRecent(const QString& path) {
+  QSettings settings;
+  QStringList list = settings.value(QStringLiteral("recentFiles")).toStringList();
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  list.removeAll(abs);
+  list.prepend(abs);
+  while (list.size() > kMaxRecent)
+    list.removeLast();
+  settings.setValue(QStringLiteral("recentFiles"), list);
+  refreshRecentMenu();
+}
+
+void MainWindow::refreshRecentMenu() {
+  recent_menu_->clear();
+  const QStringList list = QSettings().value(QStringLiteral("recentFiles")).toStringList();
+  for (int i = 0; i < list.size(); ++i) {
+    const QString p = list[i];
+    recent_menu_->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(p), this,
+                            [this, p] { openFile(p); });
+  }
+  recent_menu_->setEnabled(!list.isEmpty());
+}
+
+void MainWindow::openFile(const QString& path) {
+  path_ = path;
+  addRecent(path);
+  if (running_job_) worker_->requestCancel();
+  running_job_ = ++job_;
+  status_label_->setText(tr("Analysing %1…").arg(QFileInfo(path).fileName()));
+  progress_->setValue(0);
+  progress_->show();
+  cancel_button_->show();
+  emit startAnalysis(path, running_job_);
+  updateActions();
+}
+
+bool MainWindow::loadSynchronously(const QString& path) {
+  path_ = path;
+  SnapshotPtr snap = analyze_capture(path.toStdString());
+  applySnapshot(snap);
+  return snap->error.empty();
+}
+
+void MainWindow::onWorkerProgress(quint64 job, quint64 done, quint64 total, quint64 frames) {
+  if (job != running_job_) return;
+  progress_->setValue(total ? int(1000.0 * double(done) / double(total)) : 0);
+  progress_->setFormat(tr("%1 frames").arg(frames));
+}
+
+void MainWindow::onWorkerSnapshot(quint64 job, SnapshotPtr snap) {
+  if (job != running_job_) return;
+  applySnapshot(std::move(snap));
+}
+
+void MainWindow::onWorkerFinished(quint64 job, SnapshotPtr snap) {
+  if (job != running_job_) return;
+  running_job_ = 0;
+  progress_->hide();
+  cancel_button_->hide();
+  applySnapshot(snap);
+  if (!snap->error.empty() && snap->frames_read == 0)
+    QMessageBox::warning(this, tr("Cannot analyse capture"), QString::fromStdString(snap->error));
+  emit analysisFinished();
+}
+
+void MainWindow::applySnapshot(SnapshotPtr snap) {
+  snap_ = std::move(snap);
+  syncing_ = true;
+  const int region_row = bytes_region_combo_->currentIndex();
+  const int series = series_combo_->currentIndex();
+  stream_model_->setSnapshot(snap_);
+  // Small trees open fully; big ones show streams and directions.
+  if (snap_->model->streams.size() <= 64)
+    streams_view_->expandAll();
+  else
+    streams_view_->expandToDepth(0);
+  for (int c = 0; c < StreamTreeModel::ColumnCount - 1; ++c)
+    streams_view_->resizeColumnToContents(c);
+  region_model_->setSnapshot(snap_);
+  findings_model_->setSnapshot(snap_);
+  if (snap_->final) {
+    findings_view_->resizeColumnsToContents();
+    regions_view_->resizeColumnsToContents();
+  }
+  populateSelectors();
+  // Keep the user's choices across live updates; pick informative defaults otherwise.
+  int region = region_row;
+  if (region < 0 || std::size_t(region) >= snap_->regions.size()) {
+    region = snap_->regions.empty() ? -1 : 0;
+    std::uint64_t best = 0;
+    for (std::size_t i = 0; i < snap_->regions.size(); ++i) {
+      const auto& r = snap_->regions[i];
+      const std::uint64_t score =
+          (r.overlaps + r.conflicts + r.violations) * 1000000 + r.buffer->bytes_placed() / 1024;
+      if (score > best) best = score, region = int(i);
+    }
+  }
+  syncing_ = false;
+  selectRegion(region);
+  const int s = series >= 0 && std::size_t(series) < snap_->series.size()
+                    ? series
+                    : (snap_->series.empty() ? -1 : 0);
+  series_combo_->setCurrentIndex(s);
+  msn_chart_->setSeries(snap_, s);
+
+  const Model& m = *snap_->model;
+  QString status = tr("%1: %2 frames, %3 streams, %4 regions, %5 findings")
+                       .arg(QFileInfo(QString::fromStdString(snap_->path)).fileName())
+                       .arg(m.frames)
+                       .arg(m.streams.size())
+                       .arg(snap_->regions.size())
+                       .arg(m.findings.size());
+  if (m.findings_dropped) status += tr(" (+%1 not kept)").arg(m.findings_dropped);
+  if (snap_->cancelled)
+    status += tr(" — cancelled, partial results");
+  else if (!snap_->final)
+    status += tr(" — analysing…");
+  else
+    status += tr(" — %1 s").arg(snap_->elapsed_s, 0, 'f', 2);
+  if (!snap_->error.empty()) status += QStringLiteral(" — ") + QString::fromStdString(snap_->error);
+  status_label_->setText(status);
+  setWindowTitle(
+      tr("%1 — ddpscope").arg(QFileInfo(QString::fromStdString(snap_->path)).fileName()));
+  updateActions();
+}
+
+void MainWindow::populateSelectors() {
+  const QSignalBlocker b1(series_combo_);
+  const QSignalBlocker b2(bytes_region_combo_);
+  series_combo_->clear();
+  bytes_region_combo_->clear();
+  if (!snap_ || !snap_->model) return;
+  const Model& m = *snap_->model;
+  for (const MsnSeries& s : snap_->series) {
+    const QString dir =
+        s.stream < m.streams.size() ? directionText(m.streams[s.stream], s.direction) : QString();
+    series_combo_->addItem(tr("Stream %1  %2  QN %3  (%4 messages)")
+                               .arg(s.stream)
+                               .arg(dir)
+                               .arg(s.qn)
+                               .arg(s.messages.size()));
+  }
+  for (const RegionInfo& r : snap_->regions)
+    bytes_region_combo_->addItem(
+        tr("%1  (%2 placed)").arg(regionLabel(*r.buffer), bytesText(r.buffer->bytes_placed())));
+}
+
+void MainWindow::selectRegion(int region) {
+  const bool was = syncing_;
+  syncing_ = true;
+  region_map_->setRegion(snap_, region);
+  if (bytes_region_combo_->currentIndex() != region)
+    bytes_region_combo_->setCurrentIndex(region);
+  else
+    bytes_model_->setRegion(snap_, region);
+  const QModelIndex src = region >= 0 ? region_model_->index(region, 0) : QModelIndex();
+  const QModelIndex idx = region_proxy_->mapFromSource(src);
+  if (idx.isValid()) {
+    regions_view_->selectionModel()->setCurrentIndex(
+        idx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    regions_view_->scrollTo(idx);
+  }
+  syncing_ = was;
+}
+
+void MainWindow::showView(View v) {
+  tabs_->setCurrentIndex(int(v));
+}
+
+QWidget* MainWindow::viewWidget(View v) const {
+  return tabs_->widget(int(v));
+}
+
+void MainWindow::selectFinding(int findingRow) {
+  const QModelIndex idx = findings_proxy_->mapFromSource(findings_model_->index(findingRow, 0));
+  if (!idx.isValid()) return;
+  findings_view_->selectionModel()->setCurrentIndex(
+      idx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  findings_view_->scrollTo(idx);
+}
+
+void MainWindow::onFindingSelected() {
+  if (syncing_) return;
+  const QModelIndex idx = findings_view_->currentIndex();
+  if (!idx.isValid()) return;
+  const int stream = idx.data(FindingsModel::StreamRole).toInt();
+  focusFrame(idx.data(FindingsModel::FrameRole).toULongLong(),
+             stream >= 0 ? std::optional<std::uint32_t>(std::uint32_t(stream)) : std::nullopt,
+             idx.data(FindingsModel::DirectionRole).toInt());
+}
+
+void MainWindow::onStreamItemSelected() {
+  if (syncing_) return;
+  const QModelIndex idx = streams_view_->currentIndex();
+  if (!idx.isValid()) return;
+  const int region = idx.data(StreamTreeModel::RegionRole).toInt();
+  if (region >= 0) selectRegion(region);
+  const quint64 frame = idx.data(StreamTreeModel::FrameRole).toULongLong();
+  if (frame) {
+    focused_frame_ = frame;
+    updateActions();
+  }
+}
+
+void MainWindow::onRegionRowSelected() {
+  if (syncing_) return;
+  const QModelIndex idx = regions_view_->currentIndex();
+  if (!idx.isValid()) return;
+  selectRegion(idx.data(RegionTableModel::RegionRole).toInt());
+}
+
+void MainWindow::focusFrame(std::uint64_t frame, std::optional<std::uint32_t> stream,
+                            int direction) {
+  if (!snap_ || syncing_) return;
+  syncing_ = true;
+  focused_frame_ = frame;
+  const auto region = snap_->region_of_frame(frame);
+  if (region && !stream) {
+    stream = snap_->regions[*region].stream;
+  }
+  // Stream tree: the region item when the frame placed into one, else the stream/direction.
+  QModelIndex tree_idx;
+  if (region) tree_idx = stream_model_->indexForRegion(*region);
+  if (!tree_idx.isValid() && stream) tree_idx = stream_model_->indexForStream(*stream, direction);
+  if (!tree_idx.isValid() && stream) tree_idx = stream_model_->indexForStream(*stream);
+  if (tree_idx.isValid()) {
+    streams_view_->selectionModel()->setCurrentIndex(
+        tree_idx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    streams_view_->scrollTo(tree_idx);
+  }
+  if (region) selectRegion(int(*region));
+  region_map_->setHighlightFrame(frame);
+  if (region) {
+    const int row = bytes_model_->rowForFrame(frame);
+    if (row >= 0) {
+      const QModelIndex bidx = bytes_model_->index(row, 0);
+      bytes_view_->selectionModel()->setCurrentIndex(
+          bidx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+      bytes_view_->scrollTo(bidx, QAbstractItemView::PositionAtCenter);
+    }
+  }
+  if (auto s = snap_->series_of_frame(frame, stream, direction)) {
+    if (series_combo_->currentIndex() != int(*s)) series_combo_->setCurrentIndex(int(*s));
+  }
+  msn_chart_->setHighlightFrame(frame);
+  // Findings: select the first finding at this frame, unless one at this frame is current.
+  const QModelIndex cur = findings_view_->currentIndex();
+  if (!cur.isValid() || cur.data(FindingsModel::FrameRole).toULongLong() != frame) {
+    for (int r = 0; r < findings_proxy_->rowCount(); ++r) {
+      const QModelIndex i = findings_proxy_->index(r, 0);
+      if (i.data(FindingsModel::FrameRole).toULongLong() == frame) {
+        findings_view_->selectionModel()->setCurrentIndex(
+            i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        findings_view_->scrollTo(i);
+        break;
+      }
+    }
+  }
+  syncing_ = false;
+  status_label_->setText(
+      tr("Frame %1").arg(frame) +
+      (region ? tr(" placed into %1").arg(regionLabel(*snap_->regions[*region].buffer))
+              : QString()));
+  updateActions();
+}
+
+void MainWindow::updateActions() {
+  const bool have = snap_ && snap_->model && !snap_->path.empty();
+  const bool ws = !wiresharkPath().isEmpty();
+  wireshark_action_->setEnabled(ws && have && focused_frame_ > 0);
+  wireshark_action_->setToolTip(ws ? tr("Runs wireshark -r FILE -g FRAME")
+                                   : tr("wireshark is not in PATH"));
+  export_action_->setEnabled(bytes_model_->buffer() != nullptr);
+  reload_action_->setEnabled(!path_.isEmpty());
+}
+
+void MainWindow::openInWireshark() {
+  const QString ws = wiresharkPath();
+  if (ws.isEmpty() || !snap_ || !focused_frame_) return;
+  QProcess::startDetached(ws, {QStringLiteral("-r"), QString::fromStdString(snap_->path),
+                               QStringLiteral("-g"), QString::number(focused_frame_)});
+}
+
+void MainWindow::exportBytes() {
+  const ShadowBuffer* b = bytes_model_->buffer();
+  if (!b) return;
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Export Region Bytes"),
+      QStringLiteral("stag-%1.bin").arg(b->key.stag, 8, 16, QLatin1Char('0')),
+      tr("Raw octets (*.bin);;Hex dump with frames (*.txt)"));
+  if (path.isEmpty()) return;
+  QString err;
+  if (!BytesModel::exportRegion(*b, path, &err))
+    QMessageBox::warning(this, tr("Export failed"), err);
+  else
+    status_label_->setText(tr("Exported %1").arg(path));
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* ev) {
+  if (ev->mimeData()->hasUrls() && !ev->mimeData()->urls().isEmpty() &&
+      ev->mimeData()->urls().first().isLocalFile())
+    ev->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* ev) {
+  const auto urls = ev->mimeData()->urls();
+  if (!urls.isEmpty() && urls.first().isLocalFile()) {
+    openFile(urls.first().toLocalFile());
+    ev->acceptProposedAction();
+  }
+}
+
+void MainWindow::closeEvent(QCloseEvent* ev) {
+  worker_->requestCancel();
+  QMainWindow::closeEvent(ev);
+}
+
+}  // namespace ddpscope::gui

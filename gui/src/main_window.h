@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The main window: five views over one snapshot (streams, region map, MSN chart, findings,
+// shadow bytes), a worker thread for analysis with progress and Cancel, and selection that
+// follows a frame across the views.
+#pragma once
+
+#include <QMainWindow>
+#include <QPointer>
+#include <optional>
+
+#include "snapshot.h"
+
+class QAction;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QSortFilterProxyModel;
+class QTabWidget;
+class QTableView;
+class QThread;
+class QTreeView;
+
+namespace ddpscope::gui {
+
+class AnalysisWorker;
+class BytesModel;
+class FindingsFilterProxy;
+class FindingsModel;
+class MsnChartWidget;
+class RegionMapWidget;
+class RegionTableModel;
+class StreamTreeModel;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  enum View { ViewStreams, ViewRegions, ViewMsn, ViewFindings, ViewBytes, ViewCount };
+  static std::optional<View> parseView(const QString& name);  // "streams", "regions", ...
+
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Analyses in the background (progress bar, Cancel); views update with live snapshots.
+  void openFile(const QString& path);
+  // Analyses on the calling thread and shows the result (screenshots, tests).
+  bool loadSynchronously(const QString& path);
+  void applySnapshot(SnapshotPtr snap);
+  const SnapshotPtr& snapshot() const { return snap_; }
+  bool isAnalyzing() const { return running_job_ != 0; }
+
+  void showView(View v);
+  QWidget* viewWidget(View v) const;
+  // Selects the finding (row of FindingsModel) in the table, which focuses its frame.
+  void selectFinding(int findingRow);
+  // Focuses a frame in every view: stream tree, region map and bytes, MSN chart.
+  void focusFrame(std::uint64_t frame, std::optional<std::uint32_t> stream = {},
+                  int direction = -1);
+  std::uint64_t focusedFrame() const { return focused_frame_; }
+  void selectRegion(int region);
+
+  StreamTreeModel* streamModel() const { return stream_model_; }
+  FindingsModel* findingsModel() const { return findings_model_; }
+  FindingsFilterProxy* findingsProxy() const { return findings_proxy_; }
+  RegionTableModel* regionModel() const { return region_model_; }
+  BytesModel* bytesModel() const { return bytes_model_; }
+  QTreeView* streamsView() const { return streams_view_; }
+  QTableView* findingsView() const { return findings_view_; }
+  QTableView* regionsView() const { return regions_view_; }
+  RegionMapWidget* regionMap() const { return region_map_; }
+  MsnChartWidget* msnChart() const { return msn_chart_; }
+  QComboBox* seriesCombo() const { return series_combo_; }
+  QAction* wiresharkAction() const { return wireshark_action_; }
+
+ signals:
+  void analysisFinished();
+  void startAnalysis(const QString& path, quint64 job);
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* ev) override;
+  void dropEvent(QDropEvent* ev) override;
+  void closeEvent(QCloseEvent* ev) override;
+
+ private:
+  void buildUi();
+  void buildMenus();
+  void addRecent(const QString& path);
+  void refreshRecentMenu();
+  void updateActions();
+  void populateSelectors();
+  void onWorkerProgress(quint64 job, quint64 done, quint64 total, quint64 frames);
+  void onWorkerSnapshot(quint64 job, SnapshotPtr snap);
+  void onWorkerFinished(quint64 job, SnapshotPtr snap);
+  void onFindingSelected();
+  void onStreamItemSelected();
+  void onRegionRowSelected();
+  void openInWireshark();
+  void exportBytes();
+  void openDialog();
+
+  SnapshotPtr snap_;
+  QString path_;
+  quint64 job_ = 0;
+  quint64 running_job_ = 0;
+  std::uint64_t focused_frame_ = 0;
+  bool syncing_ = false;
+
+  QThread* thread_ = nullptr;
+  AnalysisWorker* worker_ = nullptr;
+
+  QTabWidget* tabs_ = nullptr;
+  StreamTreeModel* stream_model_ = nullptr;
+  QTreeView* streams_view_ = nullptr;
+  RegionTableModel* region_model_ = nullptr;
+  QSortFilterProxyModel* region_proxy_ = nullptr;
+  QTableView* regions_view_ = nullptr;
+  RegionMapWidget* region_map_ = nullptr;
+  QComboBox* series_combo_ = nullptr;
+  MsnChartWidget* msn_chart_ = nullptr;
+  FindingsModel* findings_model_ = nullptr;
+  FindingsFilterProxy* findings_proxy_ = nullptr;
+  QTableView* findings_view_ = nullptr;
+  QLineEdit* findings_filter_ = nullptr;
+  QComboBox* severity_combo_ = nullptr;
+  QLabel* findings_count_ = nullptr;
+  QComboBox* bytes_region_combo_ = nullptr;
+  BytesModel* bytes_model_ = nullptr;
+  QTableView* bytes_view_ = nullptr;
+  QLabel* bytes_info_ = nullptr;
+
+  QLabel* status_label_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QPushButton* cancel_button_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  QAction* wireshark_action_ = nullptr;
+  QAction* export_action_ = nullptr;
+  QAction* reload_action_ = nullptr;
+};
+
+}  // namespace ddpscope::gui

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "region_table_model.h"
+
+#include "labels.h"
+
+namespace ddpscope::gui {
+
+RegionTableModel::RegionTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void RegionTableModel::setSnapshot(SnapshotPtr snap) {
+  beginResetModel();
+  snap_ = std::move(snap);
+  endResetModel();
+}
+
+int RegionTableModel::rowCount(const QModelIndex& parent) const {
+  if (parent.isValid() || !snap_) return 0;
+  return static_cast<int>(snap_->regions.size());
+}
+
+int RegionTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant RegionTableModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+  const RegionInfo& r = snap_->regions[std::size_t(index.row())];
+  const ShadowBuffer& b = *r.buffer;
+  const std::uint64_t issues = r.overlaps + r.conflicts + r.violations;
+  if (role == Qt::DisplayRole) {
+    switch (index.column()) {
+      case ColRegion:
+        return regionLabel(b);
+      case ColStream:
+        return r.stream ? QVariant(*r.stream) : QVariant(QString());
+      case ColSource:
+        return qstr(to_string(b.source));
+      case ColBounds:
+        if (b.base && b.length)
+          return QStringLiteral("[0x%1, +%2)").arg(*b.base, 0, 16).arg(*b.length);
+        if (b.max_end() > b.min_to())
+          return tr("observed [0x%1, 0x%2)").arg(b.min_to(), 0, 16).arg(b.max_end(), 0, 16);
+        return tr("unknown");
+      case ColPlaced:
+        return bytesText(b.bytes_placed());
+      case ColRanges:
+        return quint64(b.ranges().size() + b.ranges_dropped());
+      case ColIssues:
+        if (!issues) return QString();
+        return tr("%1 overlap, %2 conflict, %3 violation")
+            .arg(r.overlaps)
+            .arg(r.conflicts)
+            .arg(r.violations);
+    }
+    return {};
+  }
+  if (role == SortRole) {
+    switch (index.column()) {
+      case ColStream:
+        return r.stream ? qint64(*r.stream) : qint64(-1);
+      case ColPlaced:
+        return quint64(b.bytes_placed());
+      case ColRanges:
+        return quint64(b.ranges().size() + b.ranges_dropped());
+      case ColIssues:
+        return quint64(issues);
+      default:
+        return data(index, Qt::DisplayRole);
+    }
+  }
+  if (role == Qt::ForegroundRole && index.column() == ColIssues && issues)
+    return spanColor(r.violations  ? SpanKind::violation
+                     : r.conflicts ? SpanKind::conflict
+                                   : SpanKind::overlap);
+  if (role == RegionRole) return index.row();
+  if (role == FrameRole) return quint64(r.first_frame);
+  if (role == Qt::ToolTipRole && index.column() == ColRegion)
+    return tr("origin: %1\nlearned in frame %2")
+        .arg(QString::fromStdString(b.origin))
+        .arg(b.learned_frame);
+  return {};
+}
+
+QVariant RegionTableModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case ColRegion:
+      return tr("Region");
+    case ColStream:
+      return tr("Stream");
+    case ColSource:
+      return tr("Source");
+    case ColBounds:
+      return tr("Bounds");
+    case ColPlaced:
+      return tr("Placed");
+    case ColRanges:
+      return tr("Ranges");
+    case ColIssues:
+      return tr("Issues");
+    default:
+      return {};
+  }
+}
+
+}  // namespace ddpscope::gui

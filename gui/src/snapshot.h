@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// An immutable view of the analysis at one moment: a copy of core's Model plus the indexes
+// the views need (region list, MSN series, frame lookups). Built on the worker thread, then
+// shared read-only with the GUI thread; a live capture can feed snapshots the same way.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ddpscope/analysis.h"
+
+namespace ddpscope::gui {
+
+// One MSN chart series: untagged messages of one queue in one direction.
+struct MsnSeries {
+  std::uint32_t stream = 0;
+  int direction = 0;
+  std::uint32_t qn = 0;
+  std::vector<std::size_t> messages;  // indices into Model::messages, in record order
+};
+
+struct RegionInfo {
+  const ShadowBuffer* buffer = nullptr;  // into Snapshot::model
+  std::optional<std::uint32_t> stream;   // buffer's stream, else the first range's
+  int direction = -1;                    // direction whose receiver owns the region, if found
+  std::uint64_t overlaps = 0;
+  std::uint64_t conflicts = 0;
+  std::uint64_t violations = 0;
+  std::uint64_t first_frame = 0;  // of the first placed range
+};
+
+struct Snapshot {
+  std::string path;
+  std::shared_ptr<const Model> model;
+  bool final = false;
+  bool cancelled = false;
+  std::string error;  // open or read error (a truncated file is also a finding)
+  std::uint64_t bytes_read = 0;
+  std::uint64_t file_size = 0;
+  std::uint64_t frames_read = 0;
+  double elapsed_s = 0;
+
+  std::vector<RegionInfo> regions;
+  std::vector<MsnSeries> series;
+  // Sorted (frame, region index) for every placed range.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> frame_regions;
+
+  // Builds the indexes from `model`.
+  void build_index();
+  std::optional<std::size_t> region_of_frame(std::uint64_t frame) const;
+  // The series holding a message that starts at, is placed or delivered at `frame`; else the
+  // series of (stream, direction) whose messages span `frame`.
+  std::optional<std::size_t> series_of_frame(std::uint64_t frame,
+                                             std::optional<std::uint32_t> stream = {},
+                                             int direction = -1) const;
+};
+using SnapshotPtr = std::shared_ptr<const Snapshot>;
+
+struct AnalysisCallbacks {
+  const std::atomic<bool>* cancel = nullptr;
+  // (bytes read, file size, frames), called about every 50 ms.
+  std::function<void(std::uint64_t, std::uint64_t, std::uint64_t)> progress;
+  // Intermediate snapshots, at most every `snapshot_interval_ms` (stretched when copying the
+  // model gets expensive, so the copies stay below ~20% of the time).
+  std::function<void(SnapshotPtr)> snapshot;
+  int snapshot_interval_ms = 100;
+};
+
+// Reads the capture with ddpscope::capture and feeds core's Analyzer; returns the final
+// snapshot (final = true; cancelled or error set when it stopped early).
+SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb = {},
+                            const AnalyzerOptions& options = {});
+
+}  // namespace ddpscope::gui
