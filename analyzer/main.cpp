@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// ddpscope: the analyzer CLI. A thin adapter: libpcap frames in, core's analysis, reports out.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "capture/capture.h"
+#include "ddpscope/analysis.h"
+#include "ddpscope/findings.h"
+#include "report/report.h"
+#ifdef DDPSCOPE_HAVE_SYNTH
+#include "synth/synth.h"
+#endif
+
+namespace {
+
+using namespace ddpscope;
+
+// Exit codes: 0 no error finding, 1 an error finding, 2 usage or unreadable input.
+constexpr int kExitClean = 0;
+constexpr int kExitFindings = 1;
+constexpr int kExitUsage = 2;
+
+class Progress {
+ public:
+  explicit Progress(std::uint64_t total)
+      : total_(total), enabled_(isatty(STDERR_FILENO) && total > (8u << 20)) {}
+  void update(std::uint64_t done) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const int pct =
+        static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total_));
+    const int bar = pct / 4;
+    std::fprintf(stderr, "\r[%-25.*s] %3d%% %llu MiB", bar, "#########################", pct,
+                 static_cast<unsigned long long>(done >> 20));
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  ~Progress() {
+    if (shown_) std::fprintf(stderr, "\r%60s\r", "");
+  }
+
+ private:
+  std::uint64_t total_;
+  bool enabled_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+struct AnalyzeArgs {
+  std::string file;
+  bool json = false;
+  std::string regions;
+  std::string export_dir;
+  std::vector<std::uint16_t> ports;
+  bool hint_crc = true;
+  bool hint_markers = false;
+  bool no_advert = false;
+  bool no_crc_check = false;
+  std::optional<std::uint32_t> send_buffer;
+  std::size_t retention_mib = 64;
+  std::size_t window_mib = 4;
+  std::string output;
+};
+
+int analyze(const AnalyzeArgs& a) {
+  AnalyzerOptions opt;
+  opt.limits.payload_retention = a.retention_mib << 20;
+  opt.limits.reassembly_window = a.window_mib << 20;
+  opt.decode_advertisements = !a.no_advert;
+  opt.check_crc = !a.no_crc_check;
+  opt.send_buffer_size = a.send_buffer;
+  for (auto p : a.ports)
+    opt.hints.push_back(StreamHint{p, a.hint_crc, a.hint_markers});
+  Analyzer analyzer(opt);
+  if (!a.regions.empty()) {
+    std::vector<RegionSpec> regions;
+    std::string err;
+    if (!report::load_regions_file(a.regions, regions, err)) {
+      std::cerr << "ddpscope: " << err << "\n";
+      return kExitUsage;
+    }
+    for (const auto& r : regions)
+      analyzer.add_region(r);
+  }
+  std::string err;
+  auto reader = capture::CaptureReader::open(a.file, err);
+  if (!reader) {
+    std::cerr << "ddpscope: " << err << "\n";
+    return kExitUsage;
+  }
+  Progress progress(reader->file_size());
+  capture::Frame f;
+  std::uint64_t last = 0;
+  while (reader->next(f)) {
+    analyzer.feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
+    last = f.number;
+    if ((f.number & 0x3FF) == 0) progress.update(reader->bytes_read());
+  }
+  if (!reader->error().empty()) {
+    // Everything before the damage was analysed; say what happened.
+    analyzer.note_truncated_file(last, reader->error());
+  }
+  analyzer.finish();
+  const Model& m = analyzer.model();
+  std::ofstream file_out;
+  std::ostream* out = &std::cout;
+  if (!a.output.empty()) {
+    file_out.open(a.output);
+    if (!file_out) {
+      std::cerr << "ddpscope: cannot write " << a.output << "\n";
+      return kExitUsage;
+    }
+    out = &file_out;
+  }
+  const std::string name = std::filesystem::path(a.file).filename().string();
+  if (a.json) {
+    *out << report::to_json(m, name).dump(2) << "\n";
+  } else {
+    report::write_text(*out, m, name);
+  }
+  if (!a.export_dir.empty() && !report::export_shadow_buffers(m, a.export_dir, err)) {
+    std::cerr << "ddpscope: " << err << "\n";
+    return kExitUsage;
+  }
+  for (const auto& fd : m.findings)
+    if (fd.severity == Severity::error) return kExitFindings;
+  return kExitClean;
+}
+
+int list_findings(bool json) {
+  if (json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& s : finding_catalog()) {
+      nlohmann::json e{{"code", s.code},
+                       {"severity", to_string(s.severity)},
+                       {"layer", s.layer},
+                       {"rfc", s.rfc},
+                       {"summary", s.summary}};
+      if (s.terminate)
+        e["terminate"] = {{"layer", s.terminate->layer},
+                          {"etype", s.terminate->etype},
+                          {"code", s.terminate->code},
+                          {"name", terminate_error_name(*s.terminate)}};
+      j.push_back(e);
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& s : finding_catalog()) {
+    std::printf("%-34s %-8s %-18s %s", std::string(s.code).c_str(),
+                std::string(to_string(s.severity)).c_str(), std::string(s.rfc).c_str(),
+                std::string(s.summary).c_str());
+    if (s.terminate) std::printf(" [Terminate %s]", terminate_error_name(*s.terminate).c_str());
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ddpscope: see and debug iWARP (MPA/DDP/RDMAP) traffic"};
+  app.require_subcommand(1);
+
+  AnalyzeArgs aa;
+  auto* an = app.add_subcommand("analyze", "Analyze a pcap/pcapng capture");
+  an->add_option("FILE", aa.file, "capture file (pcap or pcapng)")->required();
+  an->add_flag("--json", aa.json, "JSON report (schema in the README)");
+  an->add_option("--regions", aa.regions, "JSON file of known STag regions");
+  an->add_option("--export-dir", aa.export_dir, "write each shadow buffer and index.json here");
+  an->add_option("--port", aa.ports,
+                 "analyze streams on this TCP port even without an MPA handshake");
+  an->add_option("--mid-stream-crc", aa.hint_crc, "for --port streams: CRC in use (default true)");
+  an->add_flag("--mid-stream-markers", aa.hint_markers, "for --port streams: markers in use");
+  an->add_flag("--no-advertisements", aa.no_advert,
+               "do not learn regions from rping-style advertisements");
+  an->add_flag("--no-crc-check", aa.no_crc_check, "do not verify MPA CRCs");
+  an->add_option("--send-buffer", aa.send_buffer, "size of the receive buffers posted for Sends");
+  an->add_option("--retain-mib", aa.retention_mib,
+                 "MiB of placed payload kept for shadow buffers (0 = none)");
+  an->add_option("--window-mib", aa.window_mib, "MiB of out-of-order TCP data held per direction");
+  an->add_option("-o,--output", aa.output, "write the report to this file");
+
+  std::string scenario, synth_out;
+  auto* sy = app.add_subcommand("synth", "Generate a synthetic capture from a scenario");
+  sy->add_option("SCENARIO", scenario, "scenario JSON (docs/synth-scenarios.md)")->required();
+  sy->add_option("-o,--output", synth_out, "output pcap")->required();
+
+  bool lf_json = false;
+  auto* lf = app.add_subcommand("list-findings", "List every finding code the analyzer reports");
+  lf->add_flag("--json", lf_json, "as JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+  if (an->parsed()) return analyze(aa);
+  if (lf->parsed()) return list_findings(lf_json);
+  if (sy->parsed()) {
+#ifdef DDPSCOPE_HAVE_SYNTH
+    synth::SynthResult result;
+    std::string err;
+    if (!synth::synthesize(scenario, synth_out, result, err)) {
+      std::cerr << "ddpscope synth: " << err << "\n";
+      return kExitUsage;
+    }
+    std::cout << "wrote " << synth_out << " (" << result.frames << " frames, "
+              << result.expected.size() << " expected findings in " << result.expected_path
+              << ")\n";
+    return 0;
+#else
+    std::cerr << "ddpscope synth: this build has no synthetic generator\n";
+    return kExitUsage;
+#endif
+  }
+  return kExitUsage;
+}

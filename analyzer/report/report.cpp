@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "report/report.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "ddpscope/errors.h"
+#include "ddpscope/wire.h"
+
+namespace ddpscope::report {
+
+using nlohmann::json;
+
+std::string hex(std::uint64_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
+namespace {
+
+const char* dir_name(int d) {
+  return d == 0 ? "client-to-server" : d == 1 ? "server-to-client" : "";
+}
+
+json mpa_frame_json(const wire::MpaReqRep& f, std::uint64_t frame) {
+  json j;
+  j["frame"] = frame;
+  j["revision"] = f.revision;
+  j["markers"] = f.markers;
+  j["crc"] = f.crc;
+  j["reject"] = f.reject;
+  j["enhanced"] = f.enhanced;
+  j["reserved_bits"] = f.reserved;
+  j["private_data_length"] = f.private_data.size();
+  if (f.enhanced_pd) {
+    const auto& e = *f.enhanced_pd;
+    j["ird"] = e.ird;
+    j["ord"] = e.ord;
+    j["peer_to_peer"] = e.peer_to_peer;
+    j["rtr"] = {{"send", e.zero_length_send_rtr},
+                {"write", e.zero_length_write_rtr},
+                {"read", e.zero_length_read_rtr}};
+  }
+  return j;
+}
+
+json terminate_json(const TerminateError& t) {
+  return {
+      {"layer", t.layer}, {"etype", t.etype}, {"code", t.code}, {"name", terminate_error_name(t)}};
+}
+
+json region_json(const ShadowBuffer& b) {
+  json j;
+  j["stag"] = hex(b.key.stag);
+  j["sink"] = b.key.owner.to_string();
+  j["source"] = std::string(to_string(b.source));
+  if (!b.origin.empty()) j["origin"] = b.origin;
+  if (b.base) j["base"] = hex(*b.base);
+  if (b.length) j["length"] = *b.length;
+  j["bounds_enforced"] = b.bounds_enforced;
+  if (b.stream) j["stream"] = *b.stream;
+  if (b.invalidated) j["invalidated_frame"] = b.invalidated_frame;
+  json ranges = json::array();
+  for (const auto& [begin, end] : b.extents())
+    ranges.push_back({hex(begin), hex(end)});
+  j["ranges"] = ranges;
+  j["bytes_placed"] = b.bytes_placed();
+  std::uint64_t violations = 0, overlaps = 0, conflicts = 0;
+  for (const auto& r : b.ranges()) {
+    violations += r.violation;
+    overlaps += r.overlap;
+    conflicts += r.conflict;
+  }
+  j["segments"] = b.ranges().size() + b.ranges_dropped();
+  j["violations"] = violations;
+  j["overlaps"] = overlaps;
+  j["conflicts"] = conflicts;
+  return j;
+}
+
+}  // namespace
+
+json to_json(const Model& m, const std::string& capture_name) {
+  json root;
+  root["schema"] = kSchemaVersion;
+  root["capture"] = capture_name;
+  root["frames"] = m.frames;
+  json streams = json::array();
+  // Regions grouped by the stream they belong to; regions with no stream go top-level.
+  std::map<std::uint32_t, json> stream_regions;
+  json other_regions = json::array();
+  for (const auto& [key, b] : m.memory.buffers()) {
+    if (b.stream) {
+      stream_regions[*b.stream].push_back(region_json(b));
+    } else {
+      bool placed_by_stream = false;
+      for (const auto& r : b.ranges()) {
+        stream_regions[r.stream].push_back(region_json(b));
+        placed_by_stream = true;
+        break;
+      }
+      if (!placed_by_stream) other_regions.push_back(region_json(b));
+    }
+  }
+  for (const auto& s : m.streams) {
+    if (s.state == StreamState::not_iwarp || s.state == StreamState::unknown) continue;
+    json js;
+    js["id"] = s.id;
+    js["client"] = s.client.to_string();
+    js["server"] = s.server.to_string();
+    js["state"] = std::string(to_string(s.state));
+    js["first_frame"] = s.first_frame;
+    js["last_frame"] = s.last_frame;
+    json mpa;
+    mpa["mid_stream"] = s.mid_stream;
+    if (s.revision) mpa["revision"] = *s.revision;
+    mpa["crc"] = s.dirs[0].mpa.crc || s.dirs[1].mpa.crc;
+    mpa["enhanced"] = s.enhanced;
+    mpa["peer_to_peer"] = s.peer_to_peer;
+    if (!s.rtr.empty()) mpa["rtr"] = s.rtr;
+    if (s.dirs[0].mpa_frame)
+      mpa["request"] = mpa_frame_json(*s.dirs[0].mpa_frame, s.dirs[0].mpa_frame_number);
+    if (s.dirs[1].mpa_frame)
+      mpa["reply"] = mpa_frame_json(*s.dirs[1].mpa_frame, s.dirs[1].mpa_frame_number);
+    js["mpa"] = mpa;
+    json dirs = json::array();
+    for (int d = 0; d < 2; ++d) {
+      const auto& dm = s.dirs[d];
+      json jd;
+      jd["direction"] = dir_name(d);
+      jd["from"] = dm.from.to_string();
+      jd["to"] = dm.to.to_string();
+      jd["markers"] = dm.mpa.markers;
+      if (dm.mpa.convention)
+        jd["marker_convention"] = std::string(wire::to_string(*dm.mpa.convention));
+      if (dm.mss) jd["mss"] = *dm.mss;
+      jd["tcp_bytes"] = dm.tcp_bytes;
+      jd["fpdus"] = dm.fpdus;
+      jd["crc_errors"] = dm.crc_errors;
+      jd["bytes_lost"] = dm.bytes_lost;
+      jd["bytes_unframed"] = dm.bytes_unframed;
+      jd["bytes_placed"] = dm.bytes_placed;
+      json ops = json::object();
+      for (std::size_t op = 0; op < dm.opcodes.size(); ++op) {
+        const auto& c = dm.opcodes[op];
+        if (c.segments == 0) continue;
+        ops[std::string(wire::opcode_info(static_cast<std::uint8_t>(op)).key)] = {
+            {"segments", c.segments}, {"messages", c.messages}, {"bytes", c.bytes}};
+      }
+      jd["opcodes"] = ops;
+      json queues = json::array();
+      for (const auto& [qn, q] : dm.queues) {
+        queues.push_back({{"qn", qn},
+                          {"first_msn", q.first_msn},
+                          {"last_msn", q.last_msn},
+                          {"messages", q.messages},
+                          {"segments", q.segments}});
+      }
+      jd["queues"] = queues;
+      dirs.push_back(jd);
+    }
+    js["directions"] = dirs;
+    auto it = stream_regions.find(s.id);
+    js["stags"] = it == stream_regions.end() ? json::array() : it->second;
+    streams.push_back(js);
+  }
+  root["streams"] = streams;
+  if (!other_regions.empty()) root["regions"] = other_regions;
+  json findings = json::array();
+  for (const auto& f : m.findings) {
+    json jf;
+    jf["code"] = std::string(f.code());
+    jf["severity"] = std::string(to_string(f.severity));
+    jf["frame"] = f.frame;
+    jf["frames"] = f.frames;
+    if (f.stream != UINT32_MAX) jf["stream"] = f.stream;
+    if (f.direction >= 0) jf["direction"] = dir_name(f.direction);
+    jf["message"] = f.message;
+    if (f.terminate) jf["terminate"] = terminate_json(*f.terminate);
+    if (f.consequence_of_gap) jf["consequence_of_gap"] = true;
+    findings.push_back(jf);
+  }
+  root["findings"] = findings;
+  if (m.findings_dropped) root["findings_dropped"] = m.findings_dropped;
+  json summary;
+  std::uint64_t errors = 0, warnings = 0, notes = 0;
+  for (const auto& f : m.findings) {
+    errors += f.severity == Severity::error;
+    warnings += f.severity == Severity::warning;
+    notes += f.severity == Severity::note;
+  }
+  summary["errors"] = errors;
+  summary["warnings"] = warnings;
+  summary["notes"] = notes;
+  summary["messages"] = m.messages.size();
+  summary["frames_not_tcp"] = m.frames_not_tcp;
+  summary["frames_unsupported"] = m.frames_unsupported;
+  summary["frames_malformed"] = m.frames_malformed;
+  root["summary"] = summary;
+  return root;
+}
+
+void write_text(std::ostream& out, const Model& m, const std::string& capture_name) {
+  out << "ddpscope report: " << capture_name << " (" << m.frames << " frames)\n";
+  std::size_t shown = 0;
+  for (const auto& s : m.streams) {
+    if (s.state == StreamState::not_iwarp || s.state == StreamState::unknown) continue;
+    ++shown;
+    out << "\nStream " << s.id << ": " << s.client.to_string() << " -> " << s.server.to_string()
+        << "  [" << to_string(s.state) << "] frames " << s.first_frame << "-" << s.last_frame
+        << "\n";
+    out << "  MPA: ";
+    if (s.mid_stream) out << "mid-stream (no handshake in capture) ";
+    if (s.revision) out << "rev " << int(*s.revision) << " ";
+    out << "CRC " << ((s.dirs[0].mpa.crc || s.dirs[1].mpa.crc) ? "on" : "off");
+    out << ", markers c->s " << (s.dirs[0].mpa.markers ? "on" : "off") << ", s->c "
+        << (s.dirs[1].mpa.markers ? "on" : "off");
+    if (s.enhanced) {
+      out << ", RFC 6581";
+      if (s.dirs[0].mpa_frame && s.dirs[0].mpa_frame->enhanced_pd)
+        out << " client IRD/ORD " << s.dirs[0].mpa_frame->enhanced_pd->ird << "/"
+            << s.dirs[0].mpa_frame->enhanced_pd->ord;
+      if (s.dirs[1].mpa_frame && s.dirs[1].mpa_frame->enhanced_pd)
+        out << " server IRD/ORD " << s.dirs[1].mpa_frame->enhanced_pd->ird << "/"
+            << s.dirs[1].mpa_frame->enhanced_pd->ord;
+      if (s.peer_to_peer) out << ", peer-to-peer";
+      if (!s.rtr.empty()) out << ", RTR " << s.rtr;
+    }
+    out << "\n";
+    for (int d = 0; d < 2; ++d) {
+      const auto& dm = s.dirs[d];
+      out << "  " << dir_name(d) << ": " << dm.tcp_bytes << " TCP octets, " << dm.fpdus
+          << " FPDUs, " << dm.bytes_placed << " octets placed";
+      if (dm.bytes_lost) out << ", " << dm.bytes_lost << " lost";
+      if (dm.crc_errors) out << ", " << dm.crc_errors << " CRC errors";
+      out << "\n";
+      for (std::size_t op = 0; op < dm.opcodes.size(); ++op) {
+        const auto& c = dm.opcodes[op];
+        if (!c.segments) continue;
+        out << "    " << std::left << std::setw(28)
+            << wire::opcode_info(static_cast<std::uint8_t>(op)).name << std::right << std::setw(8)
+            << c.segments << " segments " << std::setw(8) << c.messages << " messages "
+            << std::setw(12) << c.bytes << " octets\n";
+      }
+      for (const auto& [qn, q] : dm.queues) {
+        out << "    QN " << qn << ": MSN " << q.first_msn << ".." << q.last_msn << ", "
+            << q.messages << " messages\n";
+      }
+    }
+    bool header = false;
+    for (const auto& [key, b] : m.memory.buffers()) {
+      bool mine = b.stream ? *b.stream == s.id : false;
+      if (!b.stream)
+        for (const auto& r : b.ranges())
+          if (r.stream == s.id) mine = true;
+      if (!mine) continue;
+      if (!header) {
+        out << "  STag regions:\n";
+        header = true;
+      }
+      out << "    " << b.key.owner.to_string() << " STag " << hex(b.key.stag) << " ["
+          << to_string(b.source) << "]";
+      if (b.base && b.length) out << " base " << hex(*b.base) << " length " << *b.length;
+      out << ": " << b.bytes_placed() << " octets placed in";
+      std::size_t n = 0;
+      for (const auto& [begin, end] : b.extents()) {
+        if (n++ == 4) {
+          out << " ...";
+          break;
+        }
+        out << " [" << hex(begin) << ", " << hex(end) << ")";
+      }
+      if (b.extents().empty()) out << " nothing";
+      out << "\n";
+    }
+  }
+  if (shown == 0)
+    out << "\nNo iWARP stream found (no MPA handshake; use --port for mid-stream captures).\n";
+  out << "\nFindings: " << m.findings.size();
+  if (m.findings_dropped) out << " (+" << m.findings_dropped << " not kept)";
+  out << "\n";
+  for (const auto& f : m.findings) {
+    out << "  frame " << std::setw(7) << f.frame << "  " << std::left << std::setw(8)
+        << to_string(f.severity) << std::setw(34) << f.code() << std::right;
+    if (f.stream != UINT32_MAX) out << " stream " << f.stream << ": ";
+    out << f.message;
+    if (f.terminate) out << "  [Terminate " << terminate_error_name(*f.terminate) << "]";
+    if (f.consequence_of_gap) out << "  (consequence of capture loss)";
+    out << "\n";
+  }
+}
+
+namespace {
+bool parse_number(const json& v, std::uint64_t& out) {
+  try {
+    if (v.is_number_unsigned() || v.is_number_integer()) {
+      out = v.get<std::uint64_t>();
+      return true;
+    }
+    if (v.is_string()) {
+      const std::string s = v.get<std::string>();
+      std::size_t pos = 0;
+      out = std::stoull(s, &pos, 0);
+      return pos == s.size();
+    }
+  } catch (...) {
+  }
+  return false;
+}
+}  // namespace
+
+bool parse_regions(const std::string& text, std::vector<RegionSpec>& out, std::string& error) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) {
+    error = "regions file is not valid JSON";
+    return false;
+  }
+  if (!j.is_array()) {
+    error = "regions file must be a JSON array of {stag, base, length, sink}";
+    return false;
+  }
+  std::size_t i = 0;
+  for (const auto& e : j) {
+    const std::string where = "region " + std::to_string(i++) + ": ";
+    if (!e.is_object()) {
+      error = where + "not an object";
+      return false;
+    }
+    RegionSpec r;
+    std::uint64_t v = 0;
+    if (!e.contains("stag") || !parse_number(e["stag"], v) || v > 0xFFFFFFFFu) {
+      error = where + "missing or invalid \"stag\"";
+      return false;
+    }
+    r.stag = static_cast<std::uint32_t>(v);
+    if (!e.contains("base") || !parse_number(e["base"], r.base)) {
+      error = where + "missing or invalid \"base\"";
+      return false;
+    }
+    if (!e.contains("length") || !parse_number(e["length"], r.length)) {
+      error = where + "missing or invalid \"length\"";
+      return false;
+    }
+    if (e.contains("sink")) {
+      if (!e["sink"].is_string() ||
+          !(r.owner = net::Address::parse(e["sink"].get<std::string>()))) {
+        error = where + "invalid \"sink\" address";
+        return false;
+      }
+    }
+    r.origin = "regions file";
+    out.push_back(r);
+  }
+  return true;
+}
+
+bool load_regions_file(const std::string& path, std::vector<RegionSpec>& out, std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read regions file " + path;
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!parse_regions(ss.str(), out, error)) {
+    error = path + ": " + error;
+    return false;
+  }
+  return true;
+}
+
+bool export_shadow_buffers(const Model& m, const std::string& dir, std::string& error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    error = "cannot create " + dir + ": " + ec.message();
+    return false;
+  }
+  json index = json::array();
+  for (const auto& [key, b] : m.memory.buffers()) {
+    if (b.extents().empty()) continue;
+    std::string owner = key.owner.to_string();
+    for (auto& ch : owner)
+      if (ch == ':' || ch == '[' || ch == ']') ch = '_';
+    const std::string name = owner + "-stag-" + hex(key.stag) + ".bin";
+    const std::uint64_t base = b.min_to();
+    const std::uint64_t span = b.max_end() - base;
+    json entry;
+    entry["file"] = name;
+    entry["sink"] = key.owner.to_string();
+    entry["stag"] = hex(key.stag);
+    entry["base_to"] = hex(base);
+    entry["size"] = span;
+    json ranges = json::array();
+    for (const auto& [begin, end] : b.extents())
+      ranges.push_back({hex(begin), hex(end)});
+    entry["placed_ranges"] = ranges;
+    entry["bytes_placed"] = b.bytes_placed();
+    entry["content_complete"] = true;
+    if (span > (1ull << 32)) {
+      entry["skipped"] = "placed extent larger than 4 GiB";
+      index.push_back(entry);
+      continue;
+    }
+    std::ofstream out(fs::path(dir) / name, std::ios::binary);
+    if (!out) {
+      error = "cannot write " + (fs::path(dir) / name).string();
+      return false;
+    }
+    constexpr std::size_t kChunk = 1 << 20;
+    bool complete = true;
+    for (std::uint64_t off = 0; off < span; off += kChunk) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, span - off));
+      std::vector<bool> known;
+      Bytes data = b.read(base + off, n, &known);
+      out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(n));
+      for (const auto& [begin, end] : b.extents()) {
+        // Placed octets whose content was not retained (payload cap) make the file partial.
+        const std::uint64_t lo = std::max(begin, base + off), hi = std::min(end, base + off + n);
+        for (std::uint64_t p = lo; p < hi && complete; ++p)
+          if (!known[p - base - off]) complete = false;
+      }
+    }
+    entry["content_complete"] = complete;
+    index.push_back(entry);
+  }
+  std::ofstream idx(fs::path(dir) / "index.json");
+  if (!idx) {
+    error = "cannot write index.json in " + dir;
+    return false;
+  }
+  idx << index.dump(2) << "\n";
+  return true;
+}
+
+}  // namespace ddpscope::report
