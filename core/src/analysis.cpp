@@ -300,13 +300,21 @@ struct Analyzer::Impl {
            std::to_string(length) + " octets missing from the capture at stream offset " +
                std::to_string(offset));
     DirState& ds = c.d[dir];
+    mark_damaged(ds);
+    Glue glue{*this, c, dir};
+    ds.framer.gap(offset, length, glue);
+  }
+
+  // Octets of this direction were lost (capture gap) or dropped (CRC): open messages are
+  // damaged and the next MSN on each queue may jump.
+  static void mark_damaged(DirState& ds) {
     for (auto& [qn, q] : ds.queues) {
       q.after_gap = true;
       if (q.open) q.open->damaged = true;
     }
+    for (std::uint32_t qn : {wire::kQnSend, wire::kQnReadRequest, wire::kQnTerminate})
+      if (!ds.queues.count(qn)) ds.queues[qn].after_gap = true;
     if (ds.tagged) ds.tagged->damaged = true;
-    Glue glue{*this, c, dir};
-    ds.framer.gap(offset, length, glue);
   }
 
   // ---- MPA ------------------------------------------------------------------------------
@@ -568,6 +576,8 @@ struct Analyzer::Impl {
         dm.crc_errors++;
         report(FindingId::mpa_crc_mismatch, ctx,
                "CRC field " + hex(p.crc_field) + ", computed " + hex(p.crc_all));
+        // The FPDU is dropped: what it leaves missing is a consequence, like capture loss.
+        mark_damaged(ds);
       }
     } else if (!dm.mpa.crc && p.crc_field != 0 && once(ds, FindingId::mpa_crc_unexpected)) {
       report(FindingId::mpa_crc_unexpected, ctx,

@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The engine fed with TCP segments built here: a small connection builder writes the MPA
+// handshake and FPDUs into each direction's byte stream, then cuts it into segments.
+#include "ddpscope/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "ddpscope/crc32c.h"
+
+namespace ddpscope {
+namespace {
+
+using wire::Opcode;
+
+struct Seg {
+  int dir;
+  std::uint32_t seq;
+  Bytes data;
+  std::uint8_t flags = net::tcp_flag::ack;
+};
+
+// Builds one iWARP connection's byte streams and turns them into TCP segments.
+class Conn {
+ public:
+  Conn() {
+    ep_[0] = {*net::Address::parse("10.0.0.1"), 40000};
+    ep_[1] = {*net::Address::parse("10.0.0.2"), 4791};
+  }
+  bool crc = false;
+  bool markers_c2s = false;  // the server asks for markers (Reply's M)
+  bool markers_s2c = false;  // the client asks (Request's M)
+  std::uint8_t revision = 2;
+  bool enhanced = true;
+  std::uint16_t ird = 16, ord = 16;
+
+  void handshake() {
+    wire::MpaReqRep req;
+    req.kind = wire::MpaFrameKind::request;
+    req.crc = crc;
+    req.markers = markers_s2c;
+    req.revision = revision;
+    req.enhanced = enhanced;
+    if (enhanced) req.enhanced_pd = wire::MpaEnhancedPd{false, false, ird, false, false, ord};
+    append(0, wire::encode_mpa_reqrep(req));
+    s0_[0] = stream_[0].size();
+    wire::MpaReqRep rep = req;
+    rep.kind = wire::MpaFrameKind::reply;
+    rep.markers = markers_c2s;
+    append(1, wire::encode_mpa_reqrep(rep));
+    s0_[1] = stream_[1].size();
+  }
+
+  // Appends one FPDU carrying `header` + `payload`; returns its stream offset.
+  std::size_t fpdu(int dir, const wire::DdpHeader& h, ByteView payload = {}) {
+    Bytes ulpdu;
+    ByteWriter w(ulpdu);
+    wire::encode_ddp_header(h, w);
+    w.bytes(payload);
+    wire::FpduEncodeOptions o;
+    o.crc = crc;
+    o.markers = dir == 0 ? markers_c2s : markers_s2c;
+    o.stream_pos = stream_[dir].size() - s0_[dir];
+    const std::size_t at = stream_[dir].size();
+    append(dir, wire::encode_fpdu(ulpdu, o));
+    return at;
+  }
+
+  static wire::DdpHeader untagged(Opcode op, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo,
+                                  bool last, std::uint32_t inval = 0) {
+    wire::DdpHeader h;
+    h.control.last = last;
+    h.rsvd_ulp0 = wire::RdmapControl{1, 0, static_cast<std::uint8_t>(op)}.byte();
+    h.qn = qn;
+    h.msn = msn;
+    h.mo = mo;
+    h.rsvd_ulp1 = inval;
+    return h;
+  }
+  static wire::DdpHeader tagged(Opcode op, std::uint32_t stag, std::uint64_t to, bool last) {
+    wire::DdpHeader h;
+    h.control.tagged = true;
+    h.control.last = last;
+    h.rsvd_ulp0 = wire::RdmapControl{1, 0, static_cast<std::uint8_t>(op)}.byte();
+    h.stag = stag;
+    h.to = to;
+    return h;
+  }
+
+  void send(int dir, std::uint32_t msn, ByteView payload) {
+    fpdu(dir, untagged(Opcode::send, 0, msn, 0, true), payload);
+  }
+
+  // Segments of each direction cut at `mss` octets, in causal order: a segment goes out once
+  // its last octet was written (so a Read Response never precedes its Read Request).
+  std::vector<Seg> segments(std::size_t mss = 1460) const {
+    std::vector<std::pair<std::uint64_t, Seg>> timed;
+    for (int d = 0; d < 2; ++d) {
+      for (std::size_t pos = 0, n = 0; pos < stream_[d].size(); pos += n) {
+        n = std::min(mss, stream_[d].size() - pos);
+        // A sender that waits for its peer cannot have sent what it wrote after the wait in the
+        // same segment: cut where the other side wrote in between.
+        for (std::size_t k = pos; k + 1 < pos + n; ++k) {
+          if (time_[d][k + 1] > time_[d][k] + 1 &&
+              other_wrote_between(d, time_[d][k], time_[d][k + 1])) {
+            n = k + 1 - pos;
+            break;
+          }
+        }
+        timed.push_back({time_[d][pos + n - 1],
+                         Seg{d, isn_[d] + 1 + static_cast<std::uint32_t>(pos),
+                             Bytes(stream_[d].begin() + pos, stream_[d].begin() + pos + n)}});
+      }
+    }
+    std::stable_sort(timed.begin(), timed.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Seg> out;
+    for (auto& t : timed)
+      out.push_back(std::move(t.second));
+    return out;
+  }
+
+  // Feeds SYN, SYN-ACK, then `segs`, numbering frames from 1.
+  const Model& run(Analyzer& a, const std::vector<Seg>& segs) {
+    std::uint64_t frame = 0;
+    feed(a, ++frame, Seg{0, isn_[0], {}, net::tcp_flag::syn});
+    feed(a, ++frame, Seg{1, isn_[1], {}, net::tcp_flag::syn | net::tcp_flag::ack});
+    for (const auto& s : segs)
+      feed(a, ++frame, s);
+    a.finish();
+    return a.model();
+  }
+
+  const Bytes& stream(int dir) const { return stream_[dir]; }
+
+  bool other_wrote_between(int d, std::uint64_t t1, std::uint64_t t2) const {
+    const auto& o = time_[1 - d];
+    auto it = std::upper_bound(o.begin(), o.end(), t1);
+    return it != o.end() && *it < t2;
+  }
+
+ private:
+  void append(int dir, const Bytes& b) {
+    stream_[dir].insert(stream_[dir].end(), b.begin(), b.end());
+    time_[dir].insert(time_[dir].end(), b.size(), ++clock_);
+  }
+  void feed(Analyzer& a, std::uint64_t frame, const Seg& s) const {
+    net::TcpSegment t;
+    t.src = ep_[s.dir];
+    t.dst = ep_[1 - s.dir];
+    t.seq = s.seq;
+    t.flags = s.flags;
+    if (s.flags & net::tcp_flag::syn) t.mss = 1460;
+    t.payload = s.data;
+    t.payload_length = static_cast<std::uint32_t>(s.data.size());
+    a.feed_tcp(frame, static_cast<std::int64_t>(frame) * 1000, t);
+  }
+
+  net::Endpoint ep_[2];
+  std::uint32_t isn_[2] = {1000, 0xFFFFFF00u};  // the server's sequence numbers wrap
+  Bytes stream_[2];
+  std::vector<std::uint64_t> time_[2];  // when each octet was written
+  std::uint64_t clock_ = 0;
+  std::size_t s0_[2] = {0, 0};
+};
+
+Bytes pattern(std::size_t n, std::uint8_t seed = 3) {
+  Bytes b(n);
+  for (std::size_t i = 0; i < n; ++i)
+    b[i] = static_cast<std::uint8_t>(seed + i * 13);
+  return b;
+}
+
+std::vector<std::string> codes(const Model& m, Severity at_least = Severity::warning) {
+  std::vector<std::string> c;
+  for (const auto& f : m.findings)
+    if (f.severity >= at_least) c.emplace_back(f.code());
+  return c;
+}
+
+// A clean exchange: Sends both ways, an RDMA Write in several segments, a Read and its
+// Response. Nothing to report; placed content is what was written.
+void clean_exchange(Conn& c) {
+  c.handshake();
+  c.send(0, 1, pattern(64));
+  c.send(1, 1, pattern(32));
+  const Bytes w = pattern(3000, 9);
+  for (std::size_t off = 0; off < w.size(); off += 1000)
+    c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x100, 0x5000 + off, off + 1000 >= w.size()),
+           ByteView(w).subspan(off, 1000));
+  Bytes rr;
+  ByteWriter bw(rr);
+  wire::encode_read_request({0x200, 0x9000, 2000, 0x300, 0x1000}, bw);
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true), rr);
+  const Bytes r = pattern(2000, 77);
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, false), ByteView(r).first(1200));
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000 + 1200, true),
+         ByteView(r).subspan(1200));
+  c.send(0, 2, pattern(10));
+}
+
+TEST(Analysis, CleanExchangeHasNoFindingsAndPlacesTheWrittenBytes) {
+  for (bool crc : {false, true}) {
+    Conn c;
+    c.crc = crc;
+    clean_exchange(c);
+    Analyzer a;
+    const Model& m = c.run(a, c.segments(700));  // FPDUs straddle segments
+    EXPECT_TRUE(codes(m, Severity::note).empty())
+        << ::testing::PrintToString(codes(m, Severity::note));
+    ASSERT_EQ(m.streams.size(), 1u);
+    const auto& s = m.streams[0];
+    EXPECT_EQ(s.state, StreamState::full);
+    EXPECT_EQ(s.dirs[0].opcodes[0].messages, 1u);  // one RDMA Write message
+    EXPECT_EQ(s.dirs[0].opcodes[0].segments, 3u);
+    EXPECT_EQ(s.dirs[0].queues.at(0).last_msn, 2u);
+    const ShadowBuffer* b = m.memory.find({*net::Address::parse("10.0.0.2"), 0x100});
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->bytes_placed(), 3000u);
+    EXPECT_EQ(b->read(0x5000, 3000), pattern(3000, 9));
+    const ShadowBuffer* rb = m.memory.find({*net::Address::parse("10.0.0.1"), 0x200});
+    ASSERT_NE(rb, nullptr);
+    EXPECT_EQ(rb->read(0x9000, 2000), pattern(2000, 77));
+    // Every message was placed and delivered.
+    for (const auto& msg : m.messages) {
+      EXPECT_TRUE(msg.complete);
+      EXPECT_NE(msg.delivered_frame, 0u);
+    }
+  }
+}
+
+TEST(Analysis, OneSegmentPerOctetStillFramesEverything) {
+  Conn c;
+  c.crc = true;
+  clean_exchange(c);
+  Analyzer a;
+  const Model& m = c.run(a, c.segments(1));
+  EXPECT_TRUE(codes(m, Severity::note).empty());
+  EXPECT_EQ(m.streams[0].dirs[0].fpdus, 6u);
+}
+
+TEST(Analysis, ReorderedAndExactlyRetransmittedSegmentsAreNotErrors) {
+  Conn c;
+  clean_exchange(c);
+  auto segs = c.segments(500);
+  std::swap(segs[3], segs[5]);             // reordered in the capture
+  segs.insert(segs.begin() + 7, segs[6]);  // exact retransmission
+  Analyzer a;
+  const Model& m = c.run(a, segs);
+  EXPECT_TRUE(codes(m, Severity::note).empty())
+      << ::testing::PrintToString(codes(m, Severity::note));
+}
+
+TEST(Analysis, ConflictingRetransmissionIsReportedAndFirstCopyWins) {
+  Conn c;
+  clean_exchange(c);
+  auto segs = c.segments(500);
+  Seg bad = segs[4];
+  bad.data[bad.data.size() / 2] ^= 0xFF;
+  segs.insert(segs.begin() + 5, bad);
+  Analyzer a;
+  const Model& m = c.run(a, segs);
+  EXPECT_EQ(codes(m), std::vector<std::string>{"tcp.retransmission-conflict"});
+  EXPECT_EQ(m.findings[0].frame, 2u + 6u);
+}
+
+TEST(Analysis, CrcMismatchIsAnErrorWithTheMpaTerminate) {
+  Conn c;
+  c.crc = true;
+  c.handshake();
+  c.send(0, 1, pattern(64));
+  const std::size_t at = c.stream(0).size();
+  c.send(0, 2, pattern(64));
+  c.send(0, 3, pattern(64));
+  auto segs = c.segments(4096);
+  // Corrupt one payload octet of the second Send.
+  for (auto& s : segs)
+    if (s.dir == 0) s.data[at + 30] ^= 1;
+  Analyzer a;
+  const Model& m = c.run(a, segs);
+  ASSERT_EQ(codes(m), std::vector<std::string>{"mpa.crc-mismatch"});
+  ASSERT_TRUE(m.findings[0].terminate);
+  EXPECT_EQ(*m.findings[0].terminate, (TerminateError{2, 0, 2}));
+  // The damaged FPDU is dropped, as a compliant sink would; the MSN jump that follows is
+  // reported as its consequence (a note), not as a second error.
+  ASSERT_EQ(m.findings.size(), 2u);
+  EXPECT_EQ(m.findings[1].code(), "ddp.untagged.msn-gap");
+  EXPECT_TRUE(m.findings[1].consequence_of_gap);
+}
+
+TEST(Analysis, CaptureLossIsAGapWhoseConsequencesAreNotes) {
+  Conn c;
+  c.handshake();
+  c.send(0, 1, pattern(64));
+  c.send(0, 2, pattern(3000));  // spans several segments
+  c.send(0, 3, pattern(64));
+  c.send(0, 4, pattern(64));
+  auto segs = c.segments(1000);
+  // Drop the client's third segment (inside MSN 2).
+  int seen = 0;
+  segs.erase(std::remove_if(segs.begin(), segs.end(),
+                            [&](const Seg& s) { return s.dir == 0 && ++seen == 3; }),
+             segs.end());
+  Analyzer a;
+  const Model& m = c.run(a, segs);
+  EXPECT_EQ(codes(m), std::vector<std::string>{"tcp.gap"});
+  bool resync = false;
+  for (const auto& f : m.findings)
+    if (f.code() == "mpa.resync" || f.code() == "ddp.message-incomplete") {
+      EXPECT_TRUE(f.consequence_of_gap);
+      resync = true;
+    }
+  EXPECT_TRUE(resync);
+  EXPECT_EQ(m.streams[0].dirs[0].queues.at(0).last_msn, 4u);
+}
+
+TEST(Analysis, MsnGapDuplicateAndBadMo) {
+  Conn c;
+  c.handshake();
+  c.send(0, 1, pattern(8));
+  c.send(0, 3, pattern(8));  // gap: 2 missing
+  c.send(0, 3, pattern(8));  // duplicate
+  c.fpdu(0, Conn::untagged(Opcode::send, 0, 4, 0, false), pattern(8));
+  c.fpdu(0, Conn::untagged(Opcode::send, 0, 4, 9, true), pattern(8));  // MO should be 8
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  EXPECT_EQ(codes(m),
+            (std::vector<std::string>{"ddp.untagged.msn-gap", "ddp.untagged.msn-duplicate",
+                                      "ddp.untagged.invalid-mo"}));
+}
+
+TEST(Analysis, OpcodeQnAndVersionRules) {
+  Conn c;
+  c.handshake();
+  c.fpdu(0, Conn::untagged(Opcode::send, 1, 1, 0, true), pattern(8));  // Send on QN 1
+  auto h = Conn::untagged(Opcode::send, 0, 1, 0, true);
+  h.rsvd_ulp0 = wire::RdmapControl{1, 0, 0xD}.byte();  // reserved opcode
+  c.fpdu(0, h, pattern(8));
+  auto t = Conn::tagged(Opcode::send, 5, 0, true);  // Send on the tagged model
+  c.fpdu(0, t, pattern(8));
+  auto v = Conn::untagged(Opcode::send, 0, 1, 0, true);
+  v.control.version = 2;
+  c.fpdu(0, v, pattern(8));
+  auto rv = Conn::untagged(Opcode::send, 0, 1, 0, true);
+  rv.rsvd_ulp0 = wire::RdmapControl{2, 0, 3}.byte();
+  c.fpdu(0, rv, pattern(8));
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  EXPECT_EQ(codes(m), (std::vector<std::string>{"ddp.untagged.invalid-qn", "rdmap.opcode-invalid",
+                                                "rdmap.opcode-invalid", "ddp.version-invalid",
+                                                "rdmap.version-invalid"}));
+  EXPECT_EQ(*m.findings[3].terminate, (TerminateError{1, 2, 6}));  // untagged: code 0x06
+}
+
+TEST(Analysis, ReadResponseRulesAndIrd) {
+  Conn c;
+  c.ird = 1;
+  c.handshake();
+  Bytes rr1, rr2;
+  ByteWriter w1(rr1), w2(rr2);
+  wire::encode_read_request({0x200, 0x9000, 100, 0x300, 0}, w1);
+  wire::encode_read_request({0x201, 0xA000, 100, 0x300, 0}, w2);
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true), rr1);
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 2, 0, true), rr2);               // beyond IRD 1
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, true), pattern(90));  // short
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x999, 0xA000, true), pattern(100));  // wrong STag
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, true), pattern(100));  // unmatched
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  EXPECT_EQ(codes(m),
+            (std::vector<std::string>{"rdmap.ird-exceeded", "rdmap.read-response-size-mismatch",
+                                      "ddp.tagged.invalid-stag", "rdmap.read-response-unmatched"}));
+}
+
+TEST(Analysis, AdvertisedBoundsInvalidationAndWrongStream) {
+  Conn c;
+  c.handshake();
+  Bytes adv;
+  ByteWriter w(adv);
+  w.be64(0x7000);
+  w.be32(0xAB);
+  w.be32(4096);
+  c.send(1, 1, adv);  // the server advertises STag 0xAB = [0x7000, +4096) on its side
+  for (std::uint64_t off = 0; off < 4096; off += 1024)  // fits
+    c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0xAB, 0x7000 + off, off == 3072), pattern(1024));
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0xAB, 0x7F00, true), pattern(512));  // overruns
+  c.fpdu(0, Conn::untagged(Opcode::send_invalidate, 0, 1, 0, true, 0xAB), pattern(4));
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0xAB, 0x7000, true), pattern(16));  // invalidated
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x1, 0xFFFFFFFFFFFFFFF0ull, true), pattern(32));
+  // zero-length tagged message with an arbitrary STag and TO: not checked.
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0xDEAD, 0xFFFFFFFFFFFFFFFFull, true), {});
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  EXPECT_EQ(codes(m), (std::vector<std::string>{"ddp.tagged.bounds", "rdmap.stag-invalidated-use",
+                                                "ddp.tagged.to-wrap"}));
+  const ShadowBuffer* b = m.memory.find({*net::Address::parse("10.0.0.2"), 0xAB});
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->bytes_placed(), 4096u);  // the violating segments placed nothing
+  EXPECT_EQ(b->source, RegionSource::advertisement);
+}
+
+TEST(Analysis, SiwTerminateIsDecodedLinkedAndFlaggedNonconformant) {
+  Conn c;
+  c.handshake();
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x77, 0x10, true), pattern(16));
+  wire::Terminate t;
+  t.control = {0, rdmap_etype::remote_protection, rdmap_code::invalid_stag, true, true, false, 0};
+  t.ddp_segment_length = 30;
+  t.ddp_header = Conn::tagged(Opcode::rdma_write, 0x77, 0x10, true);
+  Bytes body;
+  ByteWriter w(body);
+  wire::encode_terminate(t, wire::TerminateLayout::siw_bitfield, w);
+  c.fpdu(1, Conn::untagged(Opcode::terminate, 2, 1, 0, true), body);
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  EXPECT_EQ(codes(m),
+            (std::vector<std::string>{"rdmap.terminate", "rdmap.terminate-nonconformant"}));
+  ASSERT_TRUE(m.findings[0].terminate);
+  EXPECT_EQ(*m.findings[0].terminate, (TerminateError{0, 1, 0}));
+  EXPECT_NE(m.findings[0].message.find("frame 5"), std::string::npos) << m.findings[0].message;
+}
+
+TEST(Analysis, MarkersInOneDirectionFrameCleanly) {
+  for (bool crc : {false, true}) {
+    Conn c;
+    c.crc = crc;
+    c.markers_c2s = true;
+    clean_exchange(c);
+    Analyzer a;
+    const Model& m = c.run(a, c.segments(333));
+    EXPECT_TRUE(codes(m).empty()) << ::testing::PrintToString(codes(m));
+    EXPECT_TRUE(m.streams[0].dirs[0].mpa.markers);
+    EXPECT_FALSE(m.streams[0].dirs[1].mpa.markers);
+    const ShadowBuffer* b = m.memory.find({*net::Address::parse("10.0.0.2"), 0x100});
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->read(0x5000, 3000), pattern(3000, 9));
+  }
+}
+
+TEST(Analysis, MidStreamCaptureWithPortHint) {
+  Conn c;
+  c.crc = true;
+  clean_exchange(c);
+  auto segs = c.segments(600);
+  // Drop the handshake and the first few segments: the capture starts mid-stream.
+  segs.erase(segs.begin(), segs.begin() + 4);
+  AnalyzerOptions o;
+  o.hints.push_back(StreamHint{4791, true, false});
+  Analyzer a(o);
+  std::uint64_t frame = 0;
+  for (const auto& s : segs) {
+    net::TcpSegment t;
+    t.src = {*net::Address::parse(s.dir == 0 ? "10.0.0.1" : "10.0.0.2"),
+             static_cast<std::uint16_t>(s.dir == 0 ? 40000 : 4791)};
+    t.dst = {*net::Address::parse(s.dir == 0 ? "10.0.0.2" : "10.0.0.1"),
+             static_cast<std::uint16_t>(s.dir == 0 ? 4791 : 40000)};
+    t.seq = s.seq;
+    t.flags = net::tcp_flag::ack;
+    t.payload = s.data;
+    t.payload_length = static_cast<std::uint32_t>(s.data.size());
+    a.feed_tcp(++frame, 0, t);
+  }
+  a.finish();
+  const Model& m = a.model();
+  ASSERT_EQ(m.streams.size(), 1u);
+  EXPECT_TRUE(m.streams[0].mid_stream);
+  EXPECT_GT(m.streams[0].dirs[0].fpdus + m.streams[0].dirs[1].fpdus, 2u);
+  for (const auto& f : m.findings)
+    EXPECT_NE(f.severity, Severity::error) << f.code() << f.message;
+}
+
+TEST(Analysis, NonIwarpTcpIsIgnored) {
+  Analyzer a;
+  net::TcpSegment t;
+  t.src = {*net::Address::parse("10.0.0.1"), 1234};
+  t.dst = {*net::Address::parse("10.0.0.2"), 80};
+  const std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  t.payload = ByteView(reinterpret_cast<const std::uint8_t*>(http.data()), http.size());
+  t.payload_length = static_cast<std::uint32_t>(http.size());
+  a.feed_tcp(1, 0, t);
+  a.finish();
+  EXPECT_EQ(a.model().streams[0].state, StreamState::not_iwarp);
+  EXPECT_TRUE(a.model().findings.empty());
+}
+
+}  // namespace
+}  // namespace ddpscope
