@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The plugin's per-capture state: core's Analyzer fed once, in frame order, on Wireshark's first
+// pass, and what its observer reported, copied per PDU and indexed per frame so that any later
+// visit (second pass, random clicks) only draws. Pure C++: no Wireshark types or calls here, so
+// no longjmp can cross these frames.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ddpscope/analysis.h"
+
+namespace ddpscope::plugin {
+
+// One PDU as core framed and analysed it, owning copies of everything the tree shows.
+struct PduRecord {
+  PduKind kind = PduKind::fpdu;
+  std::uint32_t stream = 0;
+  int direction = 0;
+  std::uint64_t stream_offset = 0;
+  std::uint64_t completed_frame = 0;  // frame whose segment made core report the PDU
+  Bytes raw;                          // octets as on the wire (markers included)
+  std::vector<FrameSlice> slices;
+  // MPA Request / Reply
+  std::optional<wire::MpaReqRep> reqrep;
+  // FPDU: `fpdu` holds the octets with markers taken out (empty when there were none: use raw)
+  Bytes fpdu;
+  std::uint16_t ulpdu_length = 0;
+  std::uint32_t crc_field = 0;
+  std::optional<std::uint32_t> crc_expected;
+  bool crc_ok = true;
+  std::vector<wire::Marker> markers;
+  std::vector<std::size_t> marker_offsets;
+  bool leading_marker = false;
+  // DDP / RDMAP
+  std::optional<wire::DdpHeader> ddp;
+  std::size_t payload_size = 0;
+  std::optional<wire::ReadRequest> read_request;
+  std::optional<wire::Terminate> terminate;
+  std::optional<wire::AtomicRequest> atomic_request;
+  std::optional<wire::AtomicResponse> atomic_response;
+  std::optional<std::uint64_t> immediate_data;
+  SegmentAnalysis analysis;
+  std::vector<std::size_t> findings;  // indices into Model::findings
+  // Forward link filled when the answer arrives (Read/Atomic Request -> first response).
+  std::optional<std::uint64_t> response_frame;
+  std::optional<std::int64_t> response_time_ns;
+  std::int64_t ts_ns = 0;  // time of completed_frame
+  // Text computed once on the first pass (the drawing code builds no C++ strings).
+  std::string info;
+  std::string region_text;
+  std::string term_layer_name, term_etype_name, term_code_name;
+  std::string quoted_term_name;  // full "layer / type / code" of the Terminate
+
+  const Bytes& fpdu_octets() const { return fpdu.empty() ? raw : fpdu; }
+  bool reassembled() const;  // more than one slice or not all in completed_frame
+};
+
+struct FrameRecord {
+  bool claimed = false;  // our dissector took this frame's TCP payload
+  std::vector<std::uint32_t> pdus_complete;
+  std::vector<std::uint32_t> pdus_continued;  // slices here, completed in another frame
+  std::vector<std::size_t> findings;          // Model::findings with Finding::frame == here
+  std::string info;                           // info column, PDUs completed here
+};
+
+struct PluginOptions {
+  AnalyzerOptions analyzer;
+  std::vector<RegionSpec> regions;
+};
+
+class CaptureState final : private AnalysisObserver {
+ public:
+  explicit CaptureState(PluginOptions options);
+  ~CaptureState() override;
+  CaptureState(const CaptureState&) = delete;
+  CaptureState& operator=(const CaptureState&) = delete;
+
+  // First pass only, frames in increasing order. Never throws (errors are swallowed and
+  // counted: the dissector must not see a C++ exception).
+  void feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment) noexcept;
+  // End of the sequential pass: flush core and attach end-of-capture findings.
+  void finish() noexcept;
+  bool finished() const { return finished_; }
+  std::uint64_t last_fed_frame() const { return last_frame_; }
+  std::uint64_t internal_errors() const { return internal_errors_; }
+
+  // True when core knows the TCP connection between a and b as iWARP (handshake seen, or a
+  // mid-stream hint).
+  bool is_iwarp(const net::Endpoint& a, const net::Endpoint& b) const;
+
+  const FrameRecord* frame(std::uint64_t n) const;
+  FrameRecord& frame_mut(std::uint64_t n) { return frames_[n]; }
+  const PduRecord& pdu(std::uint32_t i) const { return pdus_[i]; }
+  const Model& model() const { return analyzer_.model(); }
+  const PluginOptions& options() const { return options_; }
+
+ private:
+  void on_pdu(const PduEvent& pdu) override;
+  void on_finding(std::size_t finding_index) override;
+  void collect_new_findings();
+  void index_new_streams();
+  void link_response(PduRecord& response);
+
+  PluginOptions options_;
+  Analyzer analyzer_;
+  std::vector<PduRecord> pdus_;
+  std::map<std::uint64_t, FrameRecord> frames_;
+  std::map<std::pair<net::Endpoint, net::Endpoint>, std::uint32_t> stream_index_;
+  std::size_t streams_indexed_ = 0;
+  std::size_t findings_collected_ = 0;
+  std::uint64_t current_frame_ = 0;
+  std::int64_t current_ts_ns_ = 0;
+  std::uint64_t last_frame_ = 0;
+  std::uint64_t internal_errors_ = 0;
+  bool finished_ = false;
+};
+
+// Info-column text for one PDU (also used by the tests through the plugin only).
+std::string describe_pdu(const PduRecord& pdu);
+
+}  // namespace ddpscope::plugin

@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "draw.h"
+
+#include <epan/column-utils.h>
+#include <epan/dissectors/packet-iwarp-ddp-rdmap.h>
+#include <epan/exceptions.h>
+#include <epan/expert.h>
+#include <epan/proto.h>
+#include <epan/tvbuff.h>
+
+#include "fields.h"
+
+// Everything below calls into Wireshark, which reports errors by longjmp: no function here
+// owns a C++ object with a destructor (only PODs, pointers into the stored records and
+// wmem-allocated memory).
+
+namespace ddpscope::plugin {
+
+namespace {
+
+// A tvb range that is valid, or no tvb at all (then the item carries only its value).
+struct At {
+  tvbuff_t* tvb;
+  int off;
+  int len;
+};
+
+// For items that need some tvb (protocol items, FT_NONE, subtrees): the frame, 0 octets.
+tvbuff_t* fallback_tvb = nullptr;
+At or_empty(At a) {
+  return a.tvb != nullptr ? a : At{fallback_tvb, 0, 0};
+}
+
+At at(tvbuff_t* tvb, std::size_t off, std::size_t len) {
+  if (tvb != nullptr) {
+    const auto have = static_cast<std::size_t>(tvb_captured_length(tvb));
+    if (off <= have && len <= have - off) {
+      return {tvb, static_cast<int>(off), static_cast<int>(len)};
+    }
+  }
+  return {nullptr, 0, 0};
+}
+
+proto_item* add_uint(proto_tree* t, int hf_id, At a, std::uint32_t v) {
+  return proto_tree_add_uint(t, hf_id, a.tvb, a.off, a.len, v);
+}
+proto_item* add_u64(proto_tree* t, int hf_id, At a, std::uint64_t v) {
+  return proto_tree_add_uint64(t, hf_id, a.tvb, a.off, a.len, v);
+}
+proto_item* add_bool(proto_tree* t, int hf_id, At a, std::uint64_t v) {
+  return proto_tree_add_boolean(t, hf_id, a.tvb, a.off, a.len, v);
+}
+proto_item* add_bytes(proto_tree* t, int hf_id, At a, const std::uint8_t* data, std::size_t n) {
+  return proto_tree_add_bytes(t, hf_id, a.tvb, a.off, a.len, n ? data : nullptr);
+}
+proto_item* generated(proto_item* pi) {
+  proto_item_set_generated(pi);
+  return pi;
+}
+
+tvbuff_t* child_tvb(const DrawContext& ctx, packet_info* pinfo, const Bytes& bytes,
+                    const char* name) {
+  if (bytes.empty()) return nullptr;
+  tvbuff_t* t =
+      tvb_new_child_real_data(ctx.frame_tvb, bytes.data(), static_cast<guint>(bytes.size()),
+                              static_cast<gint>(bytes.size()));
+  add_new_data_source(pinfo, t, name);
+  return t;
+}
+
+void draw_reqrep(proto_tree* mt, tvbuff_t* tvb, const wire::MpaReqRep& r) {
+  proto_tree_add_string(
+      mt, hf.mpa_key, at(tvb, 0, 16).tvb, at(tvb, 0, 16).off, at(tvb, 0, 16).len,
+      r.kind == wire::MpaFrameKind::request ? "MPA ID Req Frame" : "MPA ID Rep Frame");
+  const std::uint8_t flags = r.flags_byte();
+  proto_item* fi = add_uint(mt, hf.mpa_flags, at(tvb, 16, 1), flags);
+  proto_tree* ft = proto_item_add_subtree(fi, ett.mpa_flags);
+  add_bool(ft, hf.mpa_flag_m, at(tvb, 16, 1), flags);
+  add_bool(ft, hf.mpa_flag_c, at(tvb, 16, 1), flags);
+  add_bool(ft, hf.mpa_flag_r, at(tvb, 16, 1), flags);
+  add_bool(ft, hf.mpa_flag_enhanced, at(tvb, 16, 1), flags);
+  add_uint(ft, hf.mpa_flag_reserved, at(tvb, 16, 1), flags);
+  add_uint(mt, hf.mpa_rev, at(tvb, 17, 1), r.revision);
+  add_uint(mt, hf.mpa_pd_length, at(tvb, 18, 2), static_cast<std::uint32_t>(r.private_data.size()));
+  if (r.private_data.empty()) return;
+  add_bytes(mt, hf.mpa_private_data, at(tvb, 20, r.private_data.size()), r.private_data.data(),
+            r.private_data.size());
+  if (r.enhanced_pd) {
+    const wire::MpaEnhancedPd& e = *r.enhanced_pd;
+    const std::uint32_t w1 =
+        (e.peer_to_peer ? 0x8000u : 0) | (e.zero_length_send_rtr ? 0x4000u : 0) | (e.ird & 0x3FFFu);
+    const std::uint32_t w2 = (e.zero_length_write_rtr ? 0x8000u : 0) |
+                             (e.zero_length_read_rtr ? 0x4000u : 0) | (e.ord & 0x3FFFu);
+    const At ea = or_empty(at(tvb, 20, 4));
+    proto_tree* et = proto_tree_add_subtree(mt, ea.tvb, ea.off, ea.len, ett.mpa_enhanced, nullptr,
+                                            "RFC 6581 enhanced private data");
+    proto_item* w = add_uint(et, hf.mpa_ird_word, at(tvb, 20, 2), w1);
+    proto_tree* wt = proto_item_add_subtree(w, ett.mpa_enhanced);
+    add_bool(wt, hf.mpa_a, at(tvb, 20, 2), w1);
+    add_bool(wt, hf.mpa_b, at(tvb, 20, 2), w1);
+    add_uint(wt, hf.mpa_ird, at(tvb, 20, 2), w1);
+    w = add_uint(et, hf.mpa_ord_word, at(tvb, 22, 2), w2);
+    wt = proto_item_add_subtree(w, ett.mpa_enhanced);
+    add_bool(wt, hf.mpa_c, at(tvb, 22, 2), w2);
+    add_bool(wt, hf.mpa_d, at(tvb, 22, 2), w2);
+    add_uint(wt, hf.mpa_ord, at(tvb, 22, 2), w2);
+    const ByteView ulp = r.ulp_private_data();
+    if (!ulp.empty()) {
+      add_bytes(mt, hf.mpa_ulp_private_data, at(tvb, 24, ulp.size()), ulp.data(), ulp.size());
+    }
+  }
+}
+
+void draw_ddp_header_fields(proto_tree* t, tvbuff_t* tvb, std::size_t base,
+                            const wire::DdpHeader& h, bool quoted) {
+  const std::uint8_t ctl = h.control.byte();
+  proto_item* ci =
+      add_uint(t, quoted ? hf.term_ddp_control : hf.ddp_control, at(tvb, base, 1), ctl);
+  proto_tree* ct = proto_item_add_subtree(ci, quoted ? ett.term_ddp_control : ett.ddp_control);
+  add_bool(ct, quoted ? hf.term_ddp_t : hf.ddp_t, at(tvb, base, 1), ctl);
+  add_bool(ct, quoted ? hf.term_ddp_l : hf.ddp_l, at(tvb, base, 1), ctl);
+  add_uint(ct, quoted ? hf.term_ddp_rsvd : hf.ddp_rsvd, at(tvb, base, 1), ctl);
+  add_uint(ct, quoted ? hf.term_ddp_dv : hf.ddp_dv, at(tvb, base, 1), ctl);
+  if (quoted) add_uint(t, hf.term_ddp_rsvdulp, at(tvb, base + 1, 1), h.rsvd_ulp0);
+  if (h.control.tagged) {
+    add_uint(t, quoted ? hf.term_ddp_stag : hf.ddp_stag, at(tvb, base + 2, 4), h.stag);
+    add_u64(t, quoted ? hf.term_ddp_to : hf.ddp_to, at(tvb, base + 6, 8), h.to);
+  } else {
+    if (!quoted) add_uint(t, hf.ddp_inval_stag, at(tvb, base + 2, 4), h.rsvd_ulp1);
+    add_uint(t, quoted ? hf.term_ddp_qn : hf.ddp_qn, at(tvb, base + 6, 4), h.qn);
+    add_uint(t, quoted ? hf.term_ddp_msn : hf.ddp_msn, at(tvb, base + 10, 4), h.msn);
+    add_uint(t, quoted ? hf.term_ddp_mo : hf.ddp_mo, at(tvb, base + 14, 4), h.mo);
+  }
+}
+
+void draw_read_request(proto_tree* t, tvbuff_t* tvb, std::size_t b, const wire::ReadRequest& r,
+                       bool quoted) {
+  add_uint(t, quoted ? hf.term_rr_sink_stag : hf.rr_sink_stag, at(tvb, b, 4), r.sink_stag);
+  add_u64(t, quoted ? hf.term_rr_sink_to : hf.rr_sink_to, at(tvb, b + 4, 8), r.sink_to);
+  add_uint(t, quoted ? hf.term_rr_size : hf.rr_size, at(tvb, b + 12, 4), r.size);
+  add_uint(t, quoted ? hf.term_rr_source_stag : hf.rr_source_stag, at(tvb, b + 16, 4),
+           r.source_stag);
+  add_u64(t, quoted ? hf.term_rr_source_to : hf.rr_source_to, at(tvb, b + 20, 8), r.source_to);
+}
+
+void draw_terminate(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord& p) {
+  const wire::Terminate& term = *p.terminate;
+  const wire::TerminateControl& c = term.control;
+  const std::uint32_t word = (std::uint32_t{c.layer} & 0xF) << 28 |
+                             (std::uint32_t{c.etype} & 0xF) << 24 | std::uint32_t{c.code} << 16 |
+                             (c.m ? 0x8000u : 0) | (c.d ? 0x4000u : 0) | (c.r ? 0x2000u : 0) |
+                             (c.reserved & 0x1FFFu);
+  proto_item* ci = add_uint(t, hf.term_control, at(tvb, b, 4), word);
+  proto_tree* ct = proto_item_add_subtree(ci, ett.term_control);
+  add_uint(ct, hf.term_layer, at(tvb, b, 4), word);
+  proto_tree_add_uint_format_value(ct, hf.term_etype, at(tvb, b, 4).tvb, at(tvb, b, 4).off,
+                                   at(tvb, b, 4).len, word, "%s (0x%x)", p.term_etype_name.c_str(),
+                                   c.etype);
+  proto_tree_add_uint_format_value(
+      ct, hf.term_code, at(tvb, b, 4).tvb, at(tvb, b, 4).off, at(tvb, b, 4).len, word,
+      "%s (0x%02x)", p.term_code_name.empty() ? "Unknown" : p.term_code_name.c_str(), c.code);
+  add_bool(ct, hf.term_m, at(tvb, b, 4), word);
+  add_bool(ct, hf.term_d, at(tvb, b, 4), word);
+  add_bool(ct, hf.term_r, at(tvb, b, 4), word);
+  add_uint(ct, hf.term_reserved, at(tvb, b, 4), word);
+  generated(add_uint(ct, hf.term_layout, at(tvb, b, 4), static_cast<std::uint32_t>(term.layout)));
+  generated(proto_tree_add_string(t, hf.term_error, nullptr, 0, 0, p.quoted_term_name.c_str()));
+  std::size_t off = b + wire::kTerminateControlSize;
+  if (term.ddp_segment_length) {
+    add_uint(t, hf.term_seg_len, at(tvb, off, 2), *term.ddp_segment_length);
+    off += 2;
+  }
+  if (term.ddp_header) {
+    const std::size_t n = term.ddp_header->size();
+    proto_item* hi =
+        proto_tree_add_item(t, hf.term_ddp_header, or_empty(at(tvb, off, n)).tvb,
+                            or_empty(at(tvb, off, n)).off, or_empty(at(tvb, off, n)).len, ENC_NA);
+    draw_ddp_header_fields(proto_item_add_subtree(hi, ett.term_ddp), tvb, off, *term.ddp_header,
+                           true);
+    off += n;
+  }
+  if (!term.rdmap_header.empty()) {
+    const std::size_t n = term.rdmap_header.size();
+    proto_item* ri =
+        add_bytes(t, hf.term_rdmap_header, at(tvb, off, n), term.rdmap_header.data(), n);
+    if (term.rdmap_read_request) {
+      draw_read_request(proto_item_add_subtree(ri, ett.term_rdmap), tvb, off,
+                        *term.rdmap_read_request, true);
+    }
+  }
+  if (p.analysis.quoted_frame) {
+    generated(proto_tree_add_uint(t, hf.an_quoted_frame, nullptr, 0, 0,
+                                  static_cast<std::uint32_t>(*p.analysis.quoted_frame)));
+  }
+}
+
+void draw_atomics(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord& p) {
+  if (p.atomic_request) {
+    const wire::AtomicRequest& a = *p.atomic_request;
+    const std::uint32_t w = (a.reserved << 4) | (a.atomic_opcode & 0x0Fu);
+    add_uint(t, hf.atomic_reserved, at(tvb, b, 4), w);
+    proto_tree_add_uint_format_value(t, hf.atomic_opcode, at(tvb, b, 4).tvb, at(tvb, b, 4).off,
+                                     at(tvb, b, 4).len, w, "%s (%u)",
+                                     a.atomic_opcode == 0   ? "FetchAdd"
+                                     : a.atomic_opcode == 2 ? "CompareSwap"
+                                                            : "Unknown",
+                                     a.atomic_opcode);
+    add_uint(t, hf.atomic_request_id, at(tvb, b + 4, 4), a.request_id);
+    add_uint(t, hf.atomic_remote_stag, at(tvb, b + 8, 4), a.remote_stag);
+    add_u64(t, hf.atomic_remote_to, at(tvb, b + 12, 8), a.remote_to);
+    add_u64(t, hf.atomic_add_swap_data, at(tvb, b + 20, 8), a.add_swap_data);
+    add_u64(t, hf.atomic_add_swap_mask, at(tvb, b + 28, 8), a.add_swap_mask);
+    add_u64(t, hf.atomic_compare_data, at(tvb, b + 36, 8), a.compare_data);
+    add_u64(t, hf.atomic_compare_mask, at(tvb, b + 44, 8), a.compare_mask);
+  }
+  if (p.atomic_response) {
+    add_uint(t, hf.atomic_orig_request_id, at(tvb, b, 4), p.atomic_response->request_id);
+    add_u64(t, hf.atomic_orig_value, at(tvb, b + 4, 8), p.atomic_response->original_value);
+  }
+  if (p.immediate_data) add_u64(t, hf.immediate_data, at(tvb, b, 8), *p.immediate_data);
+}
+
+void draw_segment_analysis(const DrawContext& ctx, proto_tree* dt, const PduRecord& p) {
+  const SegmentAnalysis& a = p.analysis;
+  proto_tree* at_ = proto_tree_add_subtree(dt, ctx.frame_tvb, 0, 0, ett.ddp_analysis, nullptr,
+                                           "[ddpscope analysis]");
+  generated(proto_tree_add_boolean(at_, hf.an_placed, nullptr, 0, 0, a.placed));
+  if (a.region) {
+    generated(proto_tree_add_string(at_, hf.an_region, nullptr, 0, 0, p.region_text.c_str()));
+    generated(proto_tree_add_uint(at_, hf.an_region_stag, nullptr, 0, 0, a.region->stag));
+    generated(proto_tree_add_uint(at_, hf.an_region_source, nullptr, 0, 0,
+                                  static_cast<std::uint32_t>(a.region_source)));
+    generated(proto_tree_add_boolean(at_, hf.an_region_bounds_known, nullptr, 0, 0,
+                                     a.region_bounds_known));
+    generated(
+        proto_tree_add_uint64(at_, hf.an_offset_in_region, nullptr, 0, 0, a.offset_in_region));
+    generated(proto_tree_add_uint64(at_, hf.an_region_bytes_placed, nullptr, 0, 0,
+                                    a.region_bytes_placed));
+  }
+  if (a.expected_msn) {
+    generated(proto_tree_add_uint(at_, hf.an_expected_msn, nullptr, 0, 0, *a.expected_msn));
+  }
+  const auto& messages = ctx.state->model().messages;
+  if (a.message && *a.message < messages.size()) {
+    const MessageRecord& m = messages[*a.message];
+    generated(proto_tree_add_uint(at_, hf.an_message, nullptr, 0, 0,
+                                  static_cast<std::uint32_t>(*a.message)));
+    if (m.placed_frame != 0) {
+      generated(proto_tree_add_uint(at_, hf.an_placed_in, nullptr, 0, 0,
+                                    static_cast<std::uint32_t>(m.placed_frame)));
+    }
+    if (m.delivered_frame != 0) {
+      generated(proto_tree_add_uint(at_, hf.an_delivered_in, nullptr, 0, 0,
+                                    static_cast<std::uint32_t>(m.delivered_frame)));
+    }
+  }
+  for (std::size_t m : a.messages_completed) {
+    generated(proto_tree_add_uint(at_, hf.an_completes_message, nullptr, 0, 0,
+                                  static_cast<std::uint32_t>(m)));
+  }
+  for (std::size_t m : a.messages_delivered) {
+    generated(proto_tree_add_uint(at_, hf.an_delivers_message, nullptr, 0, 0,
+                                  static_cast<std::uint32_t>(m)));
+  }
+}
+
+void draw_rdmap_links(proto_tree* rt, const PduRecord& p) {
+  if (p.analysis.request_frame) {
+    generated(proto_tree_add_uint(rt, hf.an_request_in, nullptr, 0, 0,
+                                  static_cast<std::uint32_t>(*p.analysis.request_frame)));
+  }
+  if (p.analysis.response_time_ns) {
+    nstime_t ns;
+    ns.secs = static_cast<time_t>(*p.analysis.response_time_ns / 1000000000);
+    ns.nsecs = static_cast<int>(*p.analysis.response_time_ns % 1000000000);
+    generated(proto_tree_add_time(rt, hf.an_response_time, nullptr, 0, 0, &ns));
+  }
+  if (p.response_frame) {
+    generated(proto_tree_add_uint(rt, hf.an_response_in, nullptr, 0, 0,
+                                  static_cast<std::uint32_t>(*p.response_frame)));
+  }
+}
+
+// Hands a Send payload to the heuristics registered on "iwarp_ddp_rdmap" (SMB Direct,
+// RPC-over-RDMA), as Wireshark's own DDP/RDMAP dissector does. A heuristic that throws on a
+// payload it does not understand must not turn the frame into a malformed one.
+void call_upper(const DrawContext& ctx, tvbuff_t* payload, packet_info* pinfo, proto_tree* tree,
+                rdmap_info_t* info) {
+  volatile gboolean done = FALSE;
+  if (ctx.upper_heuristics != nullptr) {
+    TRY {
+      heur_dtbl_entry_t* entry = nullptr;
+      done = dissector_try_heuristic(ctx.upper_heuristics, payload, pinfo, tree, &entry, info);
+    }
+    CATCH_NONFATAL_ERRORS {
+      done = FALSE;
+    }
+    ENDTRY;
+  }
+  if (!done && ctx.data_handle != nullptr) call_dissector(ctx.data_handle, payload, pinfo, tree);
+}
+
+proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_tvb,
+                      packet_info* pinfo, proto_tree* tree, proto_tree* mt) {
+  // The FPDU without markers: the real octets when there were none.
+  tvbuff_t* fpdu_tvb = pdu_tvb;
+  if (!p.fpdu.empty()) {
+    proto_tree_add_boolean(mt, hf.mpa_leading_marker, nullptr, 0, 0, p.leading_marker);
+    for (std::size_t i = 0; i < p.markers.size() && i < p.marker_offsets.size(); ++i) {
+      const At a = or_empty(at(pdu_tvb, p.marker_offsets[i], wire::kMpaMarkerSize));
+      proto_item* mi = proto_tree_add_item(mt, hf.mpa_marker, a.tvb, a.off, a.len, ENC_NA);
+      proto_tree* mk = proto_item_add_subtree(mi, ett.mpa_marker);
+      add_uint(mk, hf.mpa_marker_reserved, at(pdu_tvb, p.marker_offsets[i], 2),
+               p.markers[i].reserved);
+      add_uint(mk, hf.mpa_marker_fpduptr, at(pdu_tvb, p.marker_offsets[i] + 2, 2),
+               p.markers[i].fpduptr);
+      generated(proto_tree_add_uint64(mk, hf.mpa_marker_position, nullptr, 0, 0,
+                                      p.markers[i].stream_pos));
+    }
+    fpdu_tvb = child_tvb(ctx, pinfo, p.fpdu, "FPDU without markers");
+  }
+  const std::size_t total = p.fpdu_octets().size();
+  add_uint(mt, hf.mpa_ulpdu_length, at(fpdu_tvb, 0, 2), p.ulpdu_length);
+  const std::size_t pad = wire::fpdu_pad(p.ulpdu_length);
+  const std::size_t pad_off = 2 + std::size_t{p.ulpdu_length};
+  if (pad != 0 && pad_off + pad <= total) {
+    const At a = at(fpdu_tvb, pad_off, pad);
+    proto_tree_add_item(mt, hf.mpa_pad, a.tvb, a.off, a.len, ENC_NA);
+  }
+  generated(
+      proto_tree_add_boolean(mt, hf.mpa_crc_in_use, nullptr, 0, 0, p.crc_expected.has_value()));
+  if (total >= 4 && at(fpdu_tvb, total - 4, 4).tvb != nullptr) {
+    proto_tree_add_checksum(mt, fpdu_tvb, static_cast<guint>(total - 4), hf.mpa_crc,
+                            hf.mpa_crc_status, nullptr, pinfo, p.crc_expected.value_or(0),
+                            ENC_LITTLE_ENDIAN,
+                            p.crc_expected ? PROTO_CHECKSUM_VERIFY : PROTO_CHECKSUM_NO_FLAGS);
+  } else {
+    add_uint(mt, hf.mpa_crc, at(nullptr, 0, 0), p.crc_field);
+  }
+  if (!p.ddp) return nullptr;
+
+  // DDP (RFC 5041 §4)
+  tvbuff_t* ulpdu = at(fpdu_tvb, 2, p.ulpdu_length).tvb != nullptr
+                        ? tvb_new_subset_length(fpdu_tvb, 2, p.ulpdu_length)
+                        : nullptr;
+  const wire::DdpHeader& h = *p.ddp;
+  const std::size_t hs = h.size();
+  const At da = or_empty(at(ulpdu, 0, hs));
+  proto_item* di = proto_tree_add_item(tree, proto.ddp, da.tvb, da.off, da.len, ENC_NA);
+  proto_item_append_text(di, h.control.tagged ? ", Tagged" : ", Untagged");
+  proto_tree* dt = proto_item_add_subtree(di, ett.ddp);
+  draw_ddp_header_fields(dt, ulpdu, 0, h, false);
+  generated(proto_tree_add_uint(dt, hf.ddp_payload_length, nullptr, 0, 0,
+                                static_cast<std::uint32_t>(p.payload_size)));
+  draw_segment_analysis(ctx, dt, p);
+
+  // RDMAP (RFC 5040 §4, RFC 7306)
+  const std::uint8_t rctl = h.rsvd_ulp0;
+  const std::uint8_t op = rctl & 0x0F;
+  const At ra = at(ulpdu, 1, 1);
+  const At rall = or_empty(at(ulpdu, 1, p.ulpdu_length > 0 ? p.ulpdu_length - 1u : 0u));
+  proto_item* ri = proto_tree_add_item(tree, proto.rdmap, rall.tvb, rall.off, rall.len, ENC_NA);
+  proto_item_append_text(ri, ", %s", p.info.c_str());
+  proto_tree* rt = proto_item_add_subtree(ri, ett.rdmap);
+  proto_item* rci = add_uint(rt, hf.rdmap_control, ra, rctl);
+  proto_tree* rct = proto_item_add_subtree(rci, ett.rdmap_control);
+  add_uint(rct, hf.rdmap_rv, ra, rctl);
+  add_uint(rct, hf.rdmap_rsv, ra, rctl);
+  add_uint(rct, hf.rdmap_opcode, ra, rctl);
+  if (p.read_request) draw_read_request(rt, ulpdu, hs, *p.read_request, false);
+  if (p.terminate) draw_terminate(rt, ulpdu, hs, p);
+  draw_atomics(rt, ulpdu, hs, p);
+  draw_rdmap_links(rt, p);
+
+  if (p.payload_size != 0 && !p.read_request && !p.terminate && !p.atomic_request &&
+      !p.atomic_response && !p.immediate_data) {
+    const At pa = at(ulpdu, hs, p.payload_size);
+    if (pa.tvb == nullptr) return ri;
+    tvbuff_t* payload = tvb_new_subset_length(ulpdu, hs, static_cast<gint>(p.payload_size));
+    if (!h.control.tagged && wire::opcode_is_send_family(op)) {
+      rdmap_info_t* info = wmem_new0(pinfo->pool, rdmap_info_t);
+      info->opcode = op;
+      info->last_flag = h.control.last;
+      info->is_tagged = FALSE;
+      info->queue_number = h.qn;
+      info->message_seq_num = h.msn;
+      info->message_offset = h.mo;
+      call_upper(ctx, payload, pinfo, tree, info);
+    } else {
+      proto_tree_add_item(dt, hf.ddp_payload, payload, 0, -1, ENC_NA);
+    }
+  }
+  return ri;
+}
+
+// Draws one PDU completed in this frame; returns the item findings attach to.
+proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pinfo,
+                     proto_tree* tree) {
+  tvbuff_t* pdu_tvb = nullptr;
+  if (!p.reassembled() && ctx.payload_tvb != nullptr) {
+    const FrameSlice& s = p.slices.front();
+    const At a = at(ctx.payload_tvb, s.offset, s.length);
+    if (a.tvb != nullptr && s.length == p.raw.size()) {
+      pdu_tvb = tvb_new_subset_length(ctx.payload_tvb, a.off, a.len);
+    }
+  }
+  if (pdu_tvb == nullptr) {
+    pdu_tvb = child_tvb(ctx, pinfo, p.raw,
+                        p.kind == PduKind::fpdu ? "Reassembled FPDU" : "Reassembled MPA octets");
+  }
+  proto_item* mi = proto_tree_add_item(tree, proto.mpa, pdu_tvb, 0, -1, ENC_NA);
+  proto_item_append_text(mi, ", %s", p.info.c_str());
+  proto_tree* mt = proto_item_add_subtree(mi, ett.mpa);
+  generated(proto_tree_add_uint(mt, hf.mpa_stream, nullptr, 0, 0, p.stream));
+  generated(proto_tree_add_uint(mt, hf.mpa_direction, nullptr, 0, 0,
+                                static_cast<std::uint32_t>(p.direction)));
+  generated(proto_tree_add_uint64(mt, hf.mpa_stream_offset, nullptr, 0, 0, p.stream_offset));
+  generated(proto_tree_add_uint(mt, hf.mpa_fpdu_length, nullptr, 0, 0,
+                                static_cast<std::uint32_t>(p.raw.size())));
+  if (p.reassembled()) {
+    proto_tree* ft =
+        proto_tree_add_subtree_format(mt, ctx.frame_tvb, 0, 0, ett.mpa_fragments, nullptr,
+                                      "[%u slices]", static_cast<unsigned>(p.slices.size()));
+    for (const FrameSlice& s : p.slices) {
+      proto_item* fi = proto_tree_add_uint_format_value(
+          ft, hf.mpa_fragment, nullptr, 0, 0, static_cast<std::uint32_t>(s.frame),
+          "%u, %u octets at payload offset %u", static_cast<unsigned>(s.frame), s.length, s.offset);
+      proto_item_set_generated(fi);
+    }
+    generated(proto_tree_add_uint(mt, hf.mpa_reassembled_length, nullptr, 0, 0,
+                                  static_cast<std::uint32_t>(p.raw.size())));
+  }
+  switch (p.kind) {
+    case PduKind::mpa_request:
+    case PduKind::mpa_reply:
+      if (p.reqrep) draw_reqrep(mt, pdu_tvb, *p.reqrep);
+      return mi;
+    case PduKind::unframed:
+      add_bytes(mt, hf.mpa_unframed, at(pdu_tvb, 0, p.raw.size()), p.raw.data(), p.raw.size());
+      return mi;
+    case PduKind::fpdu:
+      break;
+  }
+  proto_item* last = draw_fpdu(ctx, p, pdu_tvb, pinfo, tree, mt);
+  return last != nullptr ? last : mi;
+}
+
+proto_item* draw_continuation(const DrawContext& ctx, const PduRecord& p, std::uint64_t frame,
+                              proto_tree* tree) {
+  std::size_t raw_off = 0;
+  for (const FrameSlice& s : p.slices) {
+    if (s.frame == frame) {
+      At a = at(ctx.payload_tvb, s.offset, s.length);
+      if (a.tvb == nullptr) a = {ctx.frame_tvb, 0, 0};
+      proto_item* ci = proto_tree_add_item(tree, proto.mpa, a.tvb, a.off, a.len, ENC_NA);
+      proto_item_append_text(ci, ", continuation: octets %u-%u of %u of %s", unsigned(raw_off),
+                             unsigned(raw_off + s.length), unsigned(p.raw.size()), p.info.c_str());
+      proto_tree* ct = proto_item_add_subtree(ci, ett.mpa);
+      generated(proto_tree_add_uint(ct, hf.mpa_continuation, nullptr, 0, 0,
+                                    static_cast<std::uint32_t>(p.completed_frame)));
+      generated(proto_tree_add_uint(ct, hf.mpa_stream, nullptr, 0, 0, p.stream));
+      return ci;
+    }
+    raw_off += s.length;
+  }
+  return nullptr;
+}
+
+bool pdu_has_finding(const PduRecord& p, std::size_t f) {
+  for (std::size_t x : p.findings) {
+    if (x == f) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pinfo,
+                proto_tree* tree) {
+  const std::size_t npdu = rec.pdus_complete.size() + rec.pdus_continued.size();
+  if (npdu == 0 && rec.findings.empty()) return;
+  fallback_tvb = ctx.frame_tvb;
+  col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
+  if (!rec.info.empty()) {
+    col_add_str(pinfo->cinfo, COL_INFO, rec.info.c_str());
+  } else if (!rec.pdus_continued.empty()) {
+    const PduRecord& p = ctx.state->pdu(rec.pdus_continued.front());
+    col_add_fstr(pinfo->cinfo, COL_INFO, "[continuation of %s, completed in frame %u]",
+                 p.info.c_str(), static_cast<unsigned>(p.completed_frame));
+  }
+
+  // Items findings attach to, parallel to the PDU list (complete ones first).
+  auto* items = static_cast<proto_item**>(wmem_alloc0(pinfo->pool, (npdu + 1) * sizeof(void*)));
+  std::size_t k = 0;
+  for (std::uint32_t idx : rec.pdus_complete)
+    items[k++] = draw_pdu(ctx, ctx.state->pdu(idx), pinfo, tree);
+  for (std::uint32_t idx : rec.pdus_continued) {
+    items[k++] = draw_continuation(ctx, ctx.state->pdu(idx), pinfo->num, tree);
+  }
+
+  const auto& findings = ctx.state->model().findings;
+  proto_item* frame_item = nullptr;
+  for (std::size_t f : rec.findings) {
+    if (f >= findings.size()) continue;
+    const Finding& finding = findings[f];
+    proto_item* target = nullptr;
+    for (std::size_t i = 0; i < npdu && target == nullptr; ++i) {
+      const std::uint32_t idx = i < rec.pdus_complete.size()
+                                    ? rec.pdus_complete[i]
+                                    : rec.pdus_continued[i - rec.pdus_complete.size()];
+      if (pdu_has_finding(ctx.state->pdu(idx), f)) target = items[i];
+    }
+    if (target == nullptr) {
+      if (frame_item == nullptr) {
+        frame_item = proto_tree_add_item(tree, proto.mpa, ctx.frame_tvb, 0, 0, ENC_NA);
+        proto_item_append_text(frame_item, ", ddpscope analysis");
+      }
+      target = frame_item;
+    }
+    generated(proto_tree_add_string(proto_item_add_subtree(target, ett.analysis), hf.an_finding,
+                                    nullptr, 0, 0, finding.code().data()));
+    expert_add_info_format(pinfo, target, finding_expert(finding.id, finding.consequence_of_gap),
+                           "[%s] %s", finding.code().data(), finding.message.c_str());
+  }
+}
+
+}  // namespace ddpscope::plugin

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Protocol, field (hf_), subtree (ett_) and expert (ei_) identifiers of the plugin.
+// Filter names: iwarp.mpa.*, iwarp.ddp.*, iwarp.rdmap.* (Wireshark 4.0 owns iwarp_mpa,
+// iwarp_ddp_rdmap, iwarp_ddp.*, iwarp_rdma.* and AppleTalk's ddp).
+#pragma once
+
+#include <epan/expert.h>
+#include <epan/proto.h>
+
+#include "ddpscope/findings.h"
+
+namespace ddpscope::plugin {
+
+struct Protocols {
+  int mpa = -1;
+  int ddp = -1;
+  int rdmap = -1;
+};
+extern Protocols proto;
+
+// Header fields. One flat struct so registration and drawing share the names.
+struct HeaderFields {
+  // MPA Request / Reply (RFC 5044 §7.1, RFC 6581)
+  int mpa_key = -1, mpa_flags = -1, mpa_flag_m = -1, mpa_flag_c = -1, mpa_flag_r = -1,
+      mpa_flag_enhanced = -1, mpa_flag_reserved = -1, mpa_rev = -1, mpa_pd_length = -1,
+      mpa_private_data = -1, mpa_ulp_private_data = -1;
+  int mpa_ird_word = -1, mpa_ord_word = -1, mpa_a = -1, mpa_b = -1, mpa_ird = -1, mpa_c = -1,
+      mpa_d = -1, mpa_ord = -1;
+  // FPDU (RFC 5044 §4)
+  int mpa_ulpdu_length = -1, mpa_pad = -1, mpa_crc = -1, mpa_crc_status = -1, mpa_crc_in_use = -1,
+      mpa_marker = -1, mpa_marker_reserved = -1, mpa_marker_fpduptr = -1, mpa_marker_position = -1,
+      mpa_leading_marker = -1, mpa_unframed = -1;
+  // Where a PDU's octets are
+  int mpa_stream = -1, mpa_direction = -1, mpa_stream_offset = -1, mpa_fpdu_length = -1,
+      mpa_continuation = -1, mpa_fragment = -1, mpa_reassembled_length = -1;
+  // DDP (RFC 5041 §4)
+  int ddp_control = -1, ddp_t = -1, ddp_l = -1, ddp_rsvd = -1, ddp_dv = -1, ddp_rsvdulp = -1,
+      ddp_stag = -1, ddp_to = -1, ddp_inval_stag = -1, ddp_qn = -1, ddp_msn = -1, ddp_mo = -1,
+      ddp_payload = -1, ddp_payload_length = -1;
+  // DDP analysis (core's SegmentAnalysis)
+  int an_region = -1, an_region_stag = -1, an_region_source = -1, an_region_bounds_known = -1,
+      an_offset_in_region = -1, an_region_bytes_placed = -1, an_expected_msn = -1, an_message = -1,
+      an_placed_in = -1, an_delivered_in = -1, an_placed = -1, an_completes_message = -1,
+      an_delivers_message = -1;
+  // RDMAP (RFC 5040 §4, RFC 7306)
+  int rdmap_control = -1, rdmap_rv = -1, rdmap_rsv = -1, rdmap_opcode = -1;
+  int rr_sink_stag = -1, rr_sink_to = -1, rr_size = -1, rr_source_stag = -1, rr_source_to = -1;
+  int term_control = -1, term_layer = -1, term_etype = -1, term_code = -1, term_m = -1, term_d = -1,
+      term_r = -1, term_reserved = -1, term_layout = -1, term_error = -1, term_seg_len = -1,
+      term_ddp_header = -1, term_ddp_control = -1, term_ddp_t = -1, term_ddp_l = -1,
+      term_ddp_rsvd = -1, term_ddp_dv = -1, term_ddp_rsvdulp = -1, term_ddp_stag = -1,
+      term_ddp_to = -1, term_ddp_qn = -1, term_ddp_msn = -1, term_ddp_mo = -1,
+      term_rdmap_header = -1, term_rr_sink_stag = -1, term_rr_sink_to = -1, term_rr_size = -1,
+      term_rr_source_stag = -1, term_rr_source_to = -1;
+  int atomic_reserved = -1, atomic_opcode = -1, atomic_request_id = -1, atomic_remote_stag = -1,
+      atomic_remote_to = -1, atomic_add_swap_data = -1, atomic_add_swap_mask = -1,
+      atomic_compare_data = -1, atomic_compare_mask = -1, atomic_orig_request_id = -1,
+      atomic_orig_value = -1, immediate_data = -1;
+  // RDMAP analysis
+  int an_request_in = -1, an_response_in = -1, an_response_time = -1, an_quoted_frame = -1;
+  // Frame-level analysis
+  int an_finding = -1;
+};
+extern HeaderFields hf;
+
+struct Subtrees {
+  int mpa = -1, mpa_flags = -1, mpa_enhanced = -1, mpa_marker = -1, mpa_fragments = -1, ddp = -1,
+      ddp_control = -1, ddp_analysis = -1, rdmap = -1, rdmap_control = -1, rdmap_body = -1,
+      term_control = -1, term_ddp = -1, term_ddp_control = -1, term_rdmap = -1, rdmap_analysis = -1,
+      analysis = -1;
+};
+extern Subtrees ett;
+
+// Expert fields, one per finding in core's catalog (and a note-level twin for findings raised
+// only because capture loss hid what came before).
+expert_field* finding_expert(FindingId id, bool consequence_of_gap);
+
+void register_fields();
+
+}  // namespace ddpscope::plugin

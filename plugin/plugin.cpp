@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Registration and the dissection glue of the ddpscope Wireshark plugin.
+//
+// How frames flow:
+//  * A postdissector sees every frame after TCP. On Wireshark's first (sequential) pass it
+//    builds a net::TcpSegment from TCP's fields and feeds core's Analyzer in frame order; on
+//    every visit it draws what the first pass stored for the frame (draw.cpp).
+//  * A small "claim" dissector takes the TCP payload of iWARP connections so that no other
+//    dissector (data, NVMe/TCP on 4420, ...) decodes it. It is reached through our TCP
+//    heuristic (the MPA Request key), through Decode As on a TCP port, and as the conversation
+//    dissector the postdissector puts on every TCP conversation (conversation dissectors run
+//    before port-based ones, which is how an MPA handshake on port 4420 wins). It returns 0
+//    for anything that is not iWARP, so TCP then tries ports and heuristics as usual.
+//  * Wireshark's own iwarp_mpa_tcp heuristic is turned off while ours is active (preference
+//    "use_builtin" brings it back).
+#include <epan/conversation.h>
+#include <epan/packet.h>
+#include <epan/prefs.h>
+#include <epan/proto.h>
+#include <epan/tap.h>
+#include <ws_version.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "capture_state.h"
+#include "draw.h"
+#include "fields.h"
+#include "stats.h"
+
+using namespace ddpscope;
+using namespace ddpscope::plugin;
+
+namespace {
+
+// Preferences.
+gboolean pref_check_crc = TRUE;
+gboolean pref_use_builtin = FALSE;
+gboolean pref_hint_crc = TRUE;
+gboolean pref_hint_markers = FALSE;
+const char* pref_regions_file = "";
+
+dissector_handle_t claim_handle = nullptr;
+dissector_handle_t post_handle = nullptr;
+dissector_handle_t data_handle = nullptr;
+heur_dissector_list_t upper_heuristics = nullptr;
+heur_dtbl_entry_t* our_heuristic = nullptr;
+dissector_table_t tcp_port_table = nullptr;
+int tap_id = -1;
+
+// TCP fields read by the postdissector.
+struct TcpFieldIds {
+  int srcport = -1, dstport = -1, seq_raw = -1, ack_raw = -1, flags = -1, window = -1, mss = -1,
+      len = -1, payload = -1, hdr_len = -1, tsval = -1;
+} tcpf;
+
+// Per-capture state (created by the init routine, destroyed by the cleanup routine).
+CaptureState* state = nullptr;
+bool active = false;  // our dissection is on for this capture
+std::uint8_t hinted_ports[65536 / 8];
+
+bool is_hinted(std::uint32_t port) {
+  return port < 65536 && (hinted_ports[port >> 3] & (1u << (port & 7))) != 0;
+}
+
+// Regions file: {"regions": [{"stag": 4660 | "0x1234", "base": ..., "length": ...,
+// "sink": "10.0.0.2", "origin": "..."}]} or the bare array.
+std::uint64_t json_number(const nlohmann::json& v) {
+  if (v.is_number_unsigned() || v.is_number_integer()) return v.get<std::uint64_t>();
+  if (v.is_string()) return std::stoull(v.get<std::string>(), nullptr, 0);
+  return 0;
+}
+
+std::vector<RegionSpec> load_regions(const char* path) noexcept {
+  std::vector<RegionSpec> out;
+  if (path == nullptr || *path == '\0') return out;
+  try {
+    std::ifstream in(path);
+    if (!in) return out;
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    const nlohmann::json& list = doc.is_object() && doc.contains("regions") ? doc["regions"] : doc;
+    if (!list.is_array()) return out;
+    for (const auto& r : list) {
+      if (!r.is_object() || !r.contains("stag")) continue;
+      RegionSpec spec;
+      spec.stag = static_cast<std::uint32_t>(json_number(r["stag"]));
+      if (r.contains("base")) spec.base = json_number(r["base"]);
+      if (r.contains("length")) spec.length = json_number(r["length"]);
+      if (r.contains("sink") && r["sink"].is_string()) {
+        spec.owner = net::Address::parse(r["sink"].get<std::string>());
+      }
+      spec.origin = r.contains("origin") && r["origin"].is_string() ? r["origin"].get<std::string>()
+                                                                    : std::string("regions file");
+      out.push_back(std::move(spec));
+    }
+  } catch (...) {
+    out.clear();
+  }
+  return out;
+}
+
+std::optional<net::Address> to_address(const address& a) {
+  net::Address out;
+  if (a.type == AT_IPv4 && a.len == 4) {
+    std::memcpy(out.bytes.data(), a.data, 4);
+    return out;
+  }
+  if (a.type == AT_IPv6 && a.len == 16) {
+    out.v6 = true;
+    std::memcpy(out.bytes.data(), a.data, 16);
+    return out;
+  }
+  return std::nullopt;
+}
+
+bool heuristic_enabled() {
+  return our_heuristic == nullptr || our_heuristic->enabled;
+}
+
+bool looks_like_mpa_request(tvbuff_t* tvb) {
+  if (tvb_captured_length(tvb) < wire::kMpaKeySize) return false;
+  const guint8* p = tvb_get_ptr(tvb, 0, static_cast<gint>(wire::kMpaKeySize));
+  return wire::decode_mpa_reqrep(ByteView(p, wire::kMpaKeySize)).status() !=
+         DecodeStatus::malformed;
+}
+
+// Decides whether this TCP payload is ours. First pass: from core's view of the connection
+// (or the MPA key, or a Decode As port); later passes: what the first pass decided.
+bool claim(tvbuff_t* tvb, packet_info* pinfo, bool from_heuristic) {
+  if (!active || state == nullptr) return false;
+  if (PINFO_FD_VISITED(pinfo)) {
+    const FrameRecord* rec = state->frame(pinfo->num);
+    return rec != nullptr && rec->claimed;
+  }
+  bool ours = is_hinted(pinfo->srcport) || is_hinted(pinfo->destport);
+  if (!ours && (from_heuristic || heuristic_enabled())) {
+    const auto src = to_address(pinfo->src);
+    const auto dst = to_address(pinfo->dst);
+    if (src && dst) {
+      ours = state->is_iwarp(net::Endpoint{*src, static_cast<std::uint16_t>(pinfo->srcport)},
+                             net::Endpoint{*dst, static_cast<std::uint16_t>(pinfo->destport)});
+    }
+    if (!ours) ours = looks_like_mpa_request(tvb);
+  }
+  if (ours) state->frame_mut(pinfo->num).claimed = true;
+  return ours;
+}
+
+int dissect_claim(tvbuff_t* tvb, packet_info* pinfo, proto_tree* /*tree*/, void* /*data*/) {
+  if (!claim(tvb, pinfo, false)) return 0;
+  col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
+  return static_cast<int>(tvb_captured_length(tvb));
+}
+
+gboolean dissect_heur(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data) {
+  if (!active || state == nullptr || PINFO_FD_VISITED(pinfo)) {
+    return dissect_claim(tvb, pinfo, tree, data) > 0;
+  }
+  if (!looks_like_mpa_request(tvb) || !claim(tvb, pinfo, true)) return FALSE;
+  conversation_t* conv = find_or_create_conversation(pinfo);
+  conversation_set_dissector(conv, claim_handle);
+  col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
+  return TRUE;
+}
+
+// Last occurrence of a field in the frame's tree (the innermost TCP layer).
+field_info* last_field(proto_tree* tree, int id) {
+  if (tree == nullptr || id < 0) return nullptr;
+  GPtrArray* a = proto_get_finfo_ptr_array(tree, id);
+  if (a == nullptr || a->len == 0) return nullptr;
+  return static_cast<field_info*>(g_ptr_array_index(a, a->len - 1));
+}
+
+std::uint32_t field_uint(proto_tree* tree, int id, std::uint32_t fallback = 0) {
+  field_info* fi = last_field(tree, id);
+  return fi != nullptr ? fvalue_get_uinteger(&fi->value) : fallback;
+}
+
+// Builds the TCP segment of this frame from TCP's fields. Returns false when the frame has no
+// TCP (or only a TCP header quoted inside an ICMP error).
+bool read_tcp(packet_info* pinfo, proto_tree* tree, net::TcpSegment& seg, tvbuff_t** payload_tvb) {
+  if (tree == nullptr || last_field(tree, tcpf.srcport) == nullptr) return false;
+  if (proto_is_frame_protocol(pinfo->layers, "icmp") ||
+      proto_is_frame_protocol(pinfo->layers, "icmpv6")) {
+    return false;
+  }
+  const auto src = to_address(pinfo->net_src);
+  const auto dst = to_address(pinfo->net_dst);
+  if (!src || !dst) return false;
+  seg.src = {*src, static_cast<std::uint16_t>(field_uint(tree, tcpf.srcport))};
+  seg.dst = {*dst, static_cast<std::uint16_t>(field_uint(tree, tcpf.dstport))};
+  seg.seq = field_uint(tree, tcpf.seq_raw);
+  seg.ack = field_uint(tree, tcpf.ack_raw);
+  seg.flags = static_cast<std::uint8_t>(field_uint(tree, tcpf.flags));
+  seg.window = static_cast<std::uint16_t>(field_uint(tree, tcpf.window));
+  if (field_info* mss = last_field(tree, tcpf.mss)) {
+    seg.mss = static_cast<std::uint16_t>(fvalue_get_uinteger(&mss->value));
+  }
+  seg.has_timestamps = last_field(tree, tcpf.tsval) != nullptr;
+  const std::uint32_t hdr = field_uint(tree, tcpf.hdr_len, 20);
+  seg.options_size = static_cast<std::uint8_t>(hdr > 20 ? hdr - 20 : 0);
+  seg.payload_length = field_uint(tree, tcpf.len);
+  seg.payload = {};
+  *payload_tvb = nullptr;
+  if (field_info* pl = last_field(tree, tcpf.payload)) {
+    if (pl->ds_tvb != nullptr && pl->start >= 0) {
+      const guint have =
+          tvb_captured_length_remaining(pl->ds_tvb, pl->start) > 0
+              ? static_cast<guint>(tvb_captured_length_remaining(pl->ds_tvb, pl->start))
+              : 0;
+      const guint n = std::min<guint>(have, seg.payload_length);
+      if (n > 0) {
+        *payload_tvb = tvb_new_subset_length(pl->ds_tvb, pl->start, static_cast<gint>(n));
+        seg.payload = ByteView(tvb_get_ptr(*payload_tvb, 0, static_cast<gint>(n)), n);
+      }
+    }
+  }
+  return true;
+}
+
+// Puts the claim dissector on the TCP conversation, unless it already has a dissector.
+void probe_conversation(packet_info* pinfo, const net::TcpSegment& seg) {
+  conversation_t* conv = find_conversation(pinfo->num, &pinfo->net_src, &pinfo->net_dst,
+                                           CONVERSATION_TCP, seg.src.port, seg.dst.port, 0);
+  if (conv != nullptr && conversation_get_dissector(conv, pinfo->num) == nullptr) {
+    conversation_set_dissector(conv, claim_handle);
+  }
+}
+
+int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*data*/) {
+  if (!active || state == nullptr) return 0;
+  net::TcpSegment seg;  // trivially destructible: safe across Wireshark's longjmps
+  tvbuff_t* payload_tvb = nullptr;
+  const bool tcp = read_tcp(pinfo, tree, seg, &payload_tvb);
+  if (!PINFO_FD_VISITED(pinfo) && tcp) {
+    if (heuristic_enabled() || is_hinted(seg.src.port) || is_hinted(seg.dst.port)) {
+      probe_conversation(pinfo, seg);
+      const std::int64_t ts_ns =
+          static_cast<std::int64_t>(pinfo->abs_ts.secs) * 1000000000 + pinfo->abs_ts.nsecs;
+      state->feed(pinfo->num, ts_ns, seg);
+    }
+  }
+  const FrameRecord* rec = state->frame(pinfo->num);
+  if (rec == nullptr) return 0;
+  DrawContext ctx;
+  ctx.state = state;
+  ctx.frame_tvb = tvb;
+  ctx.payload_tvb = payload_tvb;
+  ctx.upper_heuristics = upper_heuristics;
+  ctx.data_handle = data_handle;
+  draw_frame(ctx, *rec, pinfo, tree);
+  if (tap_id >= 0 && !rec->pdus_complete.empty()) {
+    tap_queue_packet(tap_id, pinfo, rec);
+  }
+  return 0;
+}
+
+void apply_builtin_choice() {
+  const bool ours = proto_is_protocol_enabled(find_protocol_by_id(proto.mpa)) && !pref_use_builtin;
+  if (heur_dtbl_entry_t* builtin = find_heur_dissector_by_unique_short_name("iwarp_mpa_tcp")) {
+    builtin->enabled = ours ? FALSE : TRUE;
+  }
+  active = ours;
+}
+
+void init_capture() {
+  apply_builtin_choice();
+  delete state;
+  state = nullptr;
+  std::memset(hinted_ports, 0, sizeof hinted_ports);
+  PluginOptions options;
+  options.analyzer.check_crc = pref_check_crc != FALSE;
+  if (tcp_port_table != nullptr) {
+    for (std::uint32_t port = 1; port < 65536; ++port) {
+      if (dissector_get_uint_handle(tcp_port_table, port) == claim_handle) {
+        hinted_ports[port >> 3] =
+            static_cast<std::uint8_t>(hinted_ports[port >> 3] | (1u << (port & 7)));
+        StreamHint hint;
+        hint.port = static_cast<std::uint16_t>(port);
+        hint.crc = pref_hint_crc != FALSE;
+        hint.markers = pref_hint_markers != FALSE;
+        options.analyzer.hints.push_back(hint);
+      }
+    }
+  }
+  options.regions = load_regions(pref_regions_file);
+  try {
+    state = new CaptureState(std::move(options));
+  } catch (...) {
+    state = nullptr;
+  }
+  set_stats_state(state);
+}
+
+void cleanup_capture() {
+  set_stats_state(nullptr);
+  delete state;
+  state = nullptr;
+}
+
+// End of the sequential pass: end-of-capture findings become known (and are drawn on the
+// second pass of tshark -2 and on any later visit in Wireshark).
+void finish_capture() {
+  if (state != nullptr) state->finish();
+}
+
+void register_protocols() {
+  proto.mpa = proto_register_protocol("iWARP Marker PDU Aligned Framing (ddpscope)", "iWARP-MPA",
+                                      "iwarp.mpa");
+  proto.ddp =
+      proto_register_protocol("iWARP Direct Data Placement (ddpscope)", "iWARP-DDP", "iwarp.ddp");
+  proto.rdmap = proto_register_protocol("iWARP Remote Direct Memory Access Protocol (ddpscope)",
+                                        "iWARP-RDMAP", "iwarp.rdmap");
+  register_fields();
+
+  module_t* prefs = prefs_register_protocol(proto.mpa, nullptr);
+  prefs_register_bool_preference(prefs, "check_crc", "Verify MPA CRCs",
+                                 "Check the CRC of every FPDU when CRC was negotiated",
+                                 &pref_check_crc);
+  prefs_register_filename_preference(
+      prefs, "regions_file", "Regions file (JSON)",
+      "Memory regions the analysis should know: {\"regions\": [{\"stag\": \"0x1234\", "
+      "\"base\": 0, \"length\": 4096, \"sink\": \"10.0.0.2\"}]}",
+      &pref_regions_file, FALSE);
+  prefs_register_bool_preference(prefs, "midstream_crc", "Decode As: CRC in use",
+                                 "For streams decoded with Decode As (no MPA handshake in the "
+                                 "capture): assume CRC was negotiated",
+                                 &pref_hint_crc);
+  prefs_register_bool_preference(prefs, "midstream_markers", "Decode As: markers in use",
+                                 "For streams decoded with Decode As: assume both directions "
+                                 "carry markers",
+                                 &pref_hint_markers);
+  prefs_register_bool_preference(
+      prefs, "use_builtin", "Use Wireshark's built-in iWARP dissectors instead",
+      "Turn this plugin's decoding off and re-enable iwarp_mpa_tcp", &pref_use_builtin);
+
+  claim_handle = register_dissector("iwarp.mpa", dissect_claim, proto.mpa);
+  post_handle = create_dissector_handle(dissect_post, proto.mpa);
+  register_init_routine(init_capture);
+  register_cleanup_routine(cleanup_capture);
+  register_postseq_cleanup_routine(finish_capture);
+  tap_id = register_tap("ddpscope");
+  register_stats(tap_id);
+}
+
+void handoff() {
+  heur_dissector_add("tcp", dissect_heur, "iWARP MPA over TCP (ddpscope)", "ddpscope_mpa_tcp",
+                     proto.mpa, HEURISTIC_ENABLE);
+  our_heuristic = find_heur_dissector_by_unique_short_name("ddpscope_mpa_tcp");
+  dissector_add_for_decode_as("tcp.port", claim_handle);
+  tcp_port_table = find_dissector_table("tcp.port");
+  register_postdissector(post_handle);
+  data_handle = find_dissector("data");
+  upper_heuristics = find_heur_dissector_list("iwarp_ddp_rdmap");
+
+  const char* names[] = {"tcp.srcport",
+                         "tcp.dstport",
+                         "tcp.seq_raw",
+                         "tcp.ack_raw",
+                         "tcp.flags",
+                         "tcp.window_size_value",
+                         "tcp.options.mss_val",
+                         "tcp.len",
+                         "tcp.payload",
+                         "tcp.hdr_len",
+                         "tcp.options.timestamp.tsval"};
+  int* ids[] = {&tcpf.srcport, &tcpf.dstport, &tcpf.seq_raw, &tcpf.ack_raw,
+                &tcpf.flags,   &tcpf.window,  &tcpf.mss,     &tcpf.len,
+                &tcpf.payload, &tcpf.hdr_len, &tcpf.tsval};
+  GArray* wanted = g_array_new(FALSE, FALSE, sizeof(int));
+  for (std::size_t i = 0; i < G_N_ELEMENTS(names); ++i) {
+    *ids[i] = proto_registrar_get_id_byname(names[i]);
+    if (*ids[i] >= 0) g_array_append_val(wanted, *ids[i]);
+  }
+  set_postdissector_wanted_hfids(post_handle, wanted);
+  apply_builtin_choice();
+}
+
+}  // namespace
+
+extern "C" {
+__attribute__((visibility("default"))) extern const char plugin_version[];
+__attribute__((visibility("default"))) extern const int plugin_want_major;
+__attribute__((visibility("default"))) extern const int plugin_want_minor;
+__attribute__((visibility("default"))) void plugin_register(void);
+
+const char plugin_version[] = DDPSCOPE_VERSION;
+const int plugin_want_major = WIRESHARK_VERSION_MAJOR;
+const int plugin_want_minor = WIRESHARK_VERSION_MINOR;
+
+void plugin_register(void) {
+  static proto_plugin plug;
+  plug.register_protoinfo = register_protocols;
+  plug.register_handoff = handoff;
+  proto_register_plugin(&plug);
+}
+}

@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// "tshark -q -z ddpscope,stat": per stream and direction, messages and octets per opcode, MSN
+// ranges per queue, STag regions and findings by code, printed from core's Model at draw time.
+#pragma once
+
+#include "capture_state.h"
+
+namespace ddpscope::plugin {
+
+void register_stats(int tap_id);
+void set_stats_state(CaptureState* state);
+
+}  // namespace ddpscope::plugin
