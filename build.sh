@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(cmake ninja-build g++ pkg-config git
+PACKAGES=(cmake ninja-build g++ pkg-config git python3
           libisal-dev libpcap-dev libglib2.0-dev libcli11-dev nlohmann-json3-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           wireshark-dev libwireshark-dev tshark

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Capture-driven test: run `ddpscope analyze --json` on one capture and check it against
+   - its golden report (exact JSON; DDPSCOPE_UPDATE_GOLDEN=1 rewrites it),
+   - the generator's expected findings (NAME.expected.json: code + frame, exhaustive or not),
+   - the bytes the scenario wrote (regions_written) against the exported shadow buffers,
+   - the exit code contract (1 iff an error finding)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def main():
+    ddpscope, pcap, golden = sys.argv[1], sys.argv[2], sys.argv[3]
+    base = pcap[:-5] if pcap.endswith(".pcap") else pcap
+    expected = None
+    if os.path.exists(base + ".expected.json"):
+        with open(base + ".expected.json") as f:
+            expected = json.load(f)
+    args = [ddpscope, "analyze", pcap, "--json"]
+    if expected and expected.get("regions_file"):
+        args += ["--regions", os.path.join(os.path.dirname(pcap), expected["regions_file"])]
+    with tempfile.TemporaryDirectory() as tmp:
+        args += ["--export-dir", tmp]
+        proc = subprocess.run(args, capture_output=True, text=True)
+        if proc.returncode not in (0, 1):
+            fail(f"exit code {proc.returncode}: {proc.stderr}")
+        report = json.loads(proc.stdout)
+        errors = [f for f in report["findings"] if f["severity"] == "error"]
+        if (proc.returncode == 1) != bool(errors):
+            fail(f"exit code {proc.returncode} but {len(errors)} error findings")
+
+        # Shadow buffers hold exactly what the scenario wrote.
+        if expected:
+            with open(os.path.join(tmp, "index.json")) as f:
+                index = json.load(f)
+            for r in expected.get("regions_written", []):
+                stag = int(r["stag"], 16)
+                entry = next((e for e in index if e["sink"] == r["owner"] and int(e["stag"], 16) == stag), None)
+                if entry is None:
+                    fail(f"no exported shadow buffer for {r['owner']} STag {r['stag']}")
+                with open(os.path.join(tmp, entry["file"]), "rb") as f:
+                    content = f.read()
+                off = int(r["base"], 16) - int(entry["base_to"], 16)
+                chunk = content[off:off + r["length"]] if off >= 0 else b""
+                chunk = chunk + b"\0" * (r["length"] - len(chunk))
+                if crc32c(chunk) != int(r["crc32c"], 16):
+                    fail(f"shadow buffer {r['owner']} STag {r['stag']} differs from what the scenario wrote")
+
+    # Expected findings, at their frames.
+    if expected:
+        found = [(f["code"], f["frame"]) for f in report["findings"]]
+        for e in expected["expected"]:
+            if (e["code"], e["frame"]) not in found:
+                fail(f"expected {e['code']} at frame {e['frame']}; got {found}")
+        if expected.get("exhaustive", True):
+            wanted = {(e["code"], e["frame"]) for e in expected["expected"]}
+            extra = [(f["code"], f["frame"]) for f in report["findings"]
+                     if f["severity"] != "note" and (f["code"], f["frame"]) not in wanted]
+            if extra:
+                fail(f"unexpected findings {extra}")
+
+    # Golden report.
+    if os.environ.get("DDPSCOPE_UPDATE_GOLDEN") == "1" or not os.path.exists(golden):
+        if os.environ.get("DDPSCOPE_UPDATE_GOLDEN") != "1":
+            fail(f"no golden report {golden} (run with DDPSCOPE_UPDATE_GOLDEN=1 to create it)")
+        with open(golden, "w") as f:
+            json.dump(report, f, indent=2, sort_keys=True)
+            f.write("\n")
+        print(f"updated {golden}")
+        return
+    with open(golden) as f:
+        want = json.load(f)
+    if want != report:
+        a = json.dumps(want, indent=2, sort_keys=True).splitlines()
+        b = json.dumps(report, indent=2, sort_keys=True).splitlines()
+        import difflib
+        print("\n".join(list(difflib.unified_diff(a, b, "golden", "now", lineterm=""))[:80]))
+        fail(f"report differs from {golden} (DDPSCOPE_UPDATE_GOLDEN=1 to accept)")
+    print(f"ok: {os.path.basename(pcap)}: {len(report['findings'])} findings match")
+
+
+if __name__ == "__main__":
+    main()
