@@ -110,6 +110,7 @@ RegionGeometryInput geometry_input(const ShadowBuffer& buf) {
   RegionGeometryInput in;
   in.base = buf.base;
   in.length = buf.length;
+  in.bounds_enforced = buf.bounds_enforced;
   in.ranges = buf.ranges();
   in.extents = &buf.extents();
   return in;
@@ -177,7 +178,7 @@ std::vector<MapSpan> layout_region(const RegionGeometryInput& in, std::uint64_t 
   if (it != extents->begin()) --it;
   for (; it != extents->end() && it->first < view_end; ++it) {
     coverage.add(cols, it->first, it->second);
-    if (bounded) {  // octets outside the known bounds
+    if (bounded && in.bounds_enforced) {  // octets outside the known bounds
       if (it->first < lo) violation.add(cols, it->first, std::min(it->second, lo));
       if (it->second > hi) violation.add(cols, std::max(it->first, hi), it->second);
     }

@@ -38,6 +38,9 @@ struct MapSpan {
 struct RegionGeometryInput {
   std::optional<std::uint64_t> base;  // known bounds
   std::optional<std::uint64_t> length;
+  // Octets outside known bounds are violations only when the bounds are enforced (bounds
+  // learned from a Read Request describe one transfer: shown, not enforced).
+  bool bounds_enforced = true;
   std::span<const PlacedRange> ranges;
   // Coalesced placed extents [begin, end) (ShadowBuffer::extents()); computed from `ranges`
   // when null (the buffer's range list may be capped while its extents are complete).

@@ -111,6 +111,7 @@ SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb
   Analyzer analyzer(options);
   capture::Frame frame;
   std::uint64_t frames = 0;
+  std::uint64_t last_frame = 0;
   auto last_progress = clock::now();
   auto last_snapshot = clock::now();
   auto interval = std::chrono::milliseconds(std::max(cb.snapshot_interval_ms, 1));
@@ -145,7 +146,8 @@ SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb
       last_snapshot = clock::now();
     }
   }
-  if (!cancelled && !reader->error().empty()) analyzer.note_truncated_file(frames, reader->error());
+  if (!cancelled && !reader->error().empty())
+    analyzer.note_truncated_file(last_frame, reader->error());
   if (!cancelled) analyzer.finish();
   auto snap = finish(&analyzer, reader.get(), frames);
   snap->cancelled = cancelled;

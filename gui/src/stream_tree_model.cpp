@@ -49,6 +49,8 @@ void StreamTreeModel::build() {
   std::vector<std::vector<int>> dir_nodes(m.streams.size(), std::vector<int>(2, -1));
   for (std::size_t si = 0; si < m.streams.size(); ++si) {
     const StreamModel& s = m.streams[si];
+    // Like the analyzer's report: TCP streams that are not (yet) iWARP are not shown.
+    if (s.state == StreamState::not_iwarp || s.state == StreamState::unknown) continue;
     Node n;
     n.kind = KindStream;
     n.stream = static_cast<int>(si);
@@ -131,7 +133,7 @@ void StreamTreeModel::build() {
                            .arg(bytesText(r.buffer->bytes_placed()))
                            .arg(r.buffer->ranges().size() + r.buffer->ranges_dropped());
     int parent = -1;
-    if (r.stream && *r.stream < m.streams.size()) {
+    if (r.stream && *r.stream < m.streams.size() && dir_nodes[*r.stream][0] >= 0) {
       n.stream = static_cast<int>(*r.stream);
       n.direction = r.direction;
       parent = dir_nodes[*r.stream][static_cast<std::size_t>(r.direction >= 0 ? r.direction : 0)];

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Item models under QAbstractItemModelTester, and their content against the analyzer's JSON
+// report (`ddpscope analyze FILE --json`), or against core's Model when the CLI is absent.
+#include <QAbstractItemModelTester>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QtTest>
+#include <map>
+
+#include "bytes_model.h"
+#include "findings_model.h"
+#include "gui_test_util.h"
+#include "region_table_model.h"
+#include "snapshot.h"
+#include "stream_tree_model.h"
+
+using namespace ddpscope;
+using namespace ddpscope::gui;
+
+namespace {
+
+QJsonObject cliReport(const QString& file) {
+  const QString cli = qEnvironmentVariable("DDPSCOPE_CLI");
+  if (cli.isEmpty() || !QFileInfo::exists(cli)) return {};
+  QProcess p;
+  p.start(cli, {QStringLiteral("analyze"), file, QStringLiteral("--json")});
+  if (!p.waitForFinished(120000)) return {};
+  return QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+}
+
+QString hexText(std::uint64_t v) {
+  return QStringLiteral("0x%1").arg(v, 0, 16);
+}
+
+}  // namespace
+
+class ModelsTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() { QVERIFY2(!test::allCaptures().isEmpty(), "no capture to test on"); }
+
+  void modelsPassTester_data() {
+    QTest::addColumn<QString>("file");
+    for (const QString& f : test::allCaptures())
+      QTest::newRow(qPrintable(QFileInfo(f).fileName())) << f;
+  }
+  void modelsPassTester() {
+    QFETCH(QString, file);
+    SnapshotPtr snap = analyze_capture(file.toStdString());
+    QVERIFY2(snap->error.empty(), snap->error.c_str());
+
+    StreamTreeModel tree;
+    QAbstractItemModelTester t1(&tree, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    tree.setSnapshot(snap);
+    tree.setSnapshot(snap);  // a second reset keeps it consistent
+    FindingsModel findings;
+    QAbstractItemModelTester t2(&findings, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    findings.setSnapshot(snap);
+    FindingsFilterProxy proxy;
+    proxy.setSourceModel(&findings);
+    QAbstractItemModelTester t3(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    proxy.sort(FindingsModel::ColFrame, Qt::DescendingOrder);
+    proxy.setFilterFixedString(QStringLiteral("ddp"));
+    proxy.setMinimumSeverity(int(Severity::warning));
+    proxy.setMinimumSeverity(int(Severity::note));
+    proxy.setFilterFixedString(QString());
+    QCOMPARE(proxy.rowCount(), findings.rowCount());
+    RegionTableModel regions;
+    QAbstractItemModelTester t4(&regions, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    regions.setSnapshot(snap);
+    BytesModel bytes;
+    QAbstractItemModelTester t5(&bytes, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    for (int r = 0; r < regions.rowCount(); ++r) {
+      bytes.setRegion(snap, r);
+      // Rows cover exactly the placed octets (holes as single rows).
+      std::uint64_t placed = 0;
+      for (int row = 0; row < bytes.rowCount(); ++row) {
+        if (bytes.index(row, 0).data(BytesModel::HoleRole).toBool()) continue;
+        const QString hex = bytes.index(row, BytesModel::ColHex).data().toString();
+        placed += std::uint64_t(hex.split(QLatin1Char(' '), Qt::SkipEmptyParts).size());
+        QVERIFY(!bytes.index(row, BytesModel::ColFrames).data().toString().isEmpty());
+      }
+      if (!bytes.truncated())
+        QCOMPARE(placed, snap->regions[std::size_t(r)].buffer->bytes_placed());
+    }
+    bytes.setRegion(snap, -1);
+    QCOMPARE(bytes.rowCount(), 0);
+  }
+
+  void liveSnapshotsAreConsistent() {
+    // Intermediate snapshots (every 0 ms here) feed the same models; frames only grow.
+    const QString file = test::allCaptures().last();
+    StreamTreeModel tree;
+    QAbstractItemModelTester t(&tree, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    std::vector<SnapshotPtr> snaps;
+    AnalysisCallbacks cb;
+    cb.snapshot_interval_ms = 0;
+    cb.snapshot = [&](SnapshotPtr s) { snaps.push_back(std::move(s)); };
+    SnapshotPtr last = analyze_capture(file.toStdString(), cb);
+    std::uint64_t frames = 0;
+    for (const auto& s : snaps) {
+      QVERIFY(!s->final);
+      QVERIFY(s->frames_read >= frames);
+      frames = s->frames_read;
+      tree.setSnapshot(s);
+    }
+    QVERIFY(last->final);
+    QVERIFY(last->frames_read >= frames);
+    tree.setSnapshot(last);
+  }
+
+  void cancelStopsEarly() {
+    std::atomic<bool> cancel{true};
+    AnalysisCallbacks cb;
+    cb.cancel = &cancel;
+    SnapshotPtr s = analyze_capture(test::allCaptures().first().toStdString(), cb);
+    QVERIFY(s->final);
+    // Cancel is checked every 64 frames: small captures may finish first.
+    QVERIFY(s->cancelled || s->frames_read < 64);
+    SnapshotPtr missing = analyze_capture("/nonexistent/capture.pcap");
+    QVERIFY(!missing->error.empty());
+    QVERIFY(missing->model);
+  }
+
+  void contentMatchesAnalyzer_data() { modelsPassTester_data(); }
+  void contentMatchesAnalyzer() {
+    QFETCH(QString, file);
+    SnapshotPtr snap = analyze_capture(file.toStdString());
+    const Model& m = *snap->model;
+    StreamTreeModel tree;
+    tree.setSnapshot(snap);
+    FindingsModel findings;
+    findings.setSnapshot(snap);
+    RegionTableModel regions;
+    regions.setSnapshot(snap);
+
+    // Tree content, as (stream id) -> direction rows, queues, regions.
+    struct TreeStream {
+      QStringList dirs;
+      std::map<QString, QString> queues;  // "d/QN n" -> "MSN a–b"
+      int regions = 0;
+    };
+    std::map<int, TreeStream> shown;
+    for (int r = 0; r < tree.rowCount(); ++r) {
+      const QModelIndex s = tree.index(r, 0);
+      if (s.data(StreamTreeModel::KindRole).toInt() != StreamTreeModel::KindStream) continue;
+      TreeStream& ts = shown[s.data(StreamTreeModel::StreamRole).toInt()];
+      for (int d = 0; d < tree.rowCount(s); ++d) {
+        const QModelIndex di = tree.index(d, 0, s);
+        ts.dirs << di.data().toString();
+        for (int c = 0; c < tree.rowCount(di); ++c) {
+          const QModelIndex ci = tree.index(c, 0, di);
+          if (ci.data(StreamTreeModel::KindRole).toInt() == StreamTreeModel::KindRegion)
+            ++ts.regions;
+          else
+            ts.queues[QString::number(d) + QLatin1Char('/') + ci.data().toString()] =
+                tree.index(c, StreamTreeModel::ColDetails, di).data().toString();
+        }
+      }
+    }
+
+    const QJsonObject report = cliReport(file);
+    if (report.isEmpty()) {
+      // No CLI: compare against core's Model directly.
+      std::size_t iwarp = 0;
+      for (const auto& s : m.streams)
+        iwarp += s.state != StreamState::not_iwarp && s.state != StreamState::unknown;
+      QCOMPARE(shown.size(), iwarp);
+      QCOMPARE(std::size_t(regions.rowCount()), m.memory.buffers().size());
+      QCOMPARE(std::size_t(findings.rowCount()), m.findings.size());
+      for (int r = 0; r < findings.rowCount(); ++r) {
+        QCOMPARE(findings.index(r, FindingsModel::ColCode).data().toString(),
+                 QString::fromUtf8(m.findings[std::size_t(r)].code().data()));
+      }
+      qInfo("analyzer CLI not built: compared with core's Model");
+      return;
+    }
+    const QJsonArray streams = report.value(QStringLiteral("streams")).toArray();
+    QCOMPARE(std::size_t(streams.size()), shown.size());
+    int json_regions = report.value(QStringLiteral("regions")).toArray().size();
+    for (const auto& sv : streams) {
+      const QJsonObject s = sv.toObject();
+      const int id = s.value(QStringLiteral("id")).toInt();
+      QVERIFY2(shown.count(id), qPrintable(QStringLiteral("stream %1 missing").arg(id)));
+      const TreeStream& ts = shown[id];
+      const QJsonArray dirs = s.value(QStringLiteral("directions")).toArray();
+      QCOMPARE(dirs.size(), ts.dirs.size());
+      std::size_t queues = 0;
+      for (int d = 0; d < dirs.size(); ++d) {
+        const QJsonObject jd = dirs[d].toObject();
+        QCOMPARE(ts.dirs[d], jd.value(QStringLiteral("from")).toString() + QStringLiteral(" → ") +
+                                 jd.value(QStringLiteral("to")).toString());
+        for (const auto& qv : jd.value(QStringLiteral("queues")).toArray()) {
+          const QJsonObject q = qv.toObject();
+          const QString key = QString::number(d) + QStringLiteral("/QN ") +
+                              QString::number(q.value(QStringLiteral("qn")).toInteger());
+          QVERIFY2(ts.queues.count(key), qPrintable(key));
+          QCOMPARE(ts.queues.at(key), QStringLiteral("MSN %1–%2")
+                                          .arg(q.value(QStringLiteral("first_msn")).toInteger())
+                                          .arg(q.value(QStringLiteral("last_msn")).toInteger()));
+          ++queues;
+        }
+      }
+      QCOMPARE(ts.queues.size(), queues);
+      const int stags = s.value(QStringLiteral("stags")).toArray().size();
+      QCOMPARE(ts.regions, stags);
+      json_regions += stags;
+    }
+    QCOMPARE(regions.rowCount(), json_regions);
+    // Every JSON region appears in the region table with its bytes placed.
+    std::map<QString, qint64> table;
+    for (int r = 0; r < regions.rowCount(); ++r) {
+      const ShadowBuffer& b = *snap->regions[std::size_t(r)].buffer;
+      table[QString::fromStdString(b.key.owner.to_string()) + QLatin1Char('/') +
+            hexText(b.key.stag)] = qint64(b.bytes_placed());
+    }
+    QJsonArray all = report.value(QStringLiteral("regions")).toArray();
+    for (const auto& sv : streams)
+      for (const auto& r : sv.toObject().value(QStringLiteral("stags")).toArray())
+        all.append(r);
+    for (const auto& rv : all) {
+      const QJsonObject r = rv.toObject();
+      const QString key = r.value(QStringLiteral("sink")).toString() + QLatin1Char('/') +
+                          r.value(QStringLiteral("stag")).toString();
+      QVERIFY2(table.count(key), qPrintable(key));
+      QCOMPARE(table.at(key), r.value(QStringLiteral("bytes_placed")).toInteger());
+    }
+    const QJsonArray fj = report.value(QStringLiteral("findings")).toArray();
+    QCOMPARE(findings.rowCount(), fj.size());
+    for (int r = 0; r < fj.size(); ++r) {
+      const QJsonObject f = fj[r].toObject();
+      QCOMPARE(findings.index(r, FindingsModel::ColCode).data().toString(),
+               f.value(QStringLiteral("code")).toString());
+      QCOMPARE(findings.index(r, FindingsModel::ColFrame).data().toULongLong(),
+               quint64(f.value(QStringLiteral("frame")).toInteger()));
+      QCOMPARE(findings.index(r, 0).data(FindingsModel::SeverityRole).toInt(),
+               int(m.findings[std::size_t(r)].severity));
+      QVERIFY(findings.index(r, FindingsModel::ColSeverity)
+                  .data()
+                  .toString()
+                  .startsWith(f.value(QStringLiteral("severity")).toString()));
+      QCOMPARE(findings.index(r, FindingsModel::ColMessage).data().toString(),
+               f.value(QStringLiteral("message")).toString());
+      QCOMPARE(findings.index(r, FindingsModel::ColTerminate).data().toString().isEmpty(),
+               !f.contains(QStringLiteral("terminate")));
+    }
+  }
+};
+
+QTEST_MAIN(ModelsTest)
+#include "models_test.moc"
