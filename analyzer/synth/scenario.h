@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The scenario model of the synthetic capture generator, parsed from JSON. Every field is
+// resolved at parse time (payload bytes generated, defaults applied where they do not depend
+// on the MPA negotiation), so the generator never sees JSON. docs/synth-scenarios.md is the
+// format's reference.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ddpscope/bytes.h"
+#include "ddpscope/net.h"
+#include "ddpscope/wire.h"
+
+namespace ddpscope::synth {
+
+// Direction index = side: 0 client (sends the MPA Request), 1 server.
+enum class Side : std::uint8_t { client = 0, server = 1 };
+inline int dir_of(Side s) {
+  return static_cast<int>(s);
+}
+inline int peer_of(Side s) {
+  return 1 - static_cast<int>(s);
+}
+
+struct ConnectionSpec {
+  net::Endpoint client;
+  net::Endpoint server;
+  std::uint16_t client_mss = 1460;
+  std::uint16_t server_mss = 1460;
+  std::uint32_t client_isn = 0x1000;
+  std::uint32_t server_isn = 0x8000;
+  // MPA (RFC 5044 §7.1, RFC 6581)
+  std::uint8_t request_revision = 2;
+  std::uint8_t reply_revision = 2;
+  bool enhanced = true;  // RFC 6581 enhanced bit and IRD/ORD word (revision 2 only)
+  bool peer_to_peer = false;
+  std::string rtr;  // "", "write", "read", "send": the RTR the initiator sends (p2p)
+  std::uint16_t client_ird = 16, client_ord = 16, server_ird = 16, server_ord = 16;
+  bool client_crc = false;                 // C flag in the Request
+  bool server_crc = false;                 // C flag in the Reply
+  bool client_requests_markers = false;    // M in the Request: server sends markers
+  bool server_requests_markers = false;    // M in the Reply: client sends markers
+  std::uint8_t client_reserved_flags = 0;  // extra flag bits (0x0F mask), e.g. 0x08
+  std::uint8_t server_reserved_flags = 0;
+  Bytes client_private_data;
+  Bytes server_private_data;
+  bool reject = false;
+  // Segmentation: DDP payload octets per segment (default MULPDU minus the DDP header),
+  // TCP payload octets per segment (default the peer's MSS), and 0 = cut the byte stream
+  // regardless of FPDU boundaries / N = put N whole FPDUs in each TCP segment.
+  std::optional<std::uint32_t> segment_size;
+  std::optional<std::uint32_t> tcp_segment_size;
+  std::uint32_t fpdus_per_segment = 0;
+  bool fin = true;
+  std::optional<std::uint16_t> vlan;
+};
+
+// Faults applied to the DDP segments of one operation.
+struct OpFault {
+  int segment = 0;  // which DDP segment of the operation's message, -1 = the last one
+  bool corrupt_crc = false;
+  bool corrupt_marker = false;
+  std::optional<std::uint16_t> ulpdu_length;
+  std::optional<std::uint8_t> ddp_version;
+  std::optional<std::uint8_t> ddp_reserved;
+  std::optional<std::uint8_t> rdmap_version;
+  std::optional<std::uint8_t> opcode;
+  std::optional<std::uint32_t> qn;
+  std::string msn;  // "", "skip", "duplicate"
+  std::int64_t mo_delta = 0;
+  bool segment_after_last = false;
+  std::uint32_t read_request_extra = 0;  // octets appended to a Read Request body
+  bool tagged = false;                   // send an untagged opcode as a tagged segment
+  // Read: the peer's responses
+  std::optional<std::uint32_t> response_sink_stag;
+  std::int64_t response_size_delta = 0;
+  // Atomic: the peer's response
+  std::optional<std::uint32_t> response_request_id;
+  bool any() const;
+};
+
+enum class TcpFaultKind : std::uint8_t { drop, duplicate, reorder, conflict };
+struct TcpFault {
+  TcpFaultKind kind = TcpFaultKind::drop;
+  std::optional<int> index;  // data segment index in the capture (0-based, payload-bearing)
+  std::optional<int> op;     // or: the op_segment-th TCP segment holding op `op`'s octets
+  int op_segment = 0;
+  int after = 2;      // duplicate / conflict: packets of the connection between original and copy
+  std::string where;  // JSON path, for errors
+};
+
+enum class OpType : std::uint8_t {
+  send,
+  write,
+  read,
+  read_response,  // unsolicited Read Response (fault scenarios)
+  atomic,
+  atomic_response,  // unsolicited Atomic Response (fault scenarios)
+  immediate,
+  terminate,
+  advertise_rping,
+};
+
+struct OpSpec {
+  OpType type = OpType::send;
+  int connection = 0;
+  Side side = Side::client;
+  std::string label;
+  std::string where;  // JSON path
+  Bytes data;         // send / write / read source / read_response payload
+  // send
+  bool solicited = false;
+  std::optional<std::uint32_t> invalidate_stag;
+  // write / read_response
+  std::uint32_t stag = 0;
+  std::uint64_t to = 0;
+  // read
+  wire::ReadRequest read;
+  int count = 1;  // Read Requests sent back to back before the peer answers them
+  // atomic
+  wire::AtomicRequest atomic;
+  std::uint64_t original_value = 0;
+  std::uint32_t request_id = 0;  // atomic_response
+  // immediate
+  std::uint64_t immediate = 0;
+  // terminate
+  wire::TerminateControl term;
+  bool siw_layout = false;
+  // advertise_rping
+  std::uint64_t adv_base = 0;
+  std::uint32_t adv_stag = 0;
+  std::uint32_t adv_length = 0;
+
+  std::optional<std::uint32_t> segment_size;
+  bool hold = false;  // keep the octets for the next operation's TCP segments
+  OpFault fault;
+  std::vector<TcpFault> tcp_faults;
+};
+
+struct RegionFileEntry {
+  std::uint32_t stag = 0;
+  std::uint64_t base = 0;
+  std::uint64_t length = 0;
+  std::optional<net::Address> sink;
+};
+
+struct ManualExpectation {
+  std::string code;
+  int op = -1;
+  int segment = 0;
+  bool consequence = false;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::int64_t start_ns = 1700000000LL * 1000000000LL;
+  std::int64_t step_ns = 20000;
+  std::vector<ConnectionSpec> connections;
+  std::vector<RegionFileEntry> regions;
+  std::vector<OpSpec> ops;
+  std::vector<TcpFault> tcp_faults;
+  std::vector<ManualExpectation> expect;
+  std::optional<bool> exhaustive;
+};
+
+// Throws nothing: false and a one-line error naming the JSON path on a bad scenario.
+bool parse_scenario(const nlohmann::json& j, Scenario& out, std::string& error);
+
+}  // namespace ddpscope::synth
