@@ -781,7 +781,7 @@ class Generator {
     }
     flush(ci, dir);
     // A peer that received a malformed Read Request does not answer it.
-    if (f && f->read_request_extra) return;
+    if ((f && f->read_request_extra) || !op.respond) return;
     const net::Address& requester = c.ep[dir].addr;
     for (std::size_t k = 0; k < reqs.size(); ++k) {
       const wire::ReadRequest& rr = reqs[k];

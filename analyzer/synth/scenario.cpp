@@ -390,6 +390,7 @@ OpSpec parse_op(const json& j, const std::string& path, int index, std::size_t c
     op.read.size = static_cast<std::uint32_t>(op.data.size());
     op.count = static_cast<int>(o.u64("count", 1, 64));
     if (op.count < 1) fail(o.at("count"), "must be at least 1");
+    op.respond = o.boolean("respond", true);
   } else if (type == "atomic") {
     op.type = OpType::atomic;
     const std::string kind = o.str("kind", "fetch_add");

@@ -121,7 +121,8 @@ struct OpSpec {
   std::uint64_t to = 0;
   // read
   wire::ReadRequest read;
-  int count = 1;  // Read Requests sent back to back before the peer answers them
+  int count = 1;        // Read Requests sent back to back before the peer answers them
+  bool respond = true;  // false: the peer never answers (e.g. it terminates instead)
   // atomic
   wire::AtomicRequest atomic;
   std::uint64_t original_value = 0;
