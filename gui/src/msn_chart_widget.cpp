@@ -15,7 +15,16 @@
 namespace ddpscope::gui {
 namespace {
 constexpr int kLeft = 64, kRight = 16, kTop = 44, kBottom = 40;
+
+// A 1/2/5 x 10^k integer step giving at most `max_ticks` ticks over `span`.
+double niceStep(double span, int max_ticks) {
+  const double raw = std::max(1.0, span / std::max(1, max_ticks));
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * mag >= raw) return m * mag;
+  return 10 * mag;
 }
+}  // namespace
 
 MsnChartWidget::MsnChartWidget(QWidget* parent) : QWidget(parent) {
   setFocusPolicy(Qt::StrongFocus);
@@ -154,20 +163,18 @@ void MsnChartWidget::paintEvent(QPaintEvent*) {
   p.setPen(pal.color(QPalette::Mid));
   p.setBrush(Qt::NoBrush);
   p.drawRect(pr);
-  const int xt = std::max(2, pr.width() / 120);
-  for (int i = 0; i <= xt; ++i) {
-    const double f = xb_ + (xe_ - xb_) * i / xt;
+  const double xstep = niceStep(xe_ - xb_, std::max(2, pr.width() / 90));
+  for (double f = std::ceil(xb_ / xstep) * xstep; f <= xe_; f += xstep) {
     const int x = int(xOf(f));
     p.setPen(pal.color(QPalette::Mid));
     p.drawLine(x, pr.bottom(), x, pr.bottom() + 4);
     p.setPen(pal.color(QPalette::Text));
-    const QString t = QString::number(qint64(std::llround(f)));
-    p.drawText(x - 40, pr.bottom() + 6, 80, 16, Qt::AlignHCenter | Qt::AlignTop, t);
+    p.drawText(x - 40, pr.bottom() + 6, 80, 16, Qt::AlignHCenter | Qt::AlignTop,
+               QString::number(qint64(std::llround(f))));
   }
   p.drawText(QRect(pr.left(), pr.bottom() + 20, pr.width(), 16), Qt::AlignHCenter, tr("frame"));
-  const int yt = std::max(2, pr.height() / 50);
-  for (int i = 0; i <= yt; ++i) {
-    const double v = mmin_ + (mmax_ - mmin_) * i / yt;
+  const double ystep = niceStep(mmax_ - mmin_, std::max(2, pr.height() / 40));
+  for (double v = std::ceil(mmin_ / ystep) * ystep; v <= mmax_; v += ystep) {
     const int y = int(yOf(v));
     p.setPen(pal.color(QPalette::Mid));
     p.drawLine(pr.left() - 4, y, pr.left(), y);
@@ -220,25 +227,27 @@ void MsnChartWidget::paintEvent(QPaintEvent*) {
         p.setPen(QPen(pal.color(QPalette::Mid), 1));
         p.drawLine(QPointF(x0, y), QPointF(xOf(double(end_frame)), y));
       }
-      if (r.placed_frame) {
-        p.setPen(QPen(placed_c, 2));
-        const double x = xOf(double(r.placed_frame));
-        p.drawLine(QPointF(x, y - 5), QPointF(x, y + 5));
-      }
+      // Delivered (diamond) behind placed (bar) behind the first segment (dot), so that all
+      // stay visible when they fall in the same frame.
       if (r.delivered_frame) {
         const double x = xOf(double(r.delivered_frame));
         QPainterPath d;
-        d.moveTo(x, y - 5);
-        d.lineTo(x + 5, y);
-        d.lineTo(x, y + 5);
-        d.lineTo(x - 5, y);
+        d.moveTo(x, y - 8);
+        d.lineTo(x + 8, y);
+        d.lineTo(x, y + 8);
+        d.lineTo(x - 8, y);
         d.closeSubpath();
         p.fillPath(d, delivered_c);
+      }
+      if (r.placed_frame) {
+        p.setPen(QPen(placed_c, 3));
+        const double x = xOf(double(r.placed_frame));
+        p.drawLine(QPointF(x, y - 11), QPointF(x, y + 11));
       }
       const bool bad = !r.complete || r.damaged_by_gap || !r.delivered_frame;
       p.setPen(QPen(bad ? gap_c : first_c, 1.5));
       p.setBrush(bad ? QBrush(Qt::NoBrush) : QBrush(first_c));
-      p.drawEllipse(QPointF(x0, y), 3.5, 3.5);
+      p.drawEllipse(QPointF(x0, y), 3.0, 3.0);
     }
   }
   if (highlight_frame_) {

@@ -12,12 +12,13 @@
 #include <set>
 
 #include "labels.h"
+#include "region_table_model.h"
 
 namespace ddpscope::gui {
 namespace {
 constexpr int kMargin = 12;
 constexpr int kHeader = 40;
-constexpr int kBarHeight = 44;
+constexpr int kBarHeight = 64;
 constexpr int kIssueLane = 8;
 constexpr std::uint64_t kMinSpan = 16;  // octets across the whole bar at most zoom
 }  // namespace
@@ -148,17 +149,15 @@ void RegionMapWidget::paintEvent(QPaintEvent*) {
       tr("   %1 placed in %2 ranges").arg(bytesText(b->bytes_placed())).arg(b->ranges().size());
   if (b->ranges_dropped()) title += tr(" (+%1 not kept)").arg(b->ranges_dropped());
   if (info.overlaps + info.conflicts + info.violations)
-    title += tr("   issues: %1 overlap, %2 conflict, %3 violation")
-                 .arg(info.overlaps)
-                 .arg(info.conflicts)
-                 .arg(info.violations);
+    title += tr("   issues: %1").arg(RegionTableModel::issuesText(info));
   p.drawText(QRect(kMargin, 4, width() - 2 * kMargin, 18), Qt::AlignLeft | Qt::AlignVCenter, title);
   p.drawText(
       QRect(kMargin, 20, width() - 2 * kMargin, 18), Qt::AlignLeft | Qt::AlignVCenter,
-      tr("view [0x%1, 0x%2)  %3 per pixel")
+      tr("view [0x%1, 0x%2)  %3 per pixel   axis: offset from 0x%4")
           .arg(vb_, 0, 16)
           .arg(ve_, 0, 16)
-          .arg(bytesText(std::max<std::uint64_t>(1, (ve_ - vb_) / std::uint64_t(bar.width())))));
+          .arg(bytesText(std::max<std::uint64_t>(1, (ve_ - vb_) / std::uint64_t(bar.width()))))
+          .arg(domain_.first, 0, 16));
 
   // Hole background, then spans.
   QColor hole = pal.color(QPalette::AlternateBase);
@@ -226,7 +225,8 @@ void RegionMapWidget::paintEvent(QPaintEvent*) {
         column_octets(vb_, ve_, bar.width(), std::min(bar.width() - 1, x - bar.left()));
     (void)unused;
     p.drawLine(x, axis_y, x, axis_y + 4);
-    const QString label = QStringLiteral("0x%1").arg(i == ticks ? ve_ : o, 0, 16);
+    const QString label =
+        QStringLiteral("+0x%1").arg((i == ticks ? ve_ : o) - domain_.first, 0, 16);
     const int tw = p.fontMetrics().horizontalAdvance(label);
     const int tx = std::clamp(x - tw / 2, bar.left(), bar.right() - tw);
     p.drawText(tx, axis_y + 6 + p.fontMetrics().ascent(), label);

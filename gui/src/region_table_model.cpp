@@ -1,9 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "region_table_model.h"
 
+#include <QStringList>
+
 #include "labels.h"
 
 namespace ddpscope::gui {
+
+QString RegionTableModel::issuesText(const RegionInfo& r) {
+  QStringList parts;
+  auto add = [&](std::uint64_t n, const QString& one, const QString& many) {
+    if (n) parts << QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);
+  };
+  add(r.overlaps, tr("overlap"), tr("overlaps"));
+  add(r.conflicts, tr("conflict"), tr("conflicts"));
+  add(r.violations, tr("bounds violation"), tr("bounds violations"));
+  return parts.join(QStringLiteral(", "));
+}
 
 RegionTableModel::RegionTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -46,11 +59,7 @@ QVariant RegionTableModel::data(const QModelIndex& index, int role) const {
       case ColRanges:
         return quint64(b.ranges().size() + b.ranges_dropped());
       case ColIssues:
-        if (!issues) return QString();
-        return tr("%1 overlap, %2 conflict, %3 violation")
-            .arg(r.overlaps)
-            .arg(r.conflicts)
-            .arg(r.violations);
+        return issuesText(r);
     }
     return {};
   }

@@ -26,6 +26,7 @@ class RegionTableModel : public QAbstractTableModel {
   explicit RegionTableModel(QObject* parent = nullptr);
   void setSnapshot(SnapshotPtr snap);
   const SnapshotPtr& snapshot() const { return snap_; }
+  static QString issuesText(const RegionInfo& r);  // "1 overlap, 2 conflicts"
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;

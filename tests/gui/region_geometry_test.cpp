@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include "bytes_model.h"
+#include "gui_test_util.h"
 #include "region_geometry.h"
 #include "snapshot.h"
 

@@ -1,12 +1,19 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Runs ddpscope-gui --screenshot on a fault sample (or the rping capture when no sample
 # exists yet) and checks that a non-empty PNG came out.
-file(GLOB samples ${SAMPLES}/*.pcap ${SAMPLES}/*.pcapng)
+# A fault sample when there is one (samples/**/NAME.pcap not named clean-*), else any sample.
+file(GLOB_RECURSE samples ${SAMPLES}/*.pcap ${SAMPLES}/*.pcapng)
 list(SORT samples)
-if(samples)
+set(capture ${FALLBACK})
+foreach(s IN LISTS samples)
+  get_filename_component(name ${s} NAME)
+  if(NOT name MATCHES "^clean")
+    set(capture ${s})
+    break()
+  endif()
+endforeach()
+if("${capture}" STREQUAL "${FALLBACK}" AND samples)
   list(GET samples 0 capture)
-else()
-  set(capture ${FALLBACK})
 endif()
 file(REMOVE ${OUT})
 set(args --screenshot ${OUT} ${capture})
