@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "analysis_worker.h"
 
+#include "regions_file.h"
+
 namespace ddpscope::gui {
 
 AnalysisWorker::AnalysisWorker(QObject* parent) : QObject(parent) {
   qRegisterMetaType<SnapshotPtr>("ddpscope::gui::SnapshotPtr");
 }
 
-void AnalysisWorker::analyze(const QString& path, quint64 job) {
+void AnalysisWorker::analyze(const QString& path, const QString& regions, quint64 job) {
   cancel_.store(false);
   AnalysisCallbacks cb;
   cb.cancel = &cancel_;
@@ -15,8 +17,20 @@ void AnalysisWorker::analyze(const QString& path, quint64 job) {
     emit progress(job, done, total, frames);
   };
   cb.snapshot = [this, job](SnapshotPtr snap) { emit snapshotReady(job, std::move(snap)); };
-  SnapshotPtr snap = analyze_capture(path.toStdString(), cb);
-  emit finished(job, std::move(snap));
+  std::vector<RegionSpec> specs;
+  QString err;
+  if (!regions.isEmpty() && !loadRegionsFile(regions, specs, &err)) {
+    auto failed = std::make_shared<Snapshot>();
+    failed->path = path.toStdString();
+    failed->final = true;
+    failed->error = err.toStdString();
+    failed->model = std::make_shared<const Model>();
+    emit finished(job, std::move(failed));
+    return;
+  }
+  auto snap = std::const_pointer_cast<Snapshot>(analyze_capture(path.toStdString(), cb, {}, specs));
+  snap->regions_file = regions.toStdString();
+  emit finished(job, SnapshotPtr(std::move(snap)));
 }
 
 }  // namespace ddpscope::gui

@@ -21,7 +21,8 @@ class AnalysisWorker : public QObject {
   void requestCancel() { cancel_.store(true); }
 
  public slots:
-  void analyze(const QString& path, quint64 job);
+  // Applies the regions file `regions` (may be empty) before the first frame.
+  void analyze(const QString& path, const QString& regions, quint64 job);
 
  signals:
   void progress(quint64 job, quint64 bytesRead, quint64 fileSize, quint64 frames);

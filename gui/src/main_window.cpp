@@ -39,6 +39,7 @@
 #include "msn_chart_widget.h"
 #include "region_map_widget.h"
 #include "region_table_model.h"
+#include "regions_file.h"
 #include "stream_tree_model.h"
 
 namespace ddpscope::gui {
@@ -264,8 +265,9 @@ void MainWindow::buildMenus() {
   open->setShortcut(QKeySequence::Open);
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   reload_action_ = file->addAction(tr("Re&load"), this, [this] {
-    if (!path_.isEmpty()) openFile(path_);
+    if (!path_.isEmpty()) openFile(path_, regions_path_);
   });
+  file->addAction(tr("Apply Re&gions File…"), this, &MainWindow::openRegionsDialog);
   reload_action_->setShortcut(QKeySequence::Refresh);
   file->addSeparator();
   export_action_ = file->addAction(tr("&Export Region Bytes…"), this, &MainWindow::exportBytes);
@@ -322,6 +324,18 @@ void MainWindow::openDialog() {
   openFile(path);
 }
 
+void MainWindow::openRegionsDialog() {
+  const QString path = QFileDialog::getOpenFileName(
+      this, tr("Regions File (STag, base, length, sink)"), QFileInfo(path_).absolutePath(),
+      tr("Regions (*.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  if (path_.isEmpty()) {
+    regions_path_ = path;
+    return;
+  }
+  openFile(path_, path);
+}
+
 void MainWindow::addRecent(const QString& path) {
   QSettings settings;
   QStringList list = settings.value(QStringLiteral("recentFiles")).toStringList();
@@ -345,8 +359,11 @@ void MainWindow::refreshRecentMenu() {
   recent_menu_->setEnabled(!list.isEmpty());
 }
 
-void MainWindow::openFile(const QString& path) {
+void MainWindow::openFile(const QString& path, const QString& regions) {
+  if (path != path_) regions_path_.clear();
   path_ = path;
+  if (!regions.isEmpty()) regions_path_ = regions;
+  if (regions_path_.isEmpty()) regions_path_ = sidecarRegionsFile(path);
   addRecent(path);
   if (running_job_) worker_->requestCancel();
   running_job_ = ++job_;
@@ -354,13 +371,26 @@ void MainWindow::openFile(const QString& path) {
   progress_->setValue(0);
   progress_->show();
   cancel_button_->show();
-  emit startAnalysis(path, running_job_);
+  emit startAnalysis(path, regions_path_, running_job_);
   updateActions();
 }
 
-bool MainWindow::loadSynchronously(const QString& path) {
+bool MainWindow::loadSynchronously(const QString& path, const QString& regions) {
   path_ = path;
-  SnapshotPtr snap = analyze_capture(path.toStdString());
+  regions_path_ = regions.isEmpty() ? sidecarRegionsFile(path) : regions;
+  std::vector<RegionSpec> specs;
+  QString err;
+  if (!regions_path_.isEmpty() && !loadRegionsFile(regions_path_, specs, &err)) {
+    auto failed = std::make_shared<Snapshot>();
+    failed->path = path.toStdString();
+    failed->final = true;
+    failed->error = err.toStdString();
+    failed->model = std::make_shared<const Model>();
+    applySnapshot(failed);
+    return false;
+  }
+  auto snap = std::const_pointer_cast<Snapshot>(analyze_capture(path.toStdString(), {}, {}, specs));
+  snap->regions_file = regions_path_.toStdString();
   applySnapshot(snap);
   return snap->error.empty();
 }
@@ -435,6 +465,9 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
                        .arg(snap_->regions.size())
                        .arg(m.findings.size());
   if (m.findings_dropped) status += tr(" (+%1 not kept)").arg(m.findings_dropped);
+  if (!snap_->regions_file.empty())
+    status += tr(", regions from %1")
+                  .arg(QFileInfo(QString::fromStdString(snap_->regions_file)).fileName());
   if (snap_->cancelled)
     status += tr(" — cancelled, partial results");
   else if (!snap_->final)

@@ -44,9 +44,10 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   // Analyses in the background (progress bar, Cancel); views update with live snapshots.
-  void openFile(const QString& path);
+  // `regions`: a regions file; by default the capture's sidecar NAME.regions.json if any.
+  void openFile(const QString& path, const QString& regions = QString());
   // Analyses on the calling thread and shows the result (screenshots, tests).
-  bool loadSynchronously(const QString& path);
+  bool loadSynchronously(const QString& path, const QString& regions = QString());
   void applySnapshot(SnapshotPtr snap);
   const SnapshotPtr& snapshot() const { return snap_; }
   bool isAnalyzing() const { return running_job_ != 0; }
@@ -76,7 +77,7 @@ class MainWindow : public QMainWindow {
 
  signals:
   void analysisFinished();
-  void startAnalysis(const QString& path, quint64 job);
+  void startAnalysis(const QString& path, const QString& regions, quint64 job);
 
  protected:
   void dragEnterEvent(QDragEnterEvent* ev) override;
@@ -99,9 +100,11 @@ class MainWindow : public QMainWindow {
   void openInWireshark();
   void exportBytes();
   void openDialog();
+  void openRegionsDialog();
 
   SnapshotPtr snap_;
   QString path_;
+  QString regions_path_;
   quint64 job_ = 0;
   quint64 running_job_ = 0;
   std::uint64_t focused_frame_ = 0;

@@ -180,8 +180,9 @@ void RegionMapWidget::paintEvent(QPaintEvent*) {
     if (s.kind == SpanKind::overlap || s.kind == SpanKind::conflict ||
         s.kind == SpanKind::violation) {
       const QColor w = spanColor(s.kind);
+      // Issue colour over the upper half (the opcode stays visible below) and in the lane.
       p.fillRect(QRect(r.left(), lane.top(), std::max(2, r.width()), lane.height()), w);
-      p.fillRect(r, QBrush(w, Qt::Dense5Pattern));
+      p.fillRect(QRect(r.left(), r.top(), std::max(2, r.width()), r.height() / 2), w);
     }
   }
   // Known bounds: a frame around the part of the bar inside them.

@@ -39,7 +39,8 @@ struct Snapshot {
   std::shared_ptr<const Model> model;
   bool final = false;
   bool cancelled = false;
-  std::string error;  // open or read error (a truncated file is also a finding)
+  std::string error;         // open or read error (a truncated file is also a finding)
+  std::string regions_file;  // the regions file applied, if any
   std::uint64_t bytes_read = 0;
   std::uint64_t file_size = 0;
   std::uint64_t frames_read = 0;
@@ -73,7 +74,9 @@ struct AnalysisCallbacks {
 
 // Reads the capture with ddpscope::capture and feeds core's Analyzer; returns the final
 // snapshot (final = true; cancelled or error set when it stopped early).
+// `regions`: bounds the user knows (regions file), as Analyzer::add_region.
 SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb = {},
-                            const AnalyzerOptions& options = {});
+                            const AnalyzerOptions& options = {},
+                            const std::vector<RegionSpec>& regions = {});
 
 }  // namespace ddpscope::gui

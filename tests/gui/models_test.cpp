@@ -6,6 +6,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <map>
 
@@ -13,6 +14,7 @@
 #include "findings_model.h"
 #include "gui_test_util.h"
 #include "region_table_model.h"
+#include "regions_file.h"
 #include "snapshot.h"
 #include "stream_tree_model.h"
 
@@ -109,6 +111,35 @@ class ModelsTest : public QObject {
     QVERIFY(last->final);
     QVERIFY(last->frames_read >= frames);
     tree.setSnapshot(last);
+  }
+
+  void regionsFile() {
+    QTemporaryDir dir;
+    const QString cap = dir.filePath(QStringLiteral("x.pcap"));
+    const QString side = dir.filePath(QStringLiteral("x.regions.json"));
+    QFile f(side);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(
+        R"([{"stag": "0x00003c03", "base": "0x7f0000300000", "length": 4096, "sink": "10.0.0.2"},
+                {"stag": 7, "base": "4096", "length": "16"}])");
+    f.close();
+    QCOMPARE(sidecarRegionsFile(cap), side);
+    std::vector<RegionSpec> specs;
+    QString err;
+    QVERIFY2(loadRegionsFile(side, specs, &err), qPrintable(err));
+    QCOMPARE(int(specs.size()), 2);
+    QCOMPARE(specs[0].stag, 0x3c03u);
+    QCOMPARE(specs[0].base, 0x7f0000300000ull);
+    QCOMPARE(specs[0].length, 4096ull);
+    QVERIFY(specs[0].owner && specs[0].owner->to_string() == "10.0.0.2");
+    QCOMPARE(specs[1].base, 4096ull);
+    QVERIFY(!specs[1].owner);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(R"([{"base": 1, "length": 2}])");
+    f.close();
+    QVERIFY(!loadRegionsFile(side, specs, &err));
+    QVERIFY(err.contains(QStringLiteral("stag")));
+    QVERIFY(sidecarRegionsFile(dir.filePath(QStringLiteral("y.pcap"))).isEmpty());
   }
 
   void cancelStopsEarly() {
