@@ -80,6 +80,9 @@ void MpaFramer::stop(MpaFramerListener& out) {
 }
 
 void MpaFramer::finish(MpaFramerListener& out) {
+  // No more octets will come: frame what is complete without looking ahead.
+  finishing_ = true;
+  process(out);
   if (!buf_.empty()) {
     emit_unframed(buf_.size(), out,
                   state_ == State::fpdu ? "incomplete FPDU at end of capture" : "end of capture");
@@ -235,7 +238,7 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
     // Is the next FPDU where this one's length says? If not, the length was damaged.
     bool need_more = false;
     const bool next_ok = plausible_at(raw_len, false, &need_more);
-    if (need_more && buf_.size() < raw_len + 2 * 0x10000 + 64) return false;
+    if (need_more && !finishing_ && buf_.size() < raw_len + 2 * 0x10000 + 64) return false;
     pdu.kind = RawPdu::Kind::fpdu;
     emit(pdu, raw_len, out);
     if (!next_ok) {

@@ -289,6 +289,22 @@ TEST(Analysis, CrcMismatchIsAnErrorWithTheMpaTerminate) {
   EXPECT_TRUE(m.findings[1].consequence_of_gap);
 }
 
+TEST(Analysis, CrcMismatchOnTheLastFpduOfTheCaptureIsReported) {
+  Conn c;
+  c.crc = true;
+  c.handshake();
+  c.send(0, 1, pattern(64));
+  const std::size_t at = c.stream(0).size();
+  c.send(0, 2, pattern(64));
+  auto segs = c.segments(4096);
+  for (auto& s : segs)
+    if (s.dir == 0) s.data[at + 30] ^= 1;
+  Analyzer a;
+  const Model& m = c.run(a, segs);
+  EXPECT_EQ(codes(m), std::vector<std::string>{"mpa.crc-mismatch"});
+  EXPECT_EQ(m.streams[0].dirs[0].fpdus, 2u);
+}
+
 TEST(Analysis, CaptureLossIsAGapWhoseConsequencesAreNotes) {
   Conn c;
   c.handshake();

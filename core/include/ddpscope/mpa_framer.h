@@ -116,6 +116,7 @@ class MpaFramer {
   bool pending_after_gap_ = false;
   bool in_process_ = false;  // listener callbacks may change state but not re-enter
   bool mid_stream_ = false;
+  bool finishing_ = false;  // end of input: no look-ahead past the last FPDU
 };
 
 }  // namespace ddpscope
