@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # One entry point for set-up, build and the two jobs the README names:
 #   ./build.sh sample   install what is missing, build, analyze a bundled sample capture
-#   ./build.sh test     install what is missing, build, run the whole test suite (ctest)
+#   ./build.sh test     install what is missing, build, run the whole test suite (ctest), then
+#                       the same suite again in an ASan+UBSan build
 # Further jobs: asan (the suite under ASan+UBSan), install-plugin, bench.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -48,6 +49,9 @@ case "$job" in
     install_missing
     build dev
     ctest --preset dev -j2 --label-exclude 'slow|bench|vm' "$@"
+    # The same suite (less plugin and GUI, which load uninstrumented hosts) under ASan+UBSan.
+    build asan
+    ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j2 --label-exclude 'slow|bench|vm|gui|plugin' "$@"
     ;;
   asan)
     install_missing

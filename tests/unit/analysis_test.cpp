@@ -165,6 +165,14 @@ class Conn {
   std::size_t s0_[2] = {0, 0};
 };
 
+// Flips one octet of the client's byte stream (client ISN 1000: stream offset 0 is seq 1001).
+void corrupt(std::vector<Seg>& segs, int dir, std::size_t offset) {
+  for (auto& s : segs) {
+    const std::size_t rel = s.seq - 1001u;
+    if (s.dir == dir && offset >= rel && offset < rel + s.data.size()) s.data[offset - rel] ^= 1;
+  }
+}
+
 Bytes pattern(std::size_t n, std::uint8_t seed = 3) {
   Bytes b(n);
   for (std::size_t i = 0; i < n; ++i)
@@ -275,8 +283,7 @@ TEST(Analysis, CrcMismatchIsAnErrorWithTheMpaTerminate) {
   c.send(0, 3, pattern(64));
   auto segs = c.segments(4096);
   // Corrupt one payload octet of the second Send.
-  for (auto& s : segs)
-    if (s.dir == 0) s.data[at + 30] ^= 1;
+  corrupt(segs, 0, at + 30);
   Analyzer a;
   const Model& m = c.run(a, segs);
   ASSERT_EQ(codes(m), std::vector<std::string>{"mpa.crc-mismatch"});
@@ -297,8 +304,7 @@ TEST(Analysis, CrcMismatchOnTheLastFpduOfTheCaptureIsReported) {
   const std::size_t at = c.stream(0).size();
   c.send(0, 2, pattern(64));
   auto segs = c.segments(4096);
-  for (auto& s : segs)
-    if (s.dir == 0) s.data[at + 30] ^= 1;
+  corrupt(segs, 0, at + 30);
   Analyzer a;
   const Model& m = c.run(a, segs);
   EXPECT_EQ(codes(m), std::vector<std::string>{"mpa.crc-mismatch"});
