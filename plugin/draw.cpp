@@ -25,6 +25,13 @@ struct At {
   int len;
 };
 
+// Send payloads waiting to be handed to the upper-layer heuristics (per draw_frame call).
+struct UpperCall {
+  tvbuff_t* payload;
+  rdmap_info_t* info;
+};
+wmem_list_t* pending_upper = nullptr;
+
 // For items that need some tvb (protocol items, FT_NONE, subtrees): the frame, 0 octets.
 tvbuff_t* fallback_tvb = nullptr;
 At or_empty(At a) {
@@ -377,7 +384,9 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_
     const At pa = at(ulpdu, hs, p.payload_size);
     if (pa.tvb == nullptr) return ri;
     tvbuff_t* payload = tvb_new_subset_length(ulpdu, hs, static_cast<gint>(p.payload_size));
-    if (!h.control.tagged && wire::opcode_is_send_family(op)) {
+    // Only Sends core could place go up (a Data Sink delivers nothing else to its ULP), and
+    // only the segment that starts the message (MO 0), which holds the ULP's header.
+    if (!h.control.tagged && wire::opcode_is_send_family(op) && p.analysis.placed && h.mo == 0) {
       rdmap_info_t* info = wmem_new0(pinfo->pool, rdmap_info_t);
       info->opcode = op;
       info->last_flag = h.control.last;
@@ -385,7 +394,12 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_
       info->queue_number = h.qn;
       info->message_seq_num = h.msn;
       info->message_offset = h.mo;
-      call_upper(ctx, payload, pinfo, tree, info);
+      // Called after everything of ours is drawn: an upper layer's exception must not cut
+      // our tree or expert infos short.
+      UpperCall* call = wmem_new0(pinfo->pool, UpperCall);
+      call->payload = payload;
+      call->info = info;
+      wmem_list_append(pending_upper, call);
     } else {
       proto_tree_add_item(dt, hf.ddp_payload, payload, 0, -1, ENC_NA);
     }
@@ -480,6 +494,7 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   const std::size_t npdu = rec.pdus_complete.size() + rec.pdus_continued.size();
   if (npdu == 0 && rec.findings.empty()) return;
   fallback_tvb = ctx.frame_tvb;
+  pending_upper = wmem_list_new(pinfo->pool);
   col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
   if (!rec.info.empty()) {
     col_add_str(pinfo->cinfo, COL_INFO, rec.info.c_str());
@@ -521,6 +536,12 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
                                     nullptr, 0, 0, finding.code().data()));
     expert_add_info_format(pinfo, target, finding_expert(finding.id, finding.consequence_of_gap),
                            "[%s] %s", finding.code().data(), finding.message.c_str());
+  }
+
+  for (wmem_list_frame_t* it = wmem_list_head(pending_upper); it != nullptr;
+       it = wmem_list_frame_next(it)) {
+    auto* call = static_cast<UpperCall*>(wmem_list_frame_data(it));
+    call_upper(ctx, call->payload, pinfo, tree, call->info);
   }
 }
 
