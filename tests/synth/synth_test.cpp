@@ -227,7 +227,7 @@ TEST(SynthCapture, ReadsBackAndEveryFpduDecodes) {
   EXPECT_EQ(wire::RdmapControl::from_byte(up[0].seg.header.rsvd_ulp0).opcode, 0x3);
   EXPECT_EQ(up[0].seg.header.msn, 1u);
   EXPECT_EQ(std::string(up[0].payload.begin(), up[0].payload.end()), "hello");
-  auto rr = wire::decode_read_request(up[1].seg.payload);
+  auto rr = wire::decode_read_request(up[1].payload);
   ASSERT_TRUE(rr);
   EXPECT_EQ(rr.value().size, 2000u);
   EXPECT_EQ(up[1].seg.header.qn, wire::kQnReadRequest);
