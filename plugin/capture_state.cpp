@@ -124,6 +124,7 @@ void CaptureState::feed(std::uint64_t frame, std::int64_t ts_ns,
 void CaptureState::finish() noexcept {
   if (finished_) return;
   current_frame_ = last_frame_;
+  finished_ = true;
   try {
     analyzer_.finish();
     index_new_streams();
@@ -131,7 +132,6 @@ void CaptureState::finish() noexcept {
   } catch (...) {
     ++internal_errors_;
   }
-  finished_ = true;
 }
 
 bool CaptureState::is_iwarp(const net::Endpoint& a, const net::Endpoint& b) const {
@@ -154,6 +154,7 @@ void CaptureState::collect_new_findings() {
   const auto& findings = analyzer_.model().findings;
   for (; findings_collected_ < findings.size(); ++findings_collected_) {
     frames_[findings[findings_collected_].frame].findings.push_back(findings_collected_);
+    finding_reported_in_.push_back(finished_ ? 0 : current_frame_);
   }
 }
 
@@ -190,6 +191,10 @@ void CaptureState::on_pdu(const PduEvent& e) {
   p.direction = e.direction;
   p.stream_offset = e.stream_offset;
   p.completed_frame = current_frame_;
+  if (finished_) {
+    p.end_of_capture = true;
+    if (!e.slices.empty()) p.completed_frame = e.slices.back().frame;
+  }
   p.ts_ns = current_ts_ns_;
   p.raw.assign(e.raw.begin(), e.raw.end());
   p.slices = e.slices;

@@ -51,6 +51,9 @@ struct PduRecord {
   std::optional<std::uint64_t> response_frame;
   std::optional<std::int64_t> response_time_ns;
   std::int64_t ts_ns = 0;  // time of completed_frame
+  // Reported by Analyzer::finish() (flushed at the end of the capture): drawn in the frame of
+  // its last slice, which a one-pass run has printed before the PDU was known.
+  bool end_of_capture = false;
   // Text computed once on the first pass (the drawing code builds no C++ strings).
   std::string info;
   std::string region_text;
@@ -94,6 +97,13 @@ class CaptureState final : private AnalysisObserver {
   // mid-stream hint).
   bool is_iwarp(const net::Endpoint& a, const net::Endpoint& b) const;
 
+  // Frame whose feeding raised the finding (0: at the end of the capture). Differs from
+  // Finding::frame when a PDU spanning frames completes later: a one-pass run has printed
+  // Finding::frame before the finding existed.
+  std::uint64_t finding_reported_in(std::size_t finding) const {
+    return finding < finding_reported_in_.size() ? finding_reported_in_[finding] : 0;
+  }
+
   const FrameRecord* frame(std::uint64_t n) const;
   FrameRecord& frame_mut(std::uint64_t n) { return frames_[n]; }
   const PduRecord& pdu(std::uint32_t i) const { return pdus_[i]; }
@@ -114,6 +124,7 @@ class CaptureState final : private AnalysisObserver {
   std::map<std::pair<net::Endpoint, net::Endpoint>, std::uint32_t> stream_index_;
   std::size_t streams_indexed_ = 0;
   std::size_t findings_collected_ = 0;
+  std::vector<std::uint64_t> finding_reported_in_;
   std::uint64_t current_frame_ = 0;
   std::int64_t current_ts_ns_ = 0;
   std::uint64_t last_frame_ = 0;

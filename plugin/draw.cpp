@@ -429,6 +429,9 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pi
   generated(proto_tree_add_uint(mt, hf.mpa_direction, nullptr, 0, 0,
                                 static_cast<std::uint32_t>(p.direction)));
   generated(proto_tree_add_uint64(mt, hf.mpa_stream_offset, nullptr, 0, 0, p.stream_offset));
+  if (p.end_of_capture) {
+    generated(proto_tree_add_boolean(mt, hf.an_pdu_end_of_capture, nullptr, 0, 0, TRUE));
+  }
   generated(proto_tree_add_uint(mt, hf.mpa_fpdu_length, nullptr, 0, 0,
                                 static_cast<std::uint32_t>(p.raw.size())));
   if (p.reassembled()) {
@@ -532,10 +535,21 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
       }
       target = frame_item;
     }
-    generated(proto_tree_add_string(proto_item_add_subtree(target, ett.analysis), hf.an_finding,
-                                    nullptr, 0, 0, finding.code().data()));
+    proto_tree* ft = proto_item_add_subtree(target, ett.analysis);
+    generated(proto_tree_add_string(ft, hf.an_finding, nullptr, 0, 0, finding.code().data()));
+    const std::uint64_t reported = ctx.state->finding_reported_in(f);
+    const char* when = "";
+    if (reported == 0) {
+      generated(proto_tree_add_boolean(ft, hf.an_finding_end_of_capture, nullptr, 0, 0, TRUE));
+      when = " (reported at the end of the capture)";
+    } else if (reported != finding.frame) {
+      generated(proto_tree_add_uint(ft, hf.an_finding_reported_in, nullptr, 0, 0,
+                                    static_cast<std::uint32_t>(reported)));
+      when = wmem_strdup_printf(pinfo->pool, " (reported in frame %u)",
+                                static_cast<unsigned>(reported));
+    }
     expert_add_info_format(pinfo, target, finding_expert(finding.id, finding.consequence_of_gap),
-                           "[%s] %s", finding.code().data(), finding.message.c_str());
+                           "[%s] %s%s", finding.code().data(), finding.message.c_str(), when);
   }
 
   for (wmem_list_frame_t* it = wmem_list_head(pending_upper); it != nullptr;

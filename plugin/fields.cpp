@@ -182,6 +182,15 @@ void register_fields() {
          FT_UINT32, BASE_DEC, nullptr, 0, nullptr),
       HF(an_finding, "Finding", "iwarp.mpa.finding", FT_STRING, BASE_NONE, nullptr, 0,
          "Code of a ddpscope finding on this frame"),
+      HF(an_pdu_end_of_capture, "PDU reported at the end of the capture",
+         "iwarp.mpa.end_of_capture", FT_BOOLEAN, BASE_NONE, nullptr, 0,
+         "Flushed when the capture ended: shown by two-pass runs (tshark -2) and revisits"),
+      HF(an_finding_reported_in, "Finding reported when frame was analysed",
+         "iwarp.mpa.finding.reported_in", FT_FRAMENUM, BASE_NONE, nullptr, 0,
+         "The PDU completed in a later frame: a one-pass run cannot show this finding"),
+      HF(an_finding_end_of_capture, "Finding reported at the end of the capture",
+         "iwarp.mpa.finding.end_of_capture", FT_BOOLEAN, BASE_NONE, nullptr, 0,
+         "Known only after the last frame: shown by two-pass runs (tshark -2) and revisits"),
   };
   static hf_register_info ddp_fields[] = {
       HF(ddp_control, "Control", "iwarp.ddp.control", FT_UINT8, BASE_HEX, nullptr, 0, nullptr),

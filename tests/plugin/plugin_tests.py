@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""tshark tests of the ddpscope Wireshark plugin, run against the built .so.
+
+tshark finds per-user plugins under $HOME/.local/lib/wireshark/plugins/4.0/epan/, so each run
+gets a temporary HOME holding a copy of the plugin. Wireshark ignores personal plugins when it
+runs with special privileges (root included), so as root tshark runs as user nobody.
+
+Usage: plugin_tests.py --plugin SO [--analyzer BIN] TEST [CAPTURE]
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+TSHARK = shutil.which("tshark") or "tshark"
+EDITCAP = shutil.which("editcap") or "editcap"
+
+# Fields our plugin and Wireshark's built-in dissectors both decode: (ours, built-in).
+SHARED_FIELDS = [
+    ("iwarp.ddp.t", "iwarp_ddp.tagged_flag"),
+    ("iwarp.ddp.l", "iwarp_ddp.last_flag"),
+    ("iwarp.ddp.dv", "iwarp_ddp.dv"),
+    ("iwarp.ddp.stag", "iwarp_ddp.stag"),
+    ("iwarp.ddp.to", "iwarp_ddp.tagged_offset"),
+    ("iwarp.ddp.qn", "iwarp_ddp.qn"),
+    ("iwarp.ddp.msn", "iwarp_ddp.msn"),
+    ("iwarp.ddp.mo", "iwarp_ddp.mo"),
+    ("iwarp.rdmap.rv", "iwarp_rdma.version"),
+    ("iwarp.rdmap.opcode", "iwarp_rdma.opcode"),
+    ("iwarp.rdmap.sink_stag", "iwarp_rdma.sinkstag"),
+    ("iwarp.rdmap.sink_to", "iwarp_rdma.sinkto"),
+    ("iwarp.rdmap.read_size", "iwarp_rdma.rdmardsz"),
+    ("iwarp.rdmap.source_stag", "iwarp_rdma.srcstag"),
+    ("iwarp.rdmap.source_to", "iwarp_rdma.srcto"),
+]
+
+# Fields whose values must not depend on the number of passes: they come from the PDU itself
+# or from what came before it.
+STABLE_FIELDS = [
+    "iwarp.mpa.key", "iwarp.mpa.rev", "iwarp.mpa.pd_length", "iwarp.mpa.ulpdu_length",
+    "iwarp.mpa.crc", "iwarp.mpa.crc.status", "iwarp.ddp.stag", "iwarp.ddp.to", "iwarp.ddp.qn",
+    "iwarp.ddp.msn", "iwarp.ddp.mo", "iwarp.rdmap.opcode", "iwarp.ddp.region",
+    "iwarp.ddp.region.offset", "iwarp.ddp.region.placed", "iwarp.ddp.expected_msn",
+    "iwarp.rdmap.request_in", "iwarp.rdmap.term.quoted_in", "iwarp.rdmap.term.code",
+]
+
+EXPERT_CODE = re.compile(r"^\[([a-z0-9.-]+)\] ")
+# Suffix of findings raised after their frame was dissected (PDU completed later, or finish()).
+REPORTED_LATE = re.compile(r"\(reported (in frame \d+|at the end of the capture)\)$")
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, message):
+    if not cond:
+        raise Failure(message)
+
+
+class Tshark:
+    def __init__(self, plugin):
+        self.tmp = tempfile.mkdtemp(prefix="ddpscope-plugin-test-")
+        os.chmod(self.tmp, 0o755)
+        plugdir = os.path.join(self.tmp, "home", ".local", "lib", "wireshark", "plugins", "4.0",
+                               "epan")
+        os.makedirs(plugdir)
+        shutil.copy(plugin, plugdir)
+        for root, dirs, files in os.walk(self.tmp):
+            for d in dirs:
+                os.chmod(os.path.join(root, d), 0o755)
+            for f in files:
+                os.chmod(os.path.join(root, f), 0o644)
+        self.home = os.path.join(self.tmp, "home")
+        self.as_nobody = os.geteuid() == 0
+
+    def cleanup(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def stage(self, path):
+        """Copies a capture where user nobody can read it."""
+        dst = os.path.join(self.tmp, os.path.basename(path))
+        if not os.path.exists(dst):
+            shutil.copy(path, dst)
+            os.chmod(dst, 0o644)
+        return dst
+
+    def run(self, args, check_rc=True):
+        cmd = [TSHARK] + args
+        if self.as_nobody:
+            cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + cmd
+        env = dict(os.environ, HOME=self.home)
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=self.tmp)
+        if check_rc and p.returncode != 0:
+            raise Failure(f"tshark {' '.join(args)} failed ({p.returncode}):\n{p.stderr}")
+        # Our own protocols must never report a dissector bug; one in a protocol we hand Send
+        # payloads to (SMB Direct, RPC-over-RDMA) is that protocol's, and only reported.
+        bugs = re.findall(r"Dissector bug, protocol ([^:,]+)", p.stdout + p.stderr)
+        ours = [b for b in bugs if b.startswith("iWARP-")]
+        if ours:
+            raise Failure(f"Dissector bug with tshark {' '.join(args)}:\n{p.stderr}")
+        if bugs:
+            print(f"note: dissector bug outside the plugin: {sorted(set(bugs))}", file=sys.stderr)
+        return p
+
+    def fields(self, capture, fields, extra=()):
+        args = ["-r", capture, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|",
+                "-e", "frame.number"]
+        for f in fields:
+            args += ["-e", f]
+        out = self.run(list(extra) + args).stdout
+        rows = {}
+        for line in out.splitlines():
+            cols = line.split("\t")
+            if not cols or not cols[0]:
+                continue
+            rows[int(cols[0])] = {f: (cols[i + 1] if i + 1 < len(cols) else "")
+                                  for i, f in enumerate(fields)}
+        return rows
+
+    def experts(self, capture, extra=(), late_only=False):
+        """(frame, finding code) of every ddpscope expert info, as a multiset."""
+        rows = self.fields(capture, ["_ws.expert.message"], extra)
+        found = collections.Counter()
+        for frame, row in rows.items():
+            for msg in row["_ws.expert.message"].split("|") if row["_ws.expert.message"] else []:
+                m = EXPERT_CODE.match(msg)
+                if m and (not late_only or REPORTED_LATE.search(msg)):
+                    found[(frame, m.group(1))] += 1
+        return found
+
+
+def as_number(v):
+    if v in ("True", "true"):
+        return 1
+    if v in ("False", "false"):
+        return 0
+    try:
+        return int(v, 0)
+    except ValueError:
+        return v
+
+
+# --- tests -------------------------------------------------------------------------------------
+
+def test_loads(ts, args):
+    out = ts.run(["-G", "plugins"]).stdout
+    check("ddpscope.so" in out, f"plugin not listed by tshark -G plugins:\n{out}")
+    protos = ts.run(["-G", "protocols"]).stdout
+    for name in ("iwarp.mpa", "iwarp.ddp", "iwarp.rdmap"):
+        check(re.search(rf"\t{re.escape(name)}$", protos, re.M), f"protocol {name} missing")
+    heur = ts.run(["-G", "heuristic-decodes"]).stdout
+    # Listed by protocol filter name: ours (ddpscope_mpa_tcp) on, the built-in one off.
+    check(re.search(r"^tcp\tiwarp\.mpa\tT$", heur, re.M),
+          f"heuristic ddpscope_mpa_tcp not enabled on tcp:\n{heur}")
+    check(re.search(r"^tcp\tiwarp_mpa\tF$", heur, re.M),
+          "built-in iwarp_mpa_tcp heuristic still enabled")
+
+
+def test_rping_fields(ts, args):
+    cap = ts.stage(args.capture)
+    rows = ts.fields(cap, ["iwarp.mpa.key", "iwarp.mpa.rev", "iwarp.mpa.flags.c",
+                           "iwarp.ddp.qn", "iwarp.ddp.msn", "iwarp.rdmap.opcode",
+                           "iwarp.rdmap.sink_stag", "iwarp.rdmap.read_size",
+                           "iwarp.mpa.crc.status", "iwarp.ddp.expected_msn", "_ws.col.Info",
+                           "iwarp_mpa.rev", "iwarp_ddp.msn"])
+    check(rows[4]["iwarp.mpa.key"] == "MPA ID Req Frame", f"frame 4: {rows[4]}")
+    check(rows[6]["iwarp.mpa.key"] == "MPA ID Rep Frame", f"frame 6: {rows[6]}")
+    check(rows[4]["iwarp.mpa.rev"] == "1", f"frame 4 rev: {rows[4]}")
+    for frame, msn in ((8, 1), (9, 2), (12, 3), (13, 4)):
+        r = rows[frame]
+        check(as_number(r["iwarp.ddp.qn"]) == 0 and as_number(r["iwarp.ddp.msn"]) == msn,
+              f"frame {frame}: {r}")
+        check(as_number(r["iwarp.rdmap.opcode"]) == 3, f"frame {frame} opcode: {r}")
+        check(as_number(r["iwarp.ddp.expected_msn"]) == msn, f"frame {frame} expected: {r}")
+        check(r["_ws.col.Info"].startswith(f"Send MSN={msn}"), f"frame {frame} info: {r}")
+    r = rows[10]
+    check(as_number(r["iwarp.rdmap.opcode"]) == 1, f"frame 10: {r}")
+    check(as_number(r["iwarp.rdmap.sink_stag"]) == 0x40CC4300, f"frame 10: {r}")
+    check(as_number(r["iwarp.rdmap.read_size"]) == 64, f"frame 10: {r}")
+    # Decoded once: the built-in dissectors stay quiet while the plugin is active.
+    for frame, r in rows.items():
+        check(r["iwarp_mpa.rev"] == "" and r["iwarp_ddp.msn"] == "",
+              f"frame {frame} also decoded by the built-in dissectors: {r}")
+    # And the "use built-in" preference brings them back.
+    rows = ts.fields(cap, ["iwarp_ddp.msn", "iwarp.ddp.msn"], ["-o", "iwarp.mpa.use_builtin:TRUE"])
+    check(rows[8]["iwarp_ddp.msn"] == "1" and rows[8]["iwarp.ddp.msn"] == "",
+          f"use_builtin: {rows[8]}")
+
+
+def test_builtin_equal(ts, args):
+    cap = ts.stage(args.capture)
+    ours = ts.fields(cap, [o for o, _ in SHARED_FIELDS])
+    theirs = ts.fields(cap, [b for _, b in SHARED_FIELDS], ["--disable-protocol", "iwarp.mpa"])
+    common = 0
+    for frame in sorted(ours):
+        o, b = ours[frame], theirs.get(frame, {})
+        # Compare frames where each side decoded exactly one DDP segment.
+        if not o["iwarp.ddp.dv"] or not b.get("iwarp_ddp.dv") or "|" in o["iwarp.ddp.dv"] \
+                or "|" in b["iwarp_ddp.dv"]:
+            continue
+        common += 1
+        for of, bf in SHARED_FIELDS:
+            ov, bv = o[of], b[bf]
+            if ov == "" or bv == "":
+                continue
+            check(as_number(ov) == as_number(bv),
+                  f"frame {frame}: {of}={ov} but built-in {bf}={bv}")
+    ours_any = any(r["iwarp.ddp.dv"] for r in ours.values())
+    theirs_any = any(r["iwarp_ddp.dv"] for r in theirs.values())
+    check(common > 0 or not (ours_any and theirs_any),
+          "no frame decoded by both the plugin and the built-in dissectors")
+    print(f"{common} frames compared")
+
+
+def analyzer_findings(analyzer, capture):
+    p = subprocess.run([analyzer, "analyze", capture, "--json"], capture_output=True, text=True)
+    check(p.returncode in (0, 1, 2), f"analyzer failed: {p.stderr}")
+    doc = json.loads(p.stdout)
+    return collections.Counter((int(f["frame"]), f["code"]) for f in doc["findings"])
+
+
+def test_findings_match(ts, args):
+    check(args.analyzer, "--analyzer is required")
+    cap = ts.stage(args.capture)
+    expected = analyzer_findings(args.analyzer, args.capture)
+    got = ts.experts(cap, ["-2"])
+    check(got == expected,
+          f"expert infos differ from the analyzer's findings:\n  missing: "
+          f"{sorted((expected - got).elements())}\n  extra: {sorted((got - expected).elements())}")
+    print(f"{sum(expected.values())} findings matched")
+
+
+def test_passes_agree(ts, args):
+    cap = ts.stage(args.capture)
+    one = ts.fields(cap, STABLE_FIELDS)
+    two = ts.fields(cap, STABLE_FIELDS + ["iwarp.mpa.end_of_capture"], ["-2"])
+    for frame in sorted(set(one) | set(two)):
+        # PDUs flushed at the end of the capture exist only for a second pass.
+        if two.get(frame, {}).pop("iwarp.mpa.end_of_capture", ""):
+            continue
+        check(one.get(frame) == two.get(frame),
+              f"frame {frame}: one pass {one.get(frame)} vs two passes {two.get(frame)}")
+    e1 = ts.experts(cap)
+    e2 = ts.experts(cap, ["-2"])
+    late = ts.experts(cap, ["-2"], late_only=True)
+    check(not (e1 - e2), f"one-pass expert infos missing in two passes: {sorted(e1 - e2)}")
+    # A one-pass run cannot show findings raised after their frame was printed (a PDU that
+    # completes in a later frame, or the end of the capture); everything else must agree.
+    check(not ((e2 - e1) - late),
+          f"two-pass-only expert infos not marked as reported late: {sorted((e2 - e1) - late)}")
+
+
+def test_fuzz(ts, args):
+    cap = ts.stage(args.capture)
+    for seed in (1, 2, 3, 4, 5, 6):
+        out = os.path.join(ts.tmp, f"fuzz-{seed}-{os.path.basename(cap)}")
+        subprocess.run([EDITCAP, "-E", "0.02", "--seed", str(seed), cap, out], check=True,
+                       capture_output=True)
+        os.chmod(out, 0o644)
+        for extra in ([], ["-2"]):
+            p = ts.run(extra + ["-r", out, "-V"])
+            check("Malformed Packet: iWARP" not in p.stdout,
+                  f"seed {seed}: the plugin threw while drawing")
+        ts.run(["-r", out, "-q", "-z", "ddpscope,stat"])
+
+
+def test_stats(ts, args):
+    cap = ts.stage(args.capture)
+    out = ts.run(["-r", cap, "-q", "-z", "ddpscope,stat"]).stdout
+    check("ddpscope iWARP statistics" in out, out)
+    check(re.search(r"Stream 0: 10\.10\.1\.1:42742 <-> 10\.10\.1\.2:9999", out), out)
+    check(re.search(r"Send\s+segments=4\s+messages=4", out), out)
+    check(re.search(r"QN 0\s+MSN 1\.\.4", out), out)
+    check(re.search(r"RDMA Read Request\s+segments=1", out), out)
+
+
+def test_decode_as(ts, args):
+    cap = ts.stage(args.capture)
+    mid = os.path.join(ts.tmp, "midstream.pcap")
+    subprocess.run([EDITCAP, "-r", cap, mid, "8-15"], check=True, capture_output=True)
+    os.chmod(mid, 0o644)
+    rows = ts.fields(mid, ["iwarp.ddp.msn", "iwarp.rdmap.opcode"],
+                     ["-d", "tcp.port==9999,iwarp.mpa", "-o", "iwarp.mpa.midstream_crc:FALSE"])
+    check(as_number(rows[1]["iwarp.ddp.msn"]) == 1 and as_number(rows[3]["iwarp.rdmap.opcode"]) == 1,
+          f"mid-stream decode: {rows}")
+    rows = ts.fields(mid, ["iwarp.ddp.msn"])
+    check(all(r["iwarp.ddp.msn"] == "" for r in rows.values()),
+          "mid-stream capture decoded without Decode As")
+
+
+def rewrite_port(src, dst, old, new):
+    """Copies a classic pcap (Ethernet/IPv4/TCP) with TCP port `old` replaced by `new`."""
+    with open(src, "rb") as f:
+        data = bytearray(f.read())
+    endian = "<" if data[:4] == b"\xd4\xc3\xb2\xa1" else ">"
+    pos = 24
+    while pos + 16 <= len(data):
+        caplen = struct.unpack_from(endian + "I", data, pos + 8)[0]
+        frame = pos + 16
+        if caplen >= 14 + 20 + 4 and data[frame + 12:frame + 14] == b"\x08\x00":
+            ihl = (data[frame + 14] & 0x0F) * 4
+            if data[frame + 14 + 9] == 6:
+                tcp = frame + 14 + ihl
+                for off in (0, 2):
+                    if struct.unpack_from(">H", data, tcp + off)[0] == old:
+                        struct.pack_into(">H", data, tcp + off, new)
+        pos = frame + caplen
+    with open(dst, "wb") as f:
+        f.write(data)
+
+
+def test_wins_over_port(ts, args):
+    cap = ts.stage(args.capture)
+    moved = os.path.join(ts.tmp, "port4420.pcap")
+    rewrite_port(cap, moved, 9999, 4420)
+    os.chmod(moved, 0o644)
+    for extra in ([], ["-2"]):
+        rows = ts.fields(moved, ["iwarp.mpa.key", "iwarp.ddp.msn", "nvme-tcp.type"], extra)
+        check(rows[4]["iwarp.mpa.key"] == "MPA ID Req Frame", f"{extra} frame 4: {rows[4]}")
+        check(as_number(rows[8]["iwarp.ddp.msn"]) == 1, f"{extra} frame 8: {rows[8]}")
+        check(all(r["nvme-tcp.type"] == "" for r in rows.values()),
+              f"NVMe/TCP still decodes the iWARP stream: {rows}")
+
+
+TESTS = {
+    "loads": test_loads,
+    "rping_fields": test_rping_fields,
+    "builtin_equal": test_builtin_equal,
+    "findings_match": test_findings_match,
+    "passes_agree": test_passes_agree,
+    "fuzz": test_fuzz,
+    "stats": test_stats,
+    "decode_as": test_decode_as,
+    "wins_over_port": test_wins_over_port,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--plugin", required=True)
+    ap.add_argument("--analyzer")
+    ap.add_argument("test", choices=sorted(TESTS))
+    ap.add_argument("capture", nargs="?")
+    args = ap.parse_args()
+    ts = Tshark(args.plugin)
+    try:
+        TESTS[args.test](ts, args)
+    except Failure as e:
+        print(f"FAIL {args.test}: {e}", file=sys.stderr)
+        return 1
+    finally:
+        ts.cleanup()
+    print(f"PASS {args.test}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
