@@ -136,7 +136,10 @@ bool claim(tvbuff_t* tvb, packet_info* pinfo, bool from_heuristic) {
   if (!active || state == nullptr) return false;
   if (PINFO_FD_VISITED(pinfo)) {
     const FrameRecord* rec = state->frame(pinfo->num);
-    return rec != nullptr && rec->claimed;
+    // Also frames the first pass learnt later hold octets of a PDU (its start, before the
+    // handshake was known, or continuation octets): no other dissector should show them.
+    return rec != nullptr &&
+           (rec->claimed || !rec->pdus_complete.empty() || !rec->pdus_continued.empty());
   }
   bool ours = is_hinted(pinfo->srcport) || is_hinted(pinfo->destport);
   if (!ours && (from_heuristic || heuristic_enabled())) {

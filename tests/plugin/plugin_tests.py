@@ -220,8 +220,9 @@ def test_builtin_equal(ts, args):
     print(f"{common} frames compared")
 
 
-def analyzer_findings(analyzer, capture):
-    p = subprocess.run([analyzer, "analyze", capture, "--json"], capture_output=True, text=True)
+def analyzer_findings(analyzer, capture, extra=()):
+    p = subprocess.run([analyzer, "analyze", capture, "--json"] + list(extra), capture_output=True,
+                       text=True)
     check(p.returncode in (0, 1, 2), f"analyzer failed: {p.stderr}")
     doc = json.loads(p.stdout)
     return collections.Counter((int(f["frame"]), f["code"]) for f in doc["findings"])
@@ -230,8 +231,14 @@ def analyzer_findings(analyzer, capture):
 def test_findings_match(ts, args):
     check(args.analyzer, "--analyzer is required")
     cap = ts.stage(args.capture)
-    expected = analyzer_findings(args.analyzer, args.capture)
-    got = ts.experts(cap, ["-2"])
+    # A sample may come with the regions its scenario knows: both sides get them.
+    regions = re.sub(r"\.pcap$", ".regions.json", args.capture)
+    extra, tshark_extra = [], ["-2"]
+    if os.path.exists(regions):
+        extra = ["--regions", regions]
+        tshark_extra += ["-o", f"iwarp.mpa.regions_file:{ts.stage(regions)}"]
+    expected = analyzer_findings(args.analyzer, args.capture, extra)
+    got = ts.experts(cap, tshark_extra)
     check(got == expected,
           f"expert infos differ from the analyzer's findings:\n  missing: "
           f"{sorted((expected - got).elements())}\n  extra: {sorted((got - expected).elements())}")
