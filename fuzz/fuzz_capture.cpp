@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// pcap / pcapng files through CaptureReader (libpcap) and on into the engine, as the analyzer
+// CLI reads them: frames until the end or the first error, a cut file reported as such. The
+// input is handed to libpcap as a file through an anonymous memory file (memfd), no disk I/O.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+
+#include "capture/capture.h"
+#include "ddpscope/analysis.h"
+#include "fuzz_input.h"
+
+namespace {
+
+using namespace ddpscope;
+
+int memory_file() {
+  static const int fd = memfd_create("ddpscope-fuzz-capture", 0);
+  return fd;
+}
+
+bool write_all(int fd, const std::uint8_t* data, std::size_t size) {
+  if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0) return false;
+  while (size > 0) {
+    const ssize_t n = write(fd, data, size);
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const int fd = memory_file();
+  DDPSCOPE_FUZZ_CHECK(fd >= 0);
+  DDPSCOPE_FUZZ_CHECK(write_all(fd, data, size));
+  std::string error;
+  auto reader = capture::CaptureReader::open("/proc/self/fd/" + std::to_string(fd), error);
+  if (!reader) {
+    DDPSCOPE_FUZZ_CHECK(!error.empty());
+    return 0;
+  }
+  AnalyzerOptions o;
+  o.limits.max_findings = 1000;
+  Analyzer an(o);
+  capture::Frame f;
+  std::uint64_t last = 0;
+  while (reader->next(f)) {
+    DDPSCOPE_FUZZ_CHECK(f.number == last + 1);
+    last = f.number;
+    fuzz::touch(f.data);
+    an.feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
+  }
+  if (!reader->error().empty()) an.note_truncated_file(last, reader->error());
+  an.finish();
+  DDPSCOPE_FUZZ_CHECK(an.model().frames == last);
+  return 0;
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Regenerates the committed seed corpora in fuzz/corpus/ from the wire encoders and the
+# synthetic samples:  fuzz/make_seeds.sh BUILD_DIR   (a normal build with ddpscope_fuzz_seeds)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build/dev}"
+seeds="$build/fuzz/ddpscope_fuzz_seeds"
+cmake --build "$build" --target ddpscope_fuzz_seeds >/dev/null
+rm -rf fuzz/corpus
+"$seeds" fuzz/corpus samples/synthetic/*.pcap
+mkdir -p fuzz/corpus/fuzz_capture
+cp samples/synthetic/*.pcap fuzz/corpus/fuzz_capture/
+# pcapng (one interface, and two interfaces of one link type), when editcap/mergecap exist.
+if command -v editcap >/dev/null && command -v mergecap >/dev/null; then
+  editcap -F pcapng samples/synthetic/fault-terminate.pcap fuzz/corpus/fuzz_capture/fault-terminate.pcapng
+  mergecap -F pcapng -w fuzz/corpus/fuzz_capture/two-interfaces.pcapng \
+    samples/synthetic/fault-atomic.pcap samples/synthetic/fault-handshake.pcap
+fi
+du -sh fuzz/corpus
