@@ -71,6 +71,10 @@ void fpdu_encode(fuzz::FuzzInput& fi) {
   o.convention = (flags & 4) ? wire::MarkerConvention::literal
                              : wire::MarkerConvention::leading_marker_in_fpdu;
   o.stream_pos = fi.be32();
+  // An FPDU never starts inside a marker (positions 1..3 past a multiple of 512).
+  const std::uint64_t in_marker = o.stream_pos % wire::kMpaMarkerInterval;
+  if (o.markers && in_marker > 0 && in_marker < wire::kMpaMarkerSize)
+    o.stream_pos += wire::kMpaMarkerSize - in_marker;
   const ByteView ulpdu = fi.take(fi.be16());
   const Bytes out = wire::encode_fpdu(ulpdu, o);
   if (!o.markers) {

@@ -28,9 +28,17 @@ int linktype_to_dlt(std::uint32_t linktype) {
   return static_cast<int>(linktype);
 }
 
+// pcapng timestamps are 64-bit: a hostile file's seconds may not fit in int64 nanoseconds.
+// Such times saturate at the int64 range instead of overflowing.
 std::int64_t to_ns(const struct timeval& ts, bool nano) {
-  return static_cast<std::int64_t>(ts.tv_sec) * ns_per_s +
-         static_cast<std::int64_t>(ts.tv_usec) * (nano ? 1 : 1000);
+  std::int64_t sec_ns = 0;
+  std::int64_t ns = 0;
+  const std::int64_t frac = static_cast<std::int64_t>(ts.tv_usec) * (nano ? 1 : 1000);
+  if (__builtin_mul_overflow(static_cast<std::int64_t>(ts.tv_sec), ns_per_s, &sec_ns) ||
+      __builtin_add_overflow(sec_ns, frac, &ns)) {
+    return ts.tv_sec < 0 ? INT64_MIN : INT64_MAX;
+  }
+  return ns;
 }
 
 void fill(Frame& frame, std::uint64_t number, std::uint32_t link_type, const pcap_pkthdr* hdr,

@@ -885,6 +885,7 @@ struct Analyzer::Impl {
         r.stream = c.stream;
         r.violation = violation;
         const PlaceResult pr = model.memory.place(*buf, r, ev.ddp->payload);
+        if (pr.capped) limit_reached("max_ranges_per_region", Ctx{c.stream, dir, ctx.frame, {}});
         if (pr.conflict && once(ds, FindingId::ddp_tagged_conflicting_placement)) {
           report(FindingId::ddp_tagged_conflicting_placement, ctx,
                  "octets of STag " + hex(h.stag) +
@@ -1089,6 +1090,11 @@ struct Analyzer::Impl {
           return;
         }
         ev.atomic_request = a.value();
+        if (ds.atomics.size() >= options.limits.max_outstanding_atomics &&
+            !ds.atomics.count(a->request_id)) {
+          limit_reached("max_outstanding_atomics", Ctx{c.stream, dir, ctx.frame, {}});
+          ds.atomics.erase(ds.atomics.begin());
+        }
         ds.atomics[a->request_id] = {ctx.frame, cur_ts};
         return;
       }
@@ -1133,6 +1139,10 @@ struct Analyzer::Impl {
     DirectionModel& dm = sm.dirs[dir];
     DirState& ds = c.d[dir];
     (void)ev;
+    if (ds.reads.size() >= options.limits.max_outstanding_reads) {
+      limit_reached("max_outstanding_reads", Ctx{c.stream, dir, ctx.frame, {}});
+      ds.reads.pop_front();
+    }
     ds.reads.push_back({rr, ctx.frame, cur_ts, 0});
     // IRD of the responder (RFC 6581): the receiver of this request advertised it.
     const auto& responder_frame = sm.dirs[1 - dir].mpa_frame;

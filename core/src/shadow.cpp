@@ -85,6 +85,7 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
       buf.ranges_.push_back(range);
     } else {
       ++buf.ranges_dropped_;
+      r.capped = true;
     }
     return r;
   }
@@ -97,6 +98,7 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
   if (it != ext.begin()) --it;
   std::uint64_t new_begin = range.begin;
   std::uint64_t new_end = range.end;
+  bool merged = false;
   while (it != ext.end() && it->first <= range.end) {
     const std::uint64_t b = it->first;
     const std::uint64_t e = it->second;
@@ -109,9 +111,16 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
     if (oe > ob) covered += oe - ob;
     new_begin = std::min(new_begin, b);
     new_end = std::max(new_end, e);
+    merged = true;
     it = ext.erase(it);
   }
-  ext.emplace(new_begin, new_end);
+  // Disjoint extents are capped like ranges: past the cap a new island is not remembered
+  // (its octets still count as placed; a later overlap with it goes unseen).
+  if (merged || ext.size() < range_cap_) {
+    ext.emplace(new_begin, new_end);
+  } else {
+    r.capped = true;
+  }
   r.new_bytes = len - covered;
   r.overlap = covered > 0;
   buf.bytes_placed_ += r.new_bytes;
@@ -159,6 +168,7 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
     buf.ranges_.push_back(range);
   } else {
     ++buf.ranges_dropped_;
+    r.capped = true;
   }
   return r;
 }

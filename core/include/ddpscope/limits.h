@@ -23,6 +23,14 @@ struct Limits {
   std::size_t max_pending_messages = 4096;       // undelivered messages per direction
   std::size_t max_message_records = 1u << 20;    // message records kept for views (MSN charts)
   std::size_t max_findings = 100000;             // findings kept; later ones are only counted
+  // Requests awaiting their Response, per direction: the oldest is forgotten at the cap (a
+  // later Response may then be reported unmatched). IRD/ORD are 14 bits, so a conforming
+  // peer stays below these.
+  std::size_t max_outstanding_reads = 1u << 16;
+  std::size_t max_outstanding_atomics = 1u << 16;
+  // Bounded by design, not configurable: untagged queues (only the QNs RDMAP defines are
+  // tracked), recently seen DDP headers (256 per direction, for Terminate quoting), the octets
+  // kept of an untagged message's body (4096).
 };
 
 }  // namespace ddpscope

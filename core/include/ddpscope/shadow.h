@@ -102,6 +102,7 @@ struct PlaceResult {
   bool overlap = false;
   bool conflict = false;
   bool content_dropped = false;  // retention cap reached for this placement
+  bool capped = false;  // the placement or a new extent was not recorded (range cap reached)
 };
 
 class ShadowMemory {
