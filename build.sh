@@ -3,8 +3,11 @@
 # One entry point for set-up, build and the two jobs the README names:
 #   ./build.sh sample   install what is missing, build, analyze a bundled sample capture
 #   ./build.sh test     install what is missing, build, run the whole test suite (ctest), then
-#                       the same suite again in an ASan+UBSan build
-# Further jobs: asan (the suite under ASan+UBSan), install-plugin, bench.
+#                       the same suite again in an ASan+UBSan build, then every fuzz target
+#                       for 45 s (libFuzzer + ASan+UBSan, fuzz/run.sh)
+# Further jobs: asan (the suite under ASan+UBSan), fuzz [SECONDS] (every fuzz target, 60 s
+# each by default), install-plugin, bench, siw-lab (real Linux
+# siw captures recorded in a qemu VM, tests/interop/lab.sh).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -12,7 +15,8 @@ PACKAGES=(cmake ninja-build g++ pkg-config git python3
           libisal-dev libpcap-dev libglib2.0-dev libcli11-dev nlohmann-json3-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           wireshark-dev libwireshark-dev tshark
-          qt6-base-dev libgl-dev xauth xvfb clang-format)
+          qt6-base-dev libgl-dev xauth xvfb clang-format
+          clang-14 libclang-rt-14-dev)
 
 log() { printf '[build.sh] %s\n' "$*" >&2; }
 
@@ -52,6 +56,12 @@ case "$job" in
     # The same suite (less plugin and GUI, which load uninstrumented hosts) under ASan+UBSan.
     build asan
     ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j2 --label-exclude 'slow|bench|vm|gui|plugin' "$@"
+    # Bounded fuzzing: any crash, leak or sanitizer report fails the job.
+    fuzz/run.sh 45
+    ;;
+  fuzz)
+    install_missing
+    fuzz/run.sh "$@"
     ;;
   asan)
     install_missing
@@ -61,8 +71,16 @@ case "$job" in
   deps)
     install_missing
     ;;
+  siw-lab)
+    # Linux soft-iWARP in a qemu VM (tests/interop/lab.sh): builds the lab into build/siw-lab,
+    # records the siw sample captures into build/siw-lab/samples and checks them (label vm).
+    install_missing
+    build dev
+    tests/interop/lab.sh samples build/siw-lab/samples
+    python3 tests/interop/check_samples.py build/dev/analyzer/ddpscope build/siw-lab/samples samples/siw
+    ;;
   *)
-    echo "usage: $0 sample|test|asan|deps [args...]" >&2
+    echo "usage: $0 sample|test|asan|fuzz|deps|siw-lab [args...]" >&2
     exit 2
     ;;
 esac

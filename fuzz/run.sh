@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Bounded fuzzing: builds the `fuzz` preset (clang-14, libFuzzer, ASan + UBSan) and runs every
+# fuzz target for SECONDS_PER_TARGET seconds (default 60), one after the other. Fails on any
+# crash, leak, timeout or sanitizer report; the input that caused it is left in
+# build/fuzz/artifacts/ (copy it to fuzz/regressions/<target>/ once fixed).
+#   fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]
+# New inputs found go to build/fuzz/corpus/<target>/ (not into the committed seeds).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_wire fuzz_engine fuzz_frame fuzz_capture)
+
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz
+
+out=build/fuzz
+mkdir -p "$out/artifacts" "$out/logs"
+summary="$out/summary.txt"
+printf '%-14s %8s %12s %10s %8s %8s\n' target seconds executions exec/s cov corpus >"$summary"
+status=0
+for t in "${targets[@]}"; do
+  mkdir -p "$out/corpus/$t"
+  inputs=("$out/corpus/$t" "fuzz/corpus/$t")
+  [ -d "fuzz/regressions/$t" ] && inputs+=("fuzz/regressions/$t")
+  log="$out/logs/$t.log"
+  echo "[fuzz/run.sh] $t for ${seconds}s" >&2
+  rc=0
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" UBSAN_OPTIONS="print_stacktrace=1" \
+    nice "$out/fuzz/$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+    -max_len=65536 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" "${inputs[@]}" \
+    >"$log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  corpus=$(find "$out/corpus/$t" -type f | wc -l)
+  printf '%-14s %8s %12s %10s %8s %8s\n' "$t" "$seconds" "${execs:-?}" "${rate:-?}" \
+    "${cov:-?}" "$corpus" >>"$summary"
+  if [ "$rc" -ne 0 ] || grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:' "$log"; then
+    echo "[fuzz/run.sh] $t FAILED (exit $rc); log: $log" >&2
+    grep -E 'ERROR:|runtime error:|SUMMARY|Test unit written' "$log" | head -20 >&2 || true
+    status=1
+  fi
+done
+cat "$summary"
+exit "$status"
