@@ -45,7 +45,10 @@ void TcpReassembler::segment(std::uint32_t seq, ByteView payload, std::uint64_t 
     insert_pending(off, payload, frame, offset_in_frame, false, out);
   }
   if (lost_tail > 0) {
-    insert_pending(off + payload.size(), Bytes(lost_tail, 0), frame,
+    // A hostile header may claim up to 2^32 octets: hold at most a window's worth of the loss
+    // (the rest becomes a hole, declared a gap like any other).
+    const std::size_t held = std::min<std::size_t>(lost_tail, window_ + 1);
+    insert_pending(off + payload.size(), Bytes(held, 0), frame,
                    offset_in_frame + static_cast<std::uint32_t>(payload.size()), true, out);
   }
   drain(out);
