@@ -12,6 +12,7 @@
 //   variant bit 0  MPA revision 1 (else 2, enhanced)  bits 1..7: IRD for the handshake
 //   record  := ctl:u8 seq_delta:be16 flags:u8 length:be16 octets[length]
 //   ctl     bit 0  direction (0 client->server)   bit 1  the segment lost 100 octets to snaplen
+//           bit 2  the segment claims 2^32-1 octets of payload (all but those present lost)
 //           bit 3  octets are a ULPDU: wrap them in an FPDU with a correct CRC
 //           bits 4..5 connection (client port 40000 + n)
 //   seq     = the direction's next expected sequence number + (int16) seq_delta
@@ -38,6 +39,7 @@ inline constexpr std::uint8_t kNoAdverts = 0x80;
 
 inline constexpr std::uint8_t kDirServer = 0x01;
 inline constexpr std::uint8_t kLostTail = 0x02;
+inline constexpr std::uint8_t kHugeClaim = 0x04;
 inline constexpr std::uint8_t kWrapFpdu = 0x08;
 
 inline constexpr std::uint16_t kServerPort = 4791;

@@ -133,13 +133,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const int conn = (ctl >> 4) & 3;
     const int dir = ctl & kDirServer;
     const std::uint32_t seq = sc.next[conn][dir] + static_cast<std::uint32_t>(delta);
-    const std::uint32_t lost = (ctl & kLostTail) ? 100 : 0;
-    if (ctl & kWrapFpdu) {
-      const Bytes fpdu = wire::encode_fpdu(octets, {});
-      sc.send(conn, dir, seq, flags, fpdu, lost);
-    } else {
-      sc.send(conn, dir, seq, flags, octets, lost);
-    }
+    std::uint32_t lost = (ctl & kLostTail) ? 100 : 0;
+    const Bytes fpdu = (ctl & kWrapFpdu) ? wire::encode_fpdu(octets, {}) : Bytes{};
+    const ByteView payload = (ctl & kWrapFpdu) ? ByteView(fpdu) : octets;
+    if (ctl & kHugeClaim) lost = UINT32_MAX - static_cast<std::uint32_t>(payload.size());
+    sc.send(conn, dir, seq, flags, payload, lost);
   }
   an.finish();
   const Model& m = an.model();
