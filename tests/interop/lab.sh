@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The siw lab: Linux soft-iWARP (siw) in a Debian 12 VM under qemu software emulation (TCG),
+# built from Debian's packages only, to record real siw captures and run interop scenarios.
+#
+#   tests/interop/lab.sh setup              install host packages, build kernel module, guest root,
+#                                           initramfs into $LAB (idempotent; stamps per step)
+#   tests/interop/lab.sh run SCRIPT OUT     boot the VM, run guest script SCRIPT (sourcing
+#                                           guest-lib.sh), copy what it leaves in /out to OUT
+#   tests/interop/lab.sh samples OUT        setup + the sample scenarios (scenarios/samples.sh)
+#   tests/interop/lab.sh smoke [DDPSCOPE]   setup + a one-rping boot; with DDPSCOPE, exit 0 only when
+#                                           the capture analyzes with no warning or error finding
+#   tests/interop/lab.sh clean              remove $LAB
+#
+# Environment: LAB (cache dir, default build/siw-lab), LAB_BOOT_TIMEOUT (s, default 900 for a whole
+# run), LAB_SMP (default 2), LAB_MEM (MiB, default 1024).
+#
+# The VM gets qemu user networking with restrict=on (no route out of the VM) and three virtio-9p
+# shares: the guest root (read-only), the kernel modules (read-only) and an output folder (the
+# only writable one). The guest talks to itself: siw is attached to eth0 and both ends use eth0's
+# own address, so the traffic runs over the guest's lo where tcpdump records it.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+LAB="${LAB:-$REPO/build/siw-lab}"
+KVER_PKG="linux-image-amd64"          # metapackage: its dependency names the kernel ABI
+SRC_PKG="linux-source-6.1"
+MIRROR="${LAB_MIRROR:-http://deb.debian.org/debian}"
+GUEST_PKGS="rdma-core,ibverbs-providers,rdmacm-utils,perftest,tcpdump,iproute2,kmod,libibverbs1,librdmacm1"
+HOST_PKGS=(qemu-system-x86 debootstrap make gcc-12 bc xz-utils cpio busybox-static kmod patch
+           libibverbs-dev librdmacm-dev gcc)
+
+log() { printf '[lab %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+sudo_() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+kernel_abi() {  # e.g. 6.1.0-57-amd64, from the metapackage's dependency
+  apt-cache depends "$KVER_PKG" 2>/dev/null | sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -1
+}
+
+step_packages() {
+  local missing=()
+  for p in "${HOST_PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  KVER="$(kernel_abi)"
+  if [ -z "$KVER" ]; then
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    KVER="$(kernel_abi)"
+  fi
+  [ -n "$KVER" ] || die "cannot tell the kernel ABI from $KVER_PKG"
+  dpkg-query -W -f='${Status}' "linux-headers-$KVER" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("linux-headers-$KVER")
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing: ${missing[*]}"
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+  echo "$KVER" > "$LAB/kver"
+}
+
+step_kernel() {  # the kernel image and its modules, unpacked (not installed on the host)
+  [ -f "$LAB/stamp.kernel-$KVER" ] && return 0
+  log "fetching linux-image-$KVER and $SRC_PKG"
+  mkdir -p "$LAB/debs"
+  (cd "$LAB/debs" && apt-get download "linux-image-$KVER" "$SRC_PKG" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
+  rm -rf "$LAB/kernel" && mkdir -p "$LAB/kernel"
+  dpkg-deb -x "$LAB"/debs/linux-image-"$KVER"_*.deb "$LAB/kernel"
+  [ -f "$LAB/kernel/boot/vmlinuz-$KVER" ] || die "no vmlinuz in linux-image-$KVER"
+  touch "$LAB/stamp.kernel-$KVER"
+}
+
+step_siw() {  # siw.ko out of tree from linux-source's drivers/infiniband/sw/siw/, against the headers
+  [ -f "$LAB/stamp.siw-$KVER" ] && return 0
+  log "building siw.ko against linux-headers-$KVER"
+  rm -rf "$LAB/siwbuild" && mkdir -p "$LAB/siwbuild"
+  dpkg-deb --fsys-tarfile "$LAB"/debs/"$SRC_PKG"_*.deb \
+    | tar -xO "./usr/src/$SRC_PKG.tar.xz" | xz -dc \
+    | tar -x -C "$LAB/siwbuild" --strip-components=1 --wildcards "$SRC_PKG/drivers/infiniband/sw/siw/*"
+  (cd "$LAB/siwbuild" && patch -p1 -s < "$HERE/siw-module-params.patch")
+  nice make -s -C "/usr/src/linux-headers-$KVER" M="$LAB/siwbuild/drivers/infiniband/sw/siw" \
+    CONFIG_RDMA_SIW=m modules -j2 >&2
+  local mods="$LAB/kernel/lib/modules/$KVER"
+  mkdir -p "$mods/updates"
+  cp "$LAB/siwbuild/drivers/infiniband/sw/siw/siw.ko" "$mods/updates/siw.ko"
+  depmod -b "$LAB/kernel" "$KVER"
+  touch "$LAB/stamp.siw-$KVER"
+}
+
+step_root() {  # the guest root: debootstrap minbase with rdma-core userspace
+  mkdir -p "$LAB/root/lib/modules" "$LAB/root/out" 2>/dev/null || true  # mount points for the shares
+  [ -f "$LAB/stamp.root" ] && return 0
+  log "debootstrap minbase into $LAB/root"
+  rm -rf "$LAB/root"
+  nice debootstrap --variant=minbase --include="$GUEST_PKGS" bookworm "$LAB/root" "$MIRROR" >&2
+  mkdir -p "$LAB/root/lib/modules" "$LAB/root/out"
+  touch "$LAB/stamp.root"
+}
+
+step_initramfs() {  # busybox + the modules for virtio-9p and virtio-net; /init mounts the shares
+  local img="$LAB/initramfs-$KVER.cpio.gz"
+  if [ -f "$img" ] && [ "$img" -nt "$HERE/initramfs-init.sh" ]; then return 0; fi
+  log "initramfs"
+  local d="$LAB/initramfs"
+  rm -rf "$d" && mkdir -p "$d"/{bin,mod,proc,sys,dev,newroot}
+  cp /bin/busybox "$d/bin/busybox"
+  for a in sh mount umount mkdir insmod switch_root sleep cat echo ls; do ln -s busybox "$d/bin/$a"; done
+  : > "$d/mod/order"
+  local m f
+  for m in 9p 9pnet_virtio virtio_pci virtio_net; do
+    modprobe -d "$LAB/kernel" -S "$KVER" --show-depends "$m" | awk '$1=="insmod"{print $2}'
+  done | awk '!seen[$0]++' | while read -r f; do
+    cp "$f" "$d/mod/"
+    basename "$f" >> "$d/mod/order"
+  done
+  cp "$HERE/initramfs-init.sh" "$d/init" && chmod +x "$d/init"
+  (cd "$d" && find . | cpio -o -H newc --quiet | gzip -1) > "$img"
+}
+
+setup() {
+  mkdir -p "$LAB"
+  local t0=$SECONDS
+  step_packages
+  step_kernel
+  step_siw
+  step_root
+  step_initramfs
+  log "setup done in $((SECONDS - t0)) s"
+}
+
+# run SCRIPT OUTDIR: boot, run SCRIPT as the guest's scenario, copy /out to OUTDIR.
+run_vm() {
+  local script="$1" dest="$2"
+  KVER="$(cat "$LAB/kver")"
+  local run; run="$(mktemp -d "$LAB/run.XXXXXX")"
+  # shellcheck disable=SC2064
+  trap "rm -rf '$run'" EXIT
+  mkdir -p "$run/out/lab"
+  cp "$HERE/guest-main.sh" "$HERE/guest-lib.sh" "$script" "$run/out/lab/"
+  cp "$HERE"/scenarios/*.sh "$run/out/lab/" 2>/dev/null || true
+  [ -x "$LAB/siw-bad-rkey" ] && cp "$LAB/siw-bad-rkey" "$run/out/lab/"
+  echo "$(basename "$script")" > "$run/out/lab/scenario"
+  local t0; t0=$(date +%s.%N)
+  log "booting (timeout ${LAB_BOOT_TIMEOUT:-900} s), scenario $(basename "$script")"
+  local rc=0
+  timeout --kill-after=10 "${LAB_BOOT_TIMEOUT:-900}" \
+    qemu-system-x86_64 -machine pc,accel=tcg -cpu max -smp "${LAB_SMP:-2}" -m "${LAB_MEM:-1024}" \
+      -no-user-config -nodefaults -display none -no-reboot \
+      -serial "file:$run/out/console.log" \
+      -kernel "$LAB/kernel/boot/vmlinuz-$KVER" -initrd "$LAB/initramfs-$KVER.cpio.gz" \
+      -append "console=ttyS0 panic=-1 quiet loglevel=4 mitigations=off tsc=unstable i8042.noaux i8042.nokbd i8042.nopnp" \
+      -netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0,romfile= \
+      -fsdev local,id=r,path="$LAB/root",security_model=none,readonly=on \
+      -device virtio-9p-pci,fsdev=r,mount_tag=root \
+      -fsdev local,id=m,path="$LAB/kernel/lib/modules",security_model=none,readonly=on \
+      -device virtio-9p-pci,fsdev=m,mount_tag=modules \
+      -fsdev local,id=o,path="$run/out",security_model=none \
+      -device virtio-9p-pci,fsdev=o,mount_tag=out \
+    || rc=$?
+  local t1; t1=$(date +%s.%N)
+  log "VM ran $(printf '%.1f' "$(echo "$t1 - $t0" | bc)") s (qemu exit $rc)"
+  mkdir -p "$dest"
+  rm -rf "$run/out/lab"
+  cp -a "$run/out/." "$dest/"
+  rm -rf "$run"
+  trap - EXIT
+  [ -f "$dest/status" ] || { log "guest left no status; console tail:"; tail -20 "$dest/console.log" >&2; return 1; }
+  log "guest status: $(cat "$dest/status")"
+  grep -q '^ok' "$dest/status"
+}
+
+build_helpers() {  # the wrong-rkey client, compiled on the host against Debian's libibverbs/librdmacm
+  local bin="$LAB/siw-bad-rkey"
+  if [ -x "$bin" ] && [ "$bin" -nt "$HERE/siw-bad-rkey.c" ]; then return 0; fi
+  gcc -O1 -Wall -o "$bin" "$HERE/siw-bad-rkey.c" -lrdmacm -libverbs
+}
+
+job="${1:-}"
+shift || true
+case "$job" in
+  setup) setup ;;
+  run)
+    [ $# -eq 2 ] || die "usage: lab.sh run SCRIPT OUTDIR"
+    setup; build_helpers; run_vm "$1" "$2" ;;
+  samples)
+    setup; build_helpers; run_vm "$HERE/scenarios/samples.sh" "${1:-$LAB/samples}" ;;
+  smoke)  # [DDPSCOPE]: also analyze the capture; any warning or error finding fails
+    setup; rm -rf "$LAB/smoke"; run_vm "$HERE/scenarios/smoke.sh" "$LAB/smoke"
+    if [ $# -ge 1 ]; then
+      "$1" analyze "$LAB/smoke/smoke-rping.pcap" --json > "$LAB/smoke/report.json" || die "analysis failed"
+      python3 - "$LAB/smoke/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = [f for f in r["findings"] if f["severity"] != "note"]
+ok = len(r["streams"]) == 1 and r["streams"][0]["state"] == "full-operation" and not bad
+print("smoke capture: %d frames, %d streams, findings %s" % (r["frames"], len(r["streams"]),
+      [(f["code"], f["frame"]) for f in r["findings"]]))
+sys.exit(0 if ok else 1)
+PY
+    fi ;;
+  clean) rm -rf "$LAB" ;;
+  *) echo "usage: $0 setup|run SCRIPT OUT|samples [OUT]|smoke|clean" >&2; exit 2 ;;
+esac
