@@ -136,6 +136,7 @@ struct Analyzer::Impl {
   std::vector<RegionSpec> user_regions;
   bool have_regions_file = false;
   std::set<std::string> limits_reported;
+  std::uint64_t pending_total = 0;  // out-of-order octets held by all reassemblers
 
   // The frame being processed and the PDU being built (findings attach to it).
   std::uint64_t cur_frame = 0;
@@ -256,7 +257,20 @@ struct Analyzer::Impl {
     }
     const std::uint32_t seq = (seg.flags & net::tcp_flag::syn) ? seg.seq + 1 : seg.seq;
     Glue glue{*this, c, dir};
+    // Callbacks may swap the connection's sides: count both directions' pending octets.
+    auto held = [&c] { return c.d[0].reasm.pending_bytes() + c.d[1].reasm.pending_bytes(); };
+    pending_total -= held();
     ds.reasm.segment(seq, seg.payload, frame, lost_tail, glue);
+    if (pending_total + held() > options.limits.max_pending_total) {
+      // Every direction may hold a window: past the global cap, this one stops waiting for
+      // its holes (they become gaps).
+      limit_reached("max_pending_total", Ctx{c.stream, dir, frame, {}});
+      for (int d = 0; d < 2; ++d) {
+        Glue g{*this, c, d};
+        c.d[d].reasm.flush(g);
+      }
+    }
+    pending_total += held();
   }
 
   // Adapts reassembly and framing callbacks to one connection direction.

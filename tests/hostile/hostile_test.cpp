@@ -380,6 +380,29 @@ TEST(Hostile, AtomicStormHitsMaxOutstandingAtomics) {
   EXPECT_EQ(count(m, FindingId::rdmap_atomic_response_unmatched), 0u);
 }
 
+TEST(Hostile, OutOfOrderOctetsOfManyStreamsHitMaxPendingTotal) {
+  AnalyzerOptions o;
+  o.limits.max_pending_total = 1u << 20;  // 1 MiB for all directions; 4 MiB each by default
+  Analyzer an(o);
+  std::uint64_t frames = 0;
+  std::vector<std::unique_ptr<Wire>> conns;
+  const Bytes chunk(60000, 7);
+  for (std::uint16_t i = 0; i < 100; ++i) {
+    conns.push_back(std::make_unique<Wire>(an, static_cast<std::uint16_t>(20000 + i)));
+    Wire& w = *conns.back();
+    w.frame_counter = &frames;
+    w.crc = false;
+    w.handshake();
+    // A hole of one octet, then data that must wait behind it.
+    w.segment(0, w.seq[0] + 1, chunk);
+  }
+  an.finish();
+  const Model& m = an.model();
+  EXPECT_TRUE(has_limit(m, "max_pending_total"));
+  EXPECT_EQ(m.streams.size(), 100u);
+  EXPECT_EQ(count(m, FindingId::tcp_gap), 100u);  // every hole, early or at the end
+}
+
 // ---- time: a million tiny out-of-order segments ------------------------------------------
 
 // Sends `octets` of FPDUs (1000-octet Sends) as 1-octet segments, each block of 64 in reverse

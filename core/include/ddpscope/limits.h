@@ -11,6 +11,9 @@ namespace ddpscope {
 struct Limits {
   // Out-of-order bytes held per TCP direction before the hole is declared capture loss.
   std::size_t reassembly_window = 4u << 20;
+  // Out-of-order bytes held by all directions together; past it, the direction that grew
+  // declares its holes capture loss at once.
+  std::size_t max_pending_total = 256u << 20;
   // Delivered bytes remembered per TCP direction to compare retransmissions against.
   std::size_t retransmission_history = 256u << 10;
   // Octets held while searching for an FPDU boundary (resync) or waiting for the MPA Reply.
