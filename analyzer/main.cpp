@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "capture/capture.h"
+#include "cmd_endpoint_commands.h"
 #include "ddpscope/analysis.h"
 #include "ddpscope/findings.h"
 #include "report/report.h"
@@ -197,12 +198,16 @@ int main(int argc, char** argv) {
   auto* lf = app.add_subcommand("list-findings", "List every finding code the analyzer reports");
   lf->add_flag("--json", lf_json, "as JSON");
 
+  std::function<int()> run_endpoint_command;  // endpoint, rping, live, replay
+  cli::add_endpoint_commands(app, run_endpoint_command);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
   }
+  if (run_endpoint_command) return run_endpoint_command();
   if (an->parsed()) return analyze(aa);
   if (lf->parsed()) return list_findings(lf_json);
   if (sy->parsed()) {

@@ -176,6 +176,8 @@ std::unique_ptr<LiveCapture> LiveCapture::open(const std::string& iface, const s
   pcap_set_promisc(p, 0);
   pcap_set_immediate_mode(p, 1);  // deliver each frame as it arrives
   pcap_set_timeout(p, 100);
+  // Loopback frames reach 64 KiB: the 2 MiB default ring holds only a few of them.
+  pcap_set_buffer_size(p, 64 << 20);
   pcap_set_tstamp_precision(p, PCAP_TSTAMP_PRECISION_NANO);  // best effort
   int rc = pcap_activate(p);
   if (rc < 0) {

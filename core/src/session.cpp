@@ -45,6 +45,8 @@ std::string_view to_string(EventKind k) {
       return "write_placed";
     case EventKind::read_completed:
       return "read_completed";
+    case EventKind::read_requested:
+      return "read_requested";
     case EventKind::atomic_completed:
       return "atomic_completed";
     case EventKind::send_completed:

@@ -5,6 +5,10 @@
 
 namespace ddpscope::session {
 
+namespace {
+constexpr std::uint32_t kMaxIndex = 0xFFFFFF;
+}
+
 std::uint32_t MemoryTable::alloc_pd() {
   if (pds_ >= limits_.max_protection_domains) return 0;
   return ++pds_;
@@ -14,43 +18,49 @@ std::optional<std::uint32_t> MemoryTable::register_region(std::uint32_t pd,
                                                           std::span<std::uint8_t> mem,
                                                           std::uint64_t base, std::uint8_t access,
                                                           std::optional<std::uint64_t> stream) {
+  if (count_ >= limits_.max_regions) return std::nullopt;
+  std::uint32_t index = next_index_;
+  for (std::size_t tries = 0; regions_.count(index); ++tries) {
+    if (tries > kMaxIndex) return std::nullopt;
+    index = index >= kMaxIndex ? 1 : index + 1;
+  }
+  // A fresh key per registration, so a stale STag of an earlier registration never matches.
+  const std::uint8_t key = static_cast<std::uint8_t>(keys_[index] + 0x5B);
+  auto stag = register_region_at((index << 8) | key, pd, mem, base, access, stream);
+  if (stag) next_index_ = index >= kMaxIndex ? 1 : index + 1;
+  return stag;
+}
+
+std::optional<std::uint32_t> MemoryTable::register_region_at(std::uint32_t stag, std::uint32_t pd,
+                                                             std::span<std::uint8_t> mem,
+                                                             std::uint64_t base,
+                                                             std::uint8_t access,
+                                                             std::optional<std::uint64_t> stream) {
+  const std::uint32_t index = stag >> 8;
+  if (index == 0) return std::nullopt;
   if (pd == 0 || pd > pds_) return std::nullopt;
   if (count_ >= limits_.max_regions) return std::nullopt;
   if (mem.size() > limits_.max_registered_bytes - registered_bytes_) return std::nullopt;
-  if (mem.size() > 0 && base + mem.size() - 1 < base) return std::nullopt;  // TO range wraps
-  std::size_t slot = slots_.size();
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    if (!slots_[i]) {
-      slot = i;
-      break;
-    }
-  }
-  if (slot == slots_.size()) {
-    if (slot >= 0xFFFFFE) return std::nullopt;  // 24-bit index space (index 0 unused)
-    slots_.emplace_back();
-    keys_.push_back(0);
-  }
-  // A fresh key per registration, so a stale STag of an earlier registration never matches.
-  keys_[slot] = static_cast<std::uint8_t>(keys_[slot] + 0x5B);
+  if (mem.size() > 0 && base + (mem.size() - 1) < base) return std::nullopt;  // TO range wraps
+  if (regions_.count(index)) return std::nullopt;
+  keys_[index] = static_cast<std::uint8_t>(stag);
   Region r;
-  r.stag = (static_cast<std::uint32_t>(slot + 1) << 8) | keys_[slot];
+  r.stag = stag;
   r.pd = pd;
   r.base = base;
   r.mem = mem;
   r.access = access;
   r.stream = stream;
-  slots_[slot] = r;
+  regions_.emplace(index, r);
   ++count_;
   registered_bytes_ += mem.size();
-  return r.stag;
+  return stag;
 }
 
 Region* MemoryTable::find(std::uint32_t stag) {
-  const std::uint32_t index = stag >> 8;
-  if (index == 0 || index > slots_.size()) return nullptr;
-  auto& slot = slots_[index - 1];
-  if (!slot || slot->stag != stag) return nullptr;
-  return &*slot;
+  auto it = regions_.find(stag >> 8);
+  if (it == regions_.end() || it->second.stag != stag) return nullptr;
+  return &it->second;
 }
 
 const Region* MemoryTable::find(std::uint32_t stag) const {
@@ -62,7 +72,7 @@ bool MemoryTable::deregister(std::uint32_t stag) {
   if (!r) return false;
   registered_bytes_ -= r->mem.size();
   --count_;
-  slots_[(stag >> 8) - 1].reset();
+  regions_.erase(stag >> 8);
   return true;
 }
 

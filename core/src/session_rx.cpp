@@ -430,6 +430,14 @@ std::optional<Session::Violation> Session::handle_read_request(const wire::DdpSe
   }
   irq_.push_back(InboundRead{*rr, 0});
   q.expected_msn++;
+  Event e;
+  e.kind = EventKind::read_requested;
+  e.opcode = static_cast<std::uint8_t>(wire::Opcode::read_request);
+  e.stag = rr->source_stag;
+  e.to = rr->source_to;
+  e.length = rr->size;
+  e.value = (std::uint64_t{rr->sink_stag} << 32);
+  push(std::move(e));
   pump_read_responses();
   return std::nullopt;
 }

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -53,12 +54,16 @@ struct MemoryLimits {
   std::size_t max_regions = 4096;
   std::size_t max_registered_bytes = 1u << 30;
   std::size_t max_protection_domains = 1024;
+  // First STag index handed out. Processes sharing one host address (loopback tests) pick
+  // different ones so that a capture never shows two hosts' regions under one STag.
+  std::uint32_t first_index = 1;
 };
 
 // Regions shared by the sessions of one process (or one test). Not thread-safe.
 class MemoryTable {
  public:
-  explicit MemoryTable(MemoryLimits limits = {}) : limits_(limits) {}
+  explicit MemoryTable(MemoryLimits limits = {})
+      : limits_(limits), next_index_(limits.first_index ? limits.first_index : 1) {}
   // 0 when the cap is reached.
   std::uint32_t alloc_pd();
   // A new STag for `mem`, whose first octet is at TO `base`. nullopt when a cap is reached or
@@ -66,6 +71,12 @@ class MemoryTable {
   std::optional<std::uint32_t> register_region(std::uint32_t pd, std::span<std::uint8_t> mem,
                                                std::uint64_t base, std::uint8_t access,
                                                std::optional<std::uint64_t> stream = {});
+  // The same with an STag chosen by the caller (replay of a capture's STags); nullopt when
+  // that index is taken or a cap is reached.
+  std::optional<std::uint32_t> register_region_at(std::uint32_t stag, std::uint32_t pd,
+                                                  std::span<std::uint8_t> mem, std::uint64_t base,
+                                                  std::uint8_t access,
+                                                  std::optional<std::uint64_t> stream = {});
   bool deregister(std::uint32_t stag);
   // Local invalidate: the STag stops being valid (RFC 5040 §5.3); false when unknown.
   bool invalidate(std::uint32_t stag);
@@ -82,8 +93,9 @@ class MemoryTable {
 
  private:
   MemoryLimits limits_;
-  std::vector<std::optional<Region>> slots_;  // index = (stag >> 8) - 1
-  std::vector<std::uint8_t> keys_;
+  std::map<std::uint32_t, Region> regions_;     // by 24-bit index
+  std::map<std::uint32_t, std::uint8_t> keys_;  // last key used per index
+  std::uint32_t next_index_;
   std::size_t count_ = 0;
   std::size_t registered_bytes_ = 0;
   std::uint32_t pds_ = 0;
@@ -152,6 +164,7 @@ enum class EventKind : std::uint8_t {
   immediate_received,  // RFC 7306 Immediate Data
   write_placed,        // an RDMA Write message (L=1) placed into a local region
   read_completed,      // our RDMA Read got all its data
+  read_requested,      // the peer's RDMA Read Request passed the checks (answered by us)
   atomic_completed,    // our atomic got its response
   send_completed,      // a posted Send/Write went out to the transport (local completion)
   terminate_received,

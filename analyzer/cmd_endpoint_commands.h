@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Registration of the endpoint-side subcommands (one file each). Each sets `run` when its
+// subcommand is parsed; main() then returns run().
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace ddpscope::cli {
+void add_endpoint_command(CLI::App& app, std::function<int()>& run);
+void add_rping_command(CLI::App& app, std::function<int()>& run);
+void add_live_command(CLI::App& app, std::function<int()>& run);
+void add_replay_command(CLI::App& app, std::function<int()>& run);
+
+inline void add_endpoint_commands(CLI::App& app, std::function<int()>& run) {
+  add_endpoint_command(app, run);
+  add_rping_command(app, run);
+  add_live_command(app, run);
+  add_replay_command(app, run);
+}
+}  // namespace ddpscope::cli

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// MPA options shared by the endpoint commands (endpoint, rping, replay): flag names and the
+// SessionConfig they make. Defaults follow Linux siw: rev 2 with the RFC 6581 IRD/ORD word,
+// peer-to-peer with a zero-length Write RTR, no CRC unless asked, no markers.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "ddpscope/session.h"
+
+namespace ddpscope::cli {
+
+struct MpaFlags {
+  int revision = 2;
+  bool no_enhanced = false;
+  bool crc = false;
+  bool markers = false;
+  bool no_p2p = false;
+  std::string rtr = "write,read";
+  int ird = 16;
+  int ord = 16;
+  std::string private_data;
+  bool rfc_terminate = true;
+};
+
+inline void add_mpa_flags(CLI::App* app, MpaFlags& f) {
+  app->add_option("--mpa-rev", f.revision, "MPA revision: 1 (RFC 5044) or 2 (RFC 6581)")
+      ->check(CLI::IsMember({1, 2}));
+  app->add_flag("--no-enhanced", f.no_enhanced, "rev 2 without the RFC 6581 IRD/ORD word");
+  app->add_flag("--crc", f.crc, "ask for MPA CRC (used when either side asks)");
+  app->add_flag("--markers", f.markers, "ask the peer to insert MPA markers toward us");
+  app->add_flag("--no-p2p", f.no_p2p, "no RFC 6581 peer-to-peer RTR exchange");
+  app->add_option("--rtr", f.rtr, "RTR types offered/accepted: write,read,send");
+  app->add_option("--ird", f.ird, "inbound RDMA Read Requests accepted at once")
+      ->check(CLI::Range(0, 0x3FFF));
+  app->add_option("--ord", f.ord, "outbound RDMA Read Requests outstanding at once")
+      ->check(CLI::Range(0, 0x3FFF));
+  app->add_option("--private-data", f.private_data, "ULP private data (text)");
+}
+
+inline session::SessionConfig make_session_config(const MpaFlags& f) {
+  session::SessionConfig c;
+  c.mpa.revision = static_cast<std::uint8_t>(f.revision);
+  c.mpa.enhanced = !f.no_enhanced;
+  c.mpa.crc = f.crc;
+  c.mpa.markers = f.markers;
+  c.mpa.peer_to_peer = !f.no_p2p;
+  c.mpa.rtr_types = 0;
+  if (f.rtr.find("write") != std::string::npos) c.mpa.rtr_types |= session::rtr_offer::write;
+  if (f.rtr.find("read") != std::string::npos) c.mpa.rtr_types |= session::rtr_offer::read;
+  if (f.rtr.find("send") != std::string::npos) c.mpa.rtr_types |= session::rtr_offer::send;
+  c.mpa.ird = static_cast<std::uint16_t>(f.ird);
+  c.mpa.ord = static_cast<std::uint16_t>(f.ord);
+  c.mpa.private_data.assign(f.private_data.begin(), f.private_data.end());
+  return c;
+}
+
+}  // namespace ddpscope::cli

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `ddpscope live -i IFACE [-f BPF] [--write FILE]`: live capture through libpcap, analysis as
+// packets arrive, findings printed as they happen, optional saving of the capture.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "capture/capture.h"
+#include "ddpscope/analysis.h"
+#include "endpoint/endpoint.h"
+
+namespace ddpscope::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) {
+  g_stop = true;
+}
+
+struct LiveArgs {
+  std::string iface;
+  std::string bpf;
+  std::string write;
+  double duration_s = 0;
+  std::uint64_t max_frames = 0;
+  bool quiet = false;
+};
+
+// Prints each finding once, as the engine raises it.
+class Printer final : public AnalysisObserver {
+ public:
+  explicit Printer(const Analyzer& a) : a_(a) {}
+  void on_pdu(const PduEvent& pdu) override {
+    for (std::size_t i : pdu.findings)
+      print(i);
+  }
+  void on_finding(std::size_t i) override { print(i); }
+  std::size_t errors = 0;
+
+ private:
+  void print(std::size_t i) {
+    if (!printed_.insert(i).second) return;
+    const Finding& f = a_.model().findings[i];
+    if (f.severity == Severity::error) ++errors;
+    std::printf("frame %llu stream %u: %s %s: %s\n", static_cast<unsigned long long>(f.frame),
+                f.stream, std::string(to_string(f.severity)).c_str(), std::string(f.code()).c_str(),
+                f.message.c_str());
+    std::fflush(stdout);
+  }
+  const Analyzer& a_;
+  std::set<std::size_t> printed_;
+};
+
+int run_live(const LiveArgs& a) {
+  std::string err;
+  auto cap = capture::LiveCapture::open(a.iface, a.bpf, err);
+  if (!cap) {
+    std::cerr << "ddpscope live: " << err << "\n";
+    return 2;
+  }
+  std::unique_ptr<capture::CaptureWriter> writer;
+  if (!a.write.empty()) {
+    writer = capture::CaptureWriter::open(a.write, cap->link_type(), err);
+    if (!writer) {
+      std::cerr << "ddpscope live: " << err << "\n";
+      return 2;
+    }
+  }
+  Analyzer analyzer;
+  Printer printer(analyzer);
+  analyzer.set_observer(&printer);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  if (!a.quiet) {
+    std::fprintf(stderr, "capturing on %s%s%s\n", a.iface.c_str(), a.bpf.empty() ? "" : ", filter ",
+                 a.bpf.c_str());
+  }
+  const std::int64_t end =
+      a.duration_s > 0 ? endpoint::now_ns() + static_cast<std::int64_t>(a.duration_s * 1e9) : 0;
+  capture::Frame f;
+  std::uint64_t frames = 0;
+  while (!g_stop) {
+    if (end && endpoint::now_ns() >= end) break;
+    const int rc = cap->next(f, 100);
+    if (rc < 0) break;
+    if (rc == 0) continue;
+    if (writer) writer->write(f.ts_ns, f.data, f.wire_length);
+    analyzer.feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
+    if (a.max_frames && ++frames >= a.max_frames) break;
+  }
+  analyzer.finish();
+  if (writer && !writer->close(err)) {
+    std::cerr << "ddpscope live: " << err << "\n";
+    return 2;
+  }
+  const Model& m = analyzer.model();
+  if (!a.quiet)
+    std::fprintf(stderr, "%llu frames, %zu streams, %zu findings (%s)\n",
+                 static_cast<unsigned long long>(m.frames), m.streams.size(), m.findings.size(),
+                 cap->stats().c_str());
+  return printer.errors ? 1 : 0;
+}
+
+}  // namespace
+
+void add_live_command(CLI::App& app, std::function<int()>& run) {
+  auto a = std::make_shared<LiveArgs>();
+  auto* sc = app.add_subcommand("live", "Capture live, analyze as packets arrive");
+  sc->add_option("-i,--interface", a->iface, "interface (e.g. lo, eth0)")->required();
+  sc->add_option("-f,--filter", a->bpf, "BPF capture filter");
+  sc->add_option("--write", a->write, "also save the capture (pcap)");
+  sc->add_option("--duration", a->duration_s, "stop after this many seconds");
+  sc->add_option("-c,--count", a->max_frames, "stop after this many frames");
+  sc->add_flag("-q,--quiet", a->quiet, "no summary on stderr");
+  sc->callback([a, &run] { run = [a] { return run_live(*a); }; });
+}
+
+}  // namespace ddpscope::cli

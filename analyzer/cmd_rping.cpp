@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `ddpscope rping`: an rping-compatible client and server (rdma-core
+// librdmacm/examples/rping.c) over the userspace endpoint. Per iteration the client SENDs its
+// start buffer advertisement { be64 buf; be32 rkey; be32 size }, the server RDMA READs it and
+// SENDs a go-ahead, the client SENDs its RDMA buffer advertisement, the server RDMA WRITEs the
+// data back and SENDs a go-ahead; the client compares both buffers. Exit 0 only when every
+// iteration completed with verified data.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "cmd_endpoint_options.h"
+#include "endpoint/endpoint.h"
+
+namespace ddpscope::cli {
+namespace {
+
+using session::Event;
+using session::EventKind;
+
+struct RpingArgs {
+  bool server = false;
+  bool client = false;
+  std::string addr = "127.0.0.1";
+  std::uint16_t port = 7174;
+  int count = 0;  // 0: forever, as rping
+  std::uint32_t size = 64;
+  bool verbose = false;
+  bool validate = false;  // rping's -V: always on here
+  int timeout_s = 60;
+  MpaFlags mpa;
+};
+
+constexpr std::size_t kAdvSize = 16;
+constexpr std::uint32_t kMinSize = 26;  // sizeof "rdma-ping-%d: " with INT_MAX
+
+// rping's buffer text for iteration `ping` (start character carried across iterations).
+void fill_pattern(std::vector<std::uint8_t>& buf, int ping) {
+  const int start = 65 + ping % 58;  // rping: start++ per ping, wraps 122 -> 65
+  const int cc =
+      std::snprintf(reinterpret_cast<char*>(buf.data()), buf.size(), "rdma-ping-%d: ", ping);
+  int c = start;
+  for (std::size_t i = static_cast<std::size_t>(cc); i < buf.size(); ++i) {
+    buf[i] = static_cast<std::uint8_t>(c);
+    if (++c > 122) c = 65;
+  }
+  buf[buf.size() - 1] = 0;
+}
+
+Bytes advertisement(std::uint64_t addr, std::uint32_t stag, std::uint32_t size) {
+  Bytes b;
+  ByteWriter w(b);
+  w.be64(addr);
+  w.be32(stag);
+  w.be32(size);
+  return b;
+}
+
+struct Adv {
+  std::uint64_t addr = 0;
+  std::uint32_t stag = 0;
+  std::uint32_t size = 0;
+};
+Adv parse_adv(const std::uint8_t* p) {
+  return Adv{load_be64(p), load_be32(p + 8), load_be32(p + 12)};
+}
+
+std::uint64_t addr_of(const std::vector<std::uint8_t>& b) {
+  return reinterpret_cast<std::uintptr_t>(b.data());
+}
+
+int run_client(const RpingArgs& a) {
+  session::MemoryTable mem(endpoint::process_memory_limits());
+  session::SessionConfig cfg = make_session_config(a.mpa);
+  cfg.pd = mem.alloc_pd();
+  std::vector<std::uint8_t> start_buf(a.size), rdma_buf(a.size);
+  std::vector<std::uint8_t> recv_buf(kAdvSize);
+  const auto start_stag =
+      mem.register_region(cfg.pd, start_buf, addr_of(start_buf), session::access::remote_read);
+  const auto rdma_stag =
+      mem.register_region(cfg.pd, rdma_buf, addr_of(rdma_buf),
+                          session::access::remote_write | session::access::local_write);
+  endpoint::Loop loop(mem);
+  enum class St { connecting, wait_read_go, wait_write_go, done, failed } st = St::connecting;
+  int ping = 0;
+  std::string failure;
+  auto next_iteration = [&](endpoint::Connection& c) {
+    fill_pattern(start_buf, ping);
+    std::fill(rdma_buf.begin(), rdma_buf.end(), 0);
+    c.session().send(advertisement(addr_of(start_buf), *start_stag, a.size));
+    st = St::wait_read_go;
+  };
+  loop.on_connection = [&](endpoint::Connection& c) { c.session().post_recv(recv_buf, 1); };
+  loop.on_event = [&](endpoint::Connection& c, const Event& e) {
+    switch (e.kind) {
+      case EventKind::connected:
+        next_iteration(c);
+        break;
+      case EventKind::recv_completed:
+        c.session().post_recv(recv_buf, 1);
+        if (st == St::wait_read_go) {
+          c.session().send(advertisement(addr_of(rdma_buf), *rdma_stag, a.size));
+          st = St::wait_write_go;
+        } else if (st == St::wait_write_go) {
+          if (std::memcmp(start_buf.data(), rdma_buf.data(), a.size) != 0) {
+            failure = "data mismatch in iteration " + std::to_string(ping);
+            st = St::failed;
+            c.session().close();
+            break;
+          }
+          if (a.verbose)
+            std::printf("ping data: %s\n", reinterpret_cast<const char*>(rdma_buf.data()));
+          ++ping;
+          if (a.count && ping >= a.count) {
+            st = St::done;
+            c.session().close();
+          } else {
+            next_iteration(c);
+          }
+        }
+        break;
+      case EventKind::rejected:
+      case EventKind::error:
+      case EventKind::terminate_received:
+      case EventKind::terminate_sent:
+        if (st != St::done) {
+          failure = std::string(to_string(e.kind)) + ": " + e.message;
+          st = St::failed;
+        }
+        break;
+      case EventKind::closed:
+        if (st != St::done && st != St::failed) {
+          failure = "connection closed in iteration " + std::to_string(ping);
+          st = St::failed;
+        }
+        break;
+      default:
+        break;
+    }
+  };
+  std::string err;
+  endpoint::Connection* conn = loop.connect(a.addr, a.port, cfg, err);
+  if (!conn) {
+    std::cerr << "rping: " << err << "\n";
+    return 1;
+  }
+  const bool finished = loop.run_until(
+      [&] {
+        return (st == St::done && conn->session().idle()) || st == St::failed || conn->done();
+      },
+      a.timeout_s * 1000);
+  // Let the close (FIN) go out.
+  loop.run_until([&] { return conn->done(); }, 500);
+  if (st == St::done) {
+    if (a.verbose) std::printf("rping: %d iterations verified\n", ping);
+    return 0;
+  }
+  std::cerr << "rping client: " << (failure.empty() ? (finished ? "failed" : "timed out") : failure)
+            << "\n";
+  return 1;
+}
+
+int run_server(const RpingArgs& a) {
+  session::MemoryTable mem(endpoint::process_memory_limits());
+  session::SessionConfig cfg = make_session_config(a.mpa);
+  cfg.pd = mem.alloc_pd();
+  // Room for a client buffer larger than our -S (rping's server reads what is advertised).
+  std::vector<std::uint8_t> rdma_buf(std::max<std::uint32_t>(a.size, 1u << 20)), expect;
+  std::vector<std::uint8_t> recv_buf(kAdvSize), go(kAdvSize, 0);
+  const auto rdma_stag =
+      mem.register_region(cfg.pd, rdma_buf, addr_of(rdma_buf),
+                          session::access::local_write | session::access::remote_read);
+  endpoint::Loop loop(mem);
+  enum class St {
+    wait_conn,
+    wait_read_adv,
+    reading,
+    wait_write_adv,
+    done,
+    failed
+  } st = St::wait_conn;
+  int ping = 0;
+  std::uint32_t read_len = 0;
+  std::string failure;
+  bool served = false;
+  loop.on_connection = [&](endpoint::Connection& c) {
+    if (served) {
+      c.abort();  // one client at a time, as rping without -P
+      return;
+    }
+    served = true;
+    c.session().post_recv(recv_buf, 1);
+  };
+  loop.on_event = [&](endpoint::Connection& c, const Event& e) {
+    switch (e.kind) {
+      case EventKind::connected:
+        st = St::wait_read_adv;
+        break;
+      case EventKind::recv_completed: {
+        c.session().post_recv(recv_buf, 1);
+        if (e.length != kAdvSize) {
+          failure = "advertisement of " + std::to_string(e.length) + " octets";
+          st = St::failed;
+          c.session().close();
+          break;
+        }
+        const Adv adv = parse_adv(recv_buf.data());
+        if (st == St::wait_read_adv) {
+          if (adv.size > rdma_buf.size()) {
+            failure = "client buffer larger than ours";
+            st = St::failed;
+            c.session().close();
+            break;
+          }
+          read_len = adv.size;
+          c.session().rdma_read(*rdma_stag, addr_of(rdma_buf), adv.size, adv.stag, adv.addr);
+          st = St::reading;
+        } else if (st == St::wait_write_adv) {
+          c.session().rdma_write(ByteView(rdma_buf.data(), std::min(adv.size, read_len)), adv.stag,
+                                 adv.addr);
+          c.session().send(go);
+          ++ping;
+          st = (a.count && ping >= a.count) ? St::done : St::wait_read_adv;
+        }
+        break;
+      }
+      case EventKind::read_completed: {
+        expect.assign(read_len, 0);
+        if (read_len >= kMinSize) fill_pattern(expect, ping);
+        if (read_len < kMinSize || std::memcmp(expect.data(), rdma_buf.data(), read_len) != 0) {
+          failure = "read data of iteration " + std::to_string(ping) + " is not rping's";
+          st = St::failed;
+          c.session().close();
+          break;
+        }
+        if (a.verbose)
+          std::printf("server ping data: %s\n", reinterpret_cast<const char*>(rdma_buf.data()));
+        c.session().send(go);
+        st = St::wait_write_adv;
+        break;
+      }
+      case EventKind::closed:
+        if (st == St::wait_read_adv && ping > 0 && !a.count) st = St::done;
+        if (st != St::done && st != St::failed) {
+          failure = "client left in iteration " + std::to_string(ping);
+          st = St::failed;
+        }
+        break;
+      case EventKind::rejected:
+      case EventKind::error:
+      case EventKind::terminate_received:
+      case EventKind::terminate_sent:
+        failure = std::string(to_string(e.kind)) + ": " + e.message;
+        st = St::failed;
+        break;
+      default:
+        break;
+    }
+  };
+  std::string err;
+  if (!loop.listen(a.addr, a.port, cfg, err)) {
+    std::cerr << "rping: " << err << "\n";
+    return 1;
+  }
+  // Wait for the client to finish and close.
+  loop.run_until(
+      [&] {
+        if (st == St::failed) return true;
+        for (auto& c : loop.connections())
+          if (c->done() || c->session().state() == session::Session::State::closed) return true;
+        return false;
+      },
+      a.timeout_s * 1000);
+  loop.run_until([&] { return loop.connections().empty() || loop.connections()[0]->done(); }, 500);
+  if (st == St::done) {
+    if (a.verbose) std::printf("rping server: %d iterations verified\n", ping);
+    return 0;
+  }
+  std::cerr << "rping server: " << (failure.empty() ? "timed out" : failure) << "\n";
+  return 1;
+}
+
+}  // namespace
+
+void add_rping_command(CLI::App& app, std::function<int()>& run) {
+  auto a = std::make_shared<RpingArgs>();
+  auto* sc = app.add_subcommand("rping", "rping-compatible client/server over the endpoint");
+  sc->add_flag("-s", a->server, "server");
+  sc->add_flag("-c", a->client, "client");
+  sc->add_option("-a", a->addr, "address to listen on (server) or connect to (client)");
+  sc->add_option("-p", a->port, "port (default 7174)");
+  sc->add_option("-C", a->count, "iterations (default: until interrupted)");
+  sc->add_option("-S", a->size, "buffer size (default 64)")->check(CLI::Range(kMinSize, 1u << 30));
+  sc->add_flag("-v", a->verbose, "print the ping data");
+  sc->add_flag("-V", a->validate, "validate the data (always done)");
+  sc->add_option("--timeout", a->timeout_s, "give up after this many seconds (default 60)");
+  add_mpa_flags(sc, a->mpa);
+  sc->callback([a, &run] {
+    run = [a] {
+      if (a->server == a->client) {
+        std::cerr << "rping: give exactly one of -s and -c\n";
+        return 2;
+      }
+      return a->server ? run_server(*a) : run_client(*a);
+    };
+  });
+}
+
+}  // namespace ddpscope::cli

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The endpoint's socket layer: nonblocking TCP sockets and a poll(2) loop that moves octets
+// between the kernel and core's session engine, fires its timers and hands its events to the
+// application. Single-threaded; listens on 127.0.0.1 unless told otherwise.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ddpscope/session.h"
+
+namespace ddpscope::endpoint {
+
+std::int64_t now_ns();  // CLOCK_MONOTONIC
+
+// Memory limits for one process: STag indexes start at a per-process value so that two
+// endpoint processes on one host (loopback) never use the same STags.
+session::MemoryLimits process_memory_limits();
+
+// Per-process cap on open endpoint connections (accepted or connected).
+void set_max_connections(std::size_t n);
+std::size_t max_connections();
+std::size_t open_connections();
+
+class Loop;
+
+class Connection {
+ public:
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  session::Session& session() { return *session_; }
+  const session::Session& session() const { return *session_; }
+  int fd() const { return fd_; }
+  const std::string& peer() const { return peer_; }
+  std::uint16_t local_port() const { return local_port_; }
+  // The socket is gone (closed by both sides, reset, or aborted).
+  bool done() const { return done_; }
+  // Abortive teardown: RST (SO_LINGER 0), as RFC 5040 §5.4 asks after a fatal error.
+  void abort();
+  std::uint64_t bytes_in() const { return bytes_in_; }
+  std::uint64_t bytes_out() const { return bytes_out_; }
+  void* user = nullptr;  // the application's per-connection state
+
+ private:
+  friend class Loop;
+  Connection() = default;
+  std::unique_ptr<session::Session> session_;
+  int fd_ = -1;
+  bool connecting_ = false;
+  bool started_ = false;
+  bool shut_wr_ = false;
+  bool eof_ = false;
+  bool done_ = false;
+  std::string peer_;
+  std::uint16_t local_port_ = 0;
+  std::uint64_t bytes_in_ = 0;
+  std::uint64_t bytes_out_ = 0;
+};
+
+class Loop {
+ public:
+  explicit Loop(session::MemoryTable& memory);
+  ~Loop();
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+
+  // Listens on addr:port (port 0: the kernel picks; see listen_port()). Each accepted
+  // connection gets a responder session with `config` (its pd as given).
+  bool listen(const std::string& addr, std::uint16_t port, const session::SessionConfig& config,
+              std::string& error);
+  std::uint16_t listen_port() const { return listen_port_; }
+  void stop_listening();
+  // Starts a nonblocking connect; the initiator session starts once TCP is up.
+  Connection* connect(const std::string& host, std::uint16_t port,
+                      const session::SessionConfig& config, std::string& error);
+
+  // Called for a new connection before its session starts (post receive buffers here).
+  std::function<void(Connection&)> on_connection;
+  // Called for every session event.
+  std::function<void(Connection&, const session::Event&)> on_event;
+
+  // One poll round: waits up to timeout_ms (less when a session timer is due).
+  void poll_once(int timeout_ms);
+  // Runs poll rounds until `done()` or timeout; returns done().
+  bool run_until(const std::function<bool()>& done, int timeout_ms);
+  // Writes pending output of every connection without waiting (after posting operations).
+  void flush();
+
+  std::vector<std::unique_ptr<Connection>>& connections() { return conns_; }
+  // Drops connections that are done.
+  void reap();
+
+ private:
+  void accept_all();
+  void service(Connection& c, short revents);
+  void read_from(Connection& c);
+  void write_to(Connection& c);
+  void dispatch(Connection& c);
+  void finish_connect(Connection& c);
+  void start_session(Connection& c);
+
+  session::MemoryTable& memory_;
+  int listen_fd_ = -1;
+  std::uint16_t listen_port_ = 0;
+  session::SessionConfig listen_config_;
+  std::vector<std::unique_ptr<Connection>> conns_;
+  std::vector<std::uint8_t> rbuf_;
+};
+
+// "HOST:PORT" -> host, port; false when malformed.
+bool split_host_port(const std::string& s, std::string& host, std::uint16_t& port);
+
+}  // namespace ddpscope::endpoint
