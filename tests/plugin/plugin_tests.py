@@ -267,15 +267,17 @@ def test_passes_agree(ts, args):
 
 def test_fuzz(ts, args):
     cap = ts.stage(args.capture)
-    for seed in (1, 2, 3, 4, 5, 6):
-        out = os.path.join(ts.tmp, f"fuzz-{seed}-{os.path.basename(cap)}")
-        subprocess.run([EDITCAP, "-E", "0.02", "--seed", str(seed), cap, out], check=True,
+    # Light, medium and heavy corruption (probability per octet), three seeds each.
+    runs = [(rate, seed) for rate in ("0.005", "0.02", "0.1") for seed in (1, 2, 3)]
+    for rate, seed in runs:
+        out = os.path.join(ts.tmp, f"fuzz-{rate}-{seed}-{os.path.basename(cap)}")
+        subprocess.run([EDITCAP, "-E", rate, "--seed", str(seed), cap, out], check=True,
                        capture_output=True)
         os.chmod(out, 0o644)
         for extra in ([], ["-2"]):
             p = ts.run(extra + ["-r", out, "-V"])
             check("Malformed Packet: iWARP" not in p.stdout,
-                  f"seed {seed}: the plugin threw while drawing")
+                  f"rate {rate} seed {seed}: the plugin threw while drawing")
         ts.run(["-r", out, "-q", "-z", "ddpscope,stat"])
 
 
