@@ -106,9 +106,14 @@ struct DirState {
 };
 
 struct Conn {
-  explicit Conn(const Limits& l) : d{DirState(l), DirState(l)} {}
+  explicit Conn(const Limits& l)
+      : d{std::make_unique<DirState>(l), std::make_unique<DirState>(l)} {}
+  // Direction states live behind pointers: swapping sides (once MPA tells which side is the
+  // initiator) may happen while one of them is framing, and must not move it.
+  DirState& ds(int i) { return *d[i]; }
+  int index_of(const DirState* s) const { return d[0].get() == s ? 0 : 1; }
   std::uint32_t stream = 0;
-  std::array<DirState, 2> d;
+  std::array<std::unique_ptr<DirState>, 2> d;
   bool provisional = true;  // client side guessed, not yet proven by SYN or MPA Request
   std::optional<StreamHint> hint;
 };
@@ -142,14 +147,13 @@ struct Analyzer::Impl {
   std::uint64_t cur_frame = 0;
   std::int64_t cur_ts = 0;
   PduEvent* cur_ev = nullptr;
-  std::map<std::uint64_t, std::int64_t> frame_ts;  // recent frames' timestamps (bounded)
 
   // ---- findings -------------------------------------------------------------------------
   struct Ctx {
     std::uint32_t stream = UINT32_MAX;
     int dir = -1;
     std::uint64_t frame = 0;
-    std::vector<std::uint64_t> frames;
+    const std::vector<FrameSlice>* slices = nullptr;  // the PDU's octets, when there is one
   };
 
   std::size_t report(FindingId id, const Ctx& ctx, std::string message, bool consequence = false,
@@ -164,7 +168,11 @@ struct Analyzer::Impl {
     f.id = id;
     f.severity = consequence ? Severity::note : spec.severity;
     f.frame = ctx.frame;
-    f.frames = ctx.frames.empty() ? std::vector<std::uint64_t>{ctx.frame} : ctx.frames;
+    if (ctx.slices) {
+      for (const auto& sl : *ctx.slices)
+        if (f.frames.empty() || f.frames.back() != sl.frame) f.frames.push_back(sl.frame);
+    }
+    if (f.frames.empty()) f.frames.push_back(ctx.frame);
     f.stream = ctx.stream;
     f.direction = ctx.dir;
     f.message = std::move(message);
@@ -189,8 +197,6 @@ struct Analyzer::Impl {
   void feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg) {
     cur_frame = frame;
     cur_ts = ts;
-    frame_ts[frame] = ts;
-    if (frame_ts.size() > 1u << 16) frame_ts.erase(frame_ts.begin());
     ConnKey key = seg.src < seg.dst ? ConnKey{seg.src, seg.dst} : ConnKey{seg.dst, seg.src};
     const bool pure_syn = (seg.flags & net::tcp_flag::syn) && !(seg.flags & net::tcp_flag::ack);
     auto it = conn_index.find(key);
@@ -236,7 +242,7 @@ struct Analyzer::Impl {
     sm.last_ts_ns = ts;
     const int dir = (seg.src == sm.client) ? 0 : 1;
     DirectionModel& dm = sm.dirs[dir];
-    DirState& ds = c.d[dir];
+    DirState& ds = c.ds(dir);
     if (seg.flags & net::tcp_flag::syn) {
       ds.reasm.syn(seg.seq);
       if (seg.mss) dm.mss = seg.mss;
@@ -274,35 +280,35 @@ struct Analyzer::Impl {
   }
 
   // Adapts reassembly and framing callbacks to one connection direction.
+  // The direction is looked up from the state object on every call: sides may be swapped
+  // while a callback chain is running.
   struct Glue : ReassemblyListener, MpaFramerListener {
-    Glue(Impl& i, Conn& c, int d) : impl(i), conn(c), dir(d) {}
+    Glue(Impl& i, Conn& c, int d) : impl(i), conn(c), state(&c.ds(d)) {}
     Impl& impl;
     Conn& conn;
-    int dir;
+    const DirState* state;
+    int dir() const { return conn.index_of(state); }
     void on_data(std::uint64_t offset, ByteView data, std::uint64_t frame,
                  std::uint32_t offset_in_frame) override {
-      impl.on_data(conn, dir, offset, data, frame, offset_in_frame);
+      impl.on_data(conn, dir(), offset, data, frame, offset_in_frame);
     }
     void on_gap(std::uint64_t offset, std::uint64_t length, std::uint64_t next_frame) override {
-      impl.on_gap(conn, dir, offset, length, next_frame);
+      impl.on_gap(conn, dir(), offset, length, next_frame);
     }
     void on_conflict(std::uint64_t offset, std::uint64_t length, std::uint64_t frame) override {
-      impl.report(FindingId::tcp_retransmission_conflict,
-                  Ctx{conn.stream, impl.model_dir(conn, dir), frame, {}},
+      impl.report(FindingId::tcp_retransmission_conflict, Ctx{conn.stream, dir(), frame, {}},
                   std::to_string(length) + " octets at stream offset " + std::to_string(offset) +
                       " differ from the copy seen first (first copy kept)");
     }
-    void on_raw_pdu(RawPdu& pdu) override { impl.on_raw_pdu(conn, dir, pdu); }
+    void on_raw_pdu(RawPdu& pdu) override { impl.on_raw_pdu(conn, dir(), pdu); }
   };
-
-  int model_dir(const Conn&, int dir) const { return dir; }
 
   void on_data(Conn& c, int dir, std::uint64_t offset, ByteView data, std::uint64_t frame,
                std::uint32_t offset_in_frame) {
     StreamModel& sm = model.streams[c.stream];
     if (sm.state == StreamState::not_iwarp) return;
     Glue glue{*this, c, dir};
-    c.d[dir].framer.feed(offset, data, frame, offset_in_frame, glue);
+    c.ds(dir).framer.feed(offset, data, frame, offset_in_frame, glue);
   }
 
   void on_gap(Conn& c, int dir, std::uint64_t offset, std::uint64_t length,
@@ -313,7 +319,7 @@ struct Analyzer::Impl {
     report(FindingId::tcp_gap, Ctx{c.stream, dir, next_frame, {}},
            std::to_string(length) + " octets missing from the capture at stream offset " +
                std::to_string(offset));
-    DirState& ds = c.d[dir];
+    DirState& ds = c.ds(dir);
     mark_damaged(ds);
     Glue glue{*this, c, dir};
     ds.framer.gap(offset, length, glue);
@@ -332,11 +338,10 @@ struct Analyzer::Impl {
   }
 
   // ---- MPA ------------------------------------------------------------------------------
-  static Ctx ctx_of(const Conn& c, int dir, const RawPdu& p, std::uint64_t fallback) {
-    Ctx ctx{c.stream, dir, fallback, {}};
-    for (auto f : p.slice_frames)
-      if (ctx.frames.empty() || ctx.frames.back() != f) ctx.frames.push_back(f);
-    if (!ctx.frames.empty()) ctx.frame = ctx.frames.front();
+  static Ctx ctx_of(const Conn& c, int dir, const std::vector<FrameSlice>& slices,
+                    std::uint64_t fallback) {
+    Ctx ctx{c.stream, dir, fallback, &slices};
+    if (!slices.empty()) ctx.frame = slices.front().frame;
     return ctx;
   }
 
@@ -354,14 +359,16 @@ struct Analyzer::Impl {
     ev.direction = dir;
     ev.stream_offset = p.stream_offset;
     ev.raw = p.raw;
-    for (std::size_t i = 0; i < p.slice_frames.size(); ++i)
-      ev.slices.push_back({p.slice_frames[i], p.slice_offsets[i], p.slice_lengths[i]});
-    const Ctx ctx = ctx_of(c, dir, p, cur_frame);
+    ev.slices = std::move(p.slices);
+    const Ctx ctx = ctx_of(c, dir, ev.slices, cur_frame);
+    // Framing one direction can complete the handshake and frame the other: keep the outer
+    // event's place.
+    PduEvent* const outer = cur_ev;
     cur_ev = &ev;
     switch (p.kind) {
       case RawPdu::Kind::not_mpa:
         on_not_mpa(c, dir, ctx);
-        cur_ev = nullptr;
+        cur_ev = outer;
         return;  // nothing consumed: no event
       case RawPdu::Kind::reqrep:
         ev.kind = p.reqrep->kind == wire::MpaFrameKind::request ? PduKind::mpa_request
@@ -375,7 +382,7 @@ struct Analyzer::Impl {
         sm.dirs[dir].bytes_unframed += p.raw.size();
         if (p.error && p.error->code == "mpa.ulpdu-length-invalid") {
           report(FindingId::mpa_ulpdu_length_invalid, ctx, p.error->message,
-                 any_after_gap(c.d[dir]));
+                 any_after_gap(c.ds(dir)));
         }
         break;
       case RawPdu::Kind::fpdu:
@@ -383,7 +390,7 @@ struct Analyzer::Impl {
         on_fpdu(c, dir, p, ev, ctx);
         break;
     }
-    cur_ev = nullptr;
+    cur_ev = outer;
     if (observer) observer->on_pdu(ev);
   }
 
@@ -399,7 +406,7 @@ struct Analyzer::Impl {
     if (c.hint) {
       sm.mid_stream = true;
       sm.state = StreamState::full;
-      c.d[dir].framer.start_mid_stream(c.hint->markers, c.hint->crc, glue);
+      c.ds(dir).framer.start_mid_stream(c.hint->markers, c.hint->crc, glue);
       sm.dirs[dir].mpa.crc = c.hint->crc;
       sm.dirs[dir].mpa.markers = c.hint->markers;
       return;
@@ -410,15 +417,15 @@ struct Analyzer::Impl {
     }
     if (sm.state == StreamState::full) {
       // The peer's Request/Reply came before the capture: frame from the first FPDU found.
-      c.d[dir].framer.start_mid_stream(false, sm.dirs[dir].mpa.crc, glue);
+      c.ds(dir).framer.start_mid_stream(false, sm.dirs[dir].mpa.crc, glue);
       return;
     }
     if (sm.state == StreamState::handshake) {
       report(FindingId::mpa_handshake_invalid, ctx,
              "the responder's first octets are not an MPA Reply");
       sm.state = StreamState::failed;
-      c.d[0].framer.stop(glue);
-      c.d[1].framer.stop(glue);
+      c.ds(0).framer.stop(glue);
+      c.ds(1).framer.stop(glue);
     }
   }
 
@@ -448,8 +455,8 @@ struct Analyzer::Impl {
              std::string("MPA ") +
                  (is_request ? "Request from the responder" : "Reply from the initiator"));
       sm.state = StreamState::failed;
-      c.d[0].framer.stop(glue);
-      c.d[1].framer.stop(glue);
+      c.ds(0).framer.stop(glue);
+      c.ds(1).framer.stop(glue);
       return dir;
     }
     if (f.revision > 2) {
@@ -490,8 +497,8 @@ struct Analyzer::Impl {
                  : "connection rejected (" + std::to_string(f.private_data.size()) +
                        " octets of private data)");
       sm.state = StreamState::rejected;
-      c.d[0].framer.stop(glue);
-      c.d[1].framer.stop(glue);
+      c.ds(0).framer.stop(glue);
+      c.ds(1).framer.stop(glue);
       return dir;
     }
     if (req && f.revision > req->revision) {
@@ -536,10 +543,10 @@ struct Analyzer::Impl {
     sm.state = StreamState::full;
     Glue g0{*this, c, 0};
     Glue g1{*this, c, 1};
-    sm.dirs[1].mpa.s0 = c.d[1].framer.s0().value_or(0);
-    c.d[0].framer.set_params(markers_c2s, crc, g0);
-    c.d[1].framer.set_params(markers_s2c, crc, g1);
-    if (c.d[0].framer.s0()) sm.dirs[0].mpa.s0 = *c.d[0].framer.s0();
+    sm.dirs[1].mpa.s0 = c.ds(1).framer.s0().value_or(0);
+    c.ds(0).framer.set_params(markers_c2s, crc, g0);
+    c.ds(1).framer.set_params(markers_s2c, crc, g1);
+    if (c.ds(0).framer.s0()) sm.dirs[0].mpa.s0 = *c.ds(0).framer.s0();
     return dir;
   }
 
@@ -559,11 +566,11 @@ struct Analyzer::Impl {
   void on_fpdu(Conn& c, int dir, RawPdu& p, PduEvent& ev, const Ctx& ctx) {
     StreamModel& sm = model.streams[c.stream];
     DirectionModel& dm = sm.dirs[dir];
-    DirState& ds = c.d[dir];
+    DirState& ds = c.ds(dir);
     dm.fpdus++;
     const std::uint16_t len = load_be16(p.plain.data());
     ev.ulpdu_length = len;
-    ev.ulpdu = ByteView(p.plain).subspan(2, len);
+    ev.ulpdu = p.plain.subspan(2, len);
     ev.crc_field = p.crc_field;
     ev.markers = p.markers;
     ev.marker_offsets = p.marker_offsets;
@@ -630,7 +637,7 @@ struct Analyzer::Impl {
   void check_markers(Conn& c, int dir, const RawPdu& p, const Ctx& ctx) {
     StreamModel& sm = model.streams[c.stream];
     DirectionModel& dm = sm.dirs[dir];
-    const std::uint64_t s0 = c.d[dir].framer.s0().value_or(0);
+    const std::uint64_t s0 = c.ds(dir).framer.s0().value_or(0);
     const std::uint64_t start = p.stream_offset - s0;  // FPDU start incl. a leading marker
     const std::uint64_t header = start + (p.leading_marker ? wire::kMpaMarkerSize : 0);
     bool fits_all = true, fits_lit = true;
@@ -673,7 +680,7 @@ struct Analyzer::Impl {
   void analyze_ddp(Conn& c, int dir, PduEvent& ev, const Ctx& ctx) {
     StreamModel& sm = model.streams[c.stream];
     DirectionModel& dm = sm.dirs[dir];
-    DirState& ds = c.d[dir];
+    DirState& ds = c.ds(dir);
     const wire::DdpHeader& h = ev.ddp->header;
     if (h.control.version != wire::kDdpVersion) {
       report(
@@ -731,7 +738,7 @@ struct Analyzer::Impl {
   }
 
   std::uint64_t fifo_push(Conn& c, int dir, std::size_t record) {
-    DirState& ds = c.d[dir];
+    DirState& ds = c.ds(dir);
     if (ds.fifo.size() >= options.limits.max_pending_messages) {
       limit_reached("max_pending_messages", Ctx{c.stream, dir, cur_frame, {}});
       ds.fifo.pop_front();
@@ -742,7 +749,7 @@ struct Analyzer::Impl {
   }
 
   void complete(Conn& c, int dir, std::uint64_t fifo_id, std::size_t record, PduEvent& ev) {
-    DirState& ds = c.d[dir];
+    DirState& ds = c.ds(dir);
     if (record != kNone) {
       auto& r = model.messages[record];
       r.complete = true;
@@ -767,7 +774,7 @@ struct Analyzer::Impl {
 
   // Drops an unfinished message from the delivery queue (it will never complete).
   void abandon(Conn& c, int dir, std::uint64_t fifo_id) {
-    DirState& ds = c.d[dir];
+    DirState& ds = c.ds(dir);
     if (fifo_id >= ds.fifo_base && fifo_id - ds.fifo_base < ds.fifo.size())
       ds.fifo[fifo_id - ds.fifo_base].complete = true;  // let later messages through
   }
@@ -781,12 +788,12 @@ struct Analyzer::Impl {
   void tagged(Conn& c, int dir, PduEvent& ev, const Ctx& ctx, std::uint8_t op) {
     StreamModel& sm = model.streams[c.stream];
     DirectionModel& dm = sm.dirs[dir];
-    DirState& ds = c.d[dir];
+    DirState& ds = c.ds(dir);
     const auto& h = ev.ddp->header;
     const std::uint64_t len = ev.ddp->payload.size();
     const bool last = h.control.last;
     const bool is_response = op == static_cast<std::uint8_t>(wire::Opcode::read_response);
-    auto& reads = c.d[1 - dir].reads;
+    auto& reads = c.ds(1 - dir).reads;
 
     // Continuation of an open tagged message (RFC 5041 §4.2: same STag, TO advancing).
     bool new_message = !ds.tagged.has_value();
@@ -936,7 +943,7 @@ struct Analyzer::Impl {
   void untagged(Conn& c, int dir, PduEvent& ev, const Ctx& ctx, std::uint8_t op) {
     StreamModel& sm = model.streams[c.stream];
     DirectionModel& dm = sm.dirs[dir];
-    DirState& ds = c.d[dir];
+    DirState& ds = c.ds(dir);
     const auto& h = ev.ddp->header;
     const auto& info = wire::opcode_info(op);
     const std::uint64_t len = ev.ddp->payload.size();
@@ -1065,7 +1072,7 @@ struct Analyzer::Impl {
                      const OpenUntagged& m) {
     StreamModel& sm = model.streams[c.stream];
     DirectionModel& dm = sm.dirs[dir];
-    DirState& ds = c.d[dir];
+    DirState& ds = c.ds(dir);
     const ByteView body = m.body;
     using wire::Opcode;
     switch (static_cast<Opcode>(op)) {
@@ -1120,7 +1127,7 @@ struct Analyzer::Impl {
           return;
         }
         ev.atomic_response = a.value();
-        auto& pending = c.d[1 - dir].atomics;
+        auto& pending = c.ds(1 - dir).atomics;
         auto it = pending.find(a->request_id);
         if (it == pending.end()) {
           report(FindingId::rdmap_atomic_response_unmatched, ctx,
@@ -1151,7 +1158,7 @@ struct Analyzer::Impl {
   void read_request(Conn& c, int dir, PduEvent& ev, const Ctx& ctx, const wire::ReadRequest& rr) {
     StreamModel& sm = model.streams[c.stream];
     DirectionModel& dm = sm.dirs[dir];
-    DirState& ds = c.d[dir];
+    DirState& ds = c.ds(dir);
     (void)ev;
     if (ds.reads.size() >= options.limits.max_outstanding_reads) {
       limit_reached("max_outstanding_reads", Ctx{c.stream, dir, ctx.frame, {}});
@@ -1255,7 +1262,7 @@ struct Analyzer::Impl {
     std::string msg = "peer sent Terminate: " + terminate_error_name(err);
     if (t->ddp_header) {
       // Link to the segment it quotes: the peer's recent segment with the same DDP header.
-      const auto& recent = c.d[1 - dir].recent;
+      const auto& recent = c.ds(1 - dir).recent;
       for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
         if (it->header == *t->ddp_header) {
           ev.analysis.quoted_frame = it->frame;
@@ -1282,11 +1289,11 @@ struct Analyzer::Impl {
       if (sm.state == StreamState::not_iwarp || sm.state == StreamState::unknown) continue;
       for (int dir = 0; dir < 2; ++dir) {
         Glue glue{*this, c, dir};
-        c.d[dir].reasm.flush(glue);
-        c.d[dir].framer.finish(glue);
+        c.ds(dir).reasm.flush(glue);
+        c.ds(dir).framer.finish(glue);
       }
       for (int dir = 0; dir < 2; ++dir) {
-        DirState& ds = c.d[dir];
+        DirState& ds = c.ds(dir);
         const Ctx ctx{c.stream, dir, sm.last_frame, {}};
         for (auto& [qn, q] : ds.queues) {
           if (!q.open) continue;

@@ -29,8 +29,15 @@ void MpaFramer::feed(std::uint64_t offset, ByteView data, std::uint64_t frame,
     buf_offset_ = offset;
     buf_started_ = true;
   }
-  buf_.insert(buf_.end(), data.begin(), data.end());
   slices_.push_back({frame, offset_in_frame, static_cast<std::uint32_t>(data.size())});
+  if (buf_.empty() && !in_process_) {
+    // Frame straight from the caller's octets; keep only the unframed tail.
+    buf_.borrow(data);
+    process(out);
+    buf_.own();
+    return;
+  }
+  buf_.append(data);
   process(out);
 }
 
@@ -128,7 +135,7 @@ bool MpaFramer::try_reqrep(MpaFramerListener& out) {
       pdu.kind = RawPdu::Kind::not_mpa;
       pdu.error = DecodeError{"mpa.key-invalid", 0, "stream does not start with an MPA key"};
       state_ = State::off;
-      emit(pdu, 0, out);
+      emit_pdu(pdu, 0, out);
       return true;
     }
     if (buf_.size() > kMaxReqRep) state_ = State::off;
@@ -139,7 +146,7 @@ bool MpaFramer::try_reqrep(MpaFramerListener& out) {
     pdu.kind = RawPdu::Kind::not_mpa;
     pdu.error = r.error();
     state_ = State::off;
-    emit(pdu, 0, out);
+    emit_pdu(pdu, 0, out);
     return true;
   }
   RawPdu pdu;
@@ -147,11 +154,11 @@ bool MpaFramer::try_reqrep(MpaFramerListener& out) {
   pdu.reqrep = r.value();
   s0_ = buf_offset_ + r.consumed();
   state_ = State::wait_params;
-  emit(pdu, r.consumed(), out);
+  emit_pdu(pdu, r.consumed(), out);
   return true;
 }
 
-MpaFramer::Walk MpaFramer::walk(std::size_t start, std::size_t plain_needed, Bytes* plain,
+MpaFramer::Walk MpaFramer::walk(std::size_t start, std::size_t plain_needed, std::uint8_t* plain,
                                 std::vector<wire::Marker>* markers,
                                 std::vector<std::size_t>* marker_idx,
                                 std::size_t* crc_raw_index) const {
@@ -165,8 +172,8 @@ MpaFramer::Walk MpaFramer::walk(std::size_t start, std::size_t plain_needed, Byt
       if (markers) {
         wire::Marker m;
         m.stream_pos = pos_of(i) - *s0_;
-        m.reserved = load_be16(&buf_[i]);
-        m.fpduptr = load_be16(&buf_[i + 2]);
+        m.reserved = load_be16(buf_.data() + i);
+        m.fpduptr = load_be16(buf_.data() + i + 2);
         markers->push_back(m);
       }
       if (marker_idx) marker_idx->push_back(i);
@@ -182,7 +189,7 @@ MpaFramer::Walk MpaFramer::walk(std::size_t start, std::size_t plain_needed, Byt
     }
     if (crc_raw_index && got <= plain_needed - 4 && got + chunk > plain_needed - 4)
       *crc_raw_index = i + (plain_needed - 4 - got);
-    if (plain) plain->insert(plain->end(), buf_.begin() + i, buf_.begin() + i + chunk);
+    if (plain) std::memcpy(plain + got, buf_.data() + i, chunk);
     i += chunk;
     got += chunk;
   }
@@ -199,15 +206,15 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
     pdu.leading_marker = true;
     wire::Marker m;
     m.stream_pos = pos_of(0) - *s0_;
-    m.reserved = load_be16(&buf_[0]);
-    m.fpduptr = load_be16(&buf_[2]);
+    m.reserved = load_be16(buf_.data() + 0);
+    m.fpduptr = load_be16(buf_.data() + 2);
     pdu.markers.push_back(m);
     pdu.marker_offsets.push_back(0);
     i = kMpaMarkerSize;
   }
-  Bytes head;
-  if (!walk(i, 2, &head, nullptr, nullptr, nullptr).complete) return false;
-  const std::uint16_t len = load_be16(head.data());
+  std::uint8_t head[2];
+  if (!walk(i, 2, head, nullptr, nullptr, nullptr).complete) return false;
+  const std::uint16_t len = load_be16(head);
   if (len < wire::kDdpTaggedHeaderSize) {
     // No DDP segment fits: framing is lost from here.
     std::size_t n = i + 2;
@@ -218,14 +225,19 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
                     "ULPDU_Length " + std::to_string(len) + " is shorter than a DDP header"};
     state_ = State::resync;
     pending_resync_ = true;
-    emit(bad, std::min(n, buf_.size()), out);
+    emit_pdu(bad, std::min(n, buf_.size()), out);
     return true;
   }
   const std::size_t total = wire::fpdu_size(len);
   std::size_t crc_idx = 0;
-  Walk w = walk(i, total, &pdu.plain, &pdu.markers, &pdu.marker_offsets, &crc_idx);
+  // Without markers the demarkered FPDU is the raw octets themselves: no copy.
+  const bool may_have_markers = markers_ && s0_;
+  if (may_have_markers) pdu.plain_storage.resize(total);
+  Walk w = walk(i, total, may_have_markers ? pdu.plain_storage.data() : nullptr, &pdu.markers,
+                &pdu.marker_offsets, &crc_idx);
   if (!w.complete) return false;
   const std::size_t raw_len = i + w.raw_len;
+  pdu.plain = may_have_markers ? ByteView(pdu.plain_storage) : ByteView(buf_).subspan(i, total);
   pdu.crc_field = mpa_crc_from_wire(&pdu.plain[total - 4]);
   if (crc_) {
     pdu.crc_all = crc32c(ByteView(buf_).first(crc_idx));
@@ -240,7 +252,7 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
     const bool next_ok = plausible_at(raw_len, false, &need_more);
     if (need_more && !finishing_ && buf_.size() < raw_len + 2 * 0x10000 + 64) return false;
     pdu.kind = RawPdu::Kind::fpdu;
-    emit(pdu, raw_len, out);
+    emit_pdu(pdu, raw_len, out);
     if (!next_ok) {
       state_ = State::resync;
       pending_resync_ = true;
@@ -248,7 +260,7 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
     return true;
   }
   pdu.kind = RawPdu::Kind::fpdu;
-  emit(pdu, raw_len, out);
+  emit_pdu(pdu, raw_len, out);
   return true;
 }
 
@@ -256,8 +268,8 @@ bool MpaFramer::plausible_at(std::size_t index, bool need_next, bool* need_more)
   *need_more = false;
   std::size_t i = index;
   if (is_marker_at(i)) i += kMpaMarkerSize;
-  Bytes plain;
-  Walk w = walk(i, 2 + wire::kDdpTaggedHeaderSize, &plain, nullptr, nullptr, nullptr);
+  Bytes plain(2 + wire::kDdpTaggedHeaderSize);
+  Walk w = walk(i, plain.size(), plain.data(), nullptr, nullptr, nullptr);
   if (!w.complete) {
     *need_more = true;
     return false;
@@ -272,9 +284,9 @@ bool MpaFramer::plausible_at(std::size_t index, bool need_next, bool* need_more)
   if (!info.defined || info.tagged != ddp.tagged) return false;
   if (!ddp.tagged && len < wire::kDdpUntaggedHeaderSize) return false;
   const std::size_t total = wire::fpdu_size(len);
-  plain.clear();
+  plain.resize(total);
   std::size_t crc_idx = 0;
-  w = walk(i, total, &plain, nullptr, nullptr, &crc_idx);
+  w = walk(i, total, plain.data(), nullptr, nullptr, &crc_idx);
   if (!w.complete) {
     *need_more = true;
     return false;
@@ -298,7 +310,7 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
     // Markers point back at an FPDU start: use the first one whose target we hold.
     for (std::size_t j = 0; j + kMpaMarkerSize <= buf_.size(); ++j) {
       if (!is_marker_at(j)) continue;
-      const std::uint16_t ptr = load_be16(&buf_[j + 2]);
+      const std::uint16_t ptr = load_be16(buf_.data() + j + 2);
       if (ptr <= j) {
         const std::size_t cand = j - ptr;
         if (plausible_at(cand, false, &need_more)) {
@@ -331,17 +343,15 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
   return true;
 }
 
-void MpaFramer::emit(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out) {
+void MpaFramer::emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out) {
   pdu.stream_offset = buf_offset_;
-  pdu.raw.assign(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(raw_len));
+  pdu.raw = ByteView(buf_).first(raw_len);
   std::size_t need = raw_len;
   std::size_t k = 0;
   while (need > 0 && k < slices_.size()) {
-    Slice& s = slices_[k];
+    FrameSlice& s = slices_[k];
     const std::uint32_t take = static_cast<std::uint32_t>(std::min<std::size_t>(need, s.length));
-    pdu.slice_frames.push_back(s.frame);
-    pdu.slice_offsets.push_back(s.offset);
-    pdu.slice_lengths.push_back(take);
+    pdu.slices.push_back({s.frame, s.offset, take});
     s.offset += take;
     s.length -= take;
     need -= take;
@@ -362,19 +372,19 @@ void MpaFramer::emit(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out) {
   } else if (pdu.kind == RawPdu::Kind::fpdu) {
     pending_skipped_ = 0;
   }
-  consume(raw_len);
   out.on_raw_pdu(pdu);
+  consume(raw_len);
 }
 
 void MpaFramer::emit_unframed(std::size_t raw_len, MpaFramerListener& out, const char* why) {
   RawPdu pdu;
   pdu.kind = RawPdu::Kind::unframed;
   pdu.error = DecodeError{"unframed", 0, why};
-  emit(pdu, raw_len, out);
+  emit_pdu(pdu, raw_len, out);
 }
 
 void MpaFramer::consume(std::size_t n) {
-  buf_.erase(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(n));
+  buf_.consume(n);
   buf_offset_ += n;
 }
 

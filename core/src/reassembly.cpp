@@ -139,28 +139,38 @@ void TcpReassembler::deliver(std::uint64_t offset, ByteView data, std::uint64_t 
   out.on_data(offset, data, frame, offset_in_frame);
   next_ = offset + data.size();
   if (history_cap_ == 0) return;
-  // Keep the newest history_cap_ octets (a simple sliding buffer).
-  if (data.size() >= history_cap_) {
-    history_.assign(data.end() - static_cast<std::ptrdiff_t>(history_cap_), data.end());
-  } else {
-    history_.insert(history_.end(), data.begin(), data.end());
-    if (history_.size() > 2 * history_cap_) {
-      history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(
-                                                              history_.size() - history_cap_));
-    }
+  // Keep the newest history_cap_ octets in a ring indexed by stream offset.
+  if (history_.size() != history_cap_) history_.assign(history_cap_, 0);
+  ByteView keep = data.size() > history_cap_ ? data.last(history_cap_) : data;
+  std::uint64_t pos = next_ - keep.size();
+  while (!keep.empty()) {
+    const std::size_t at = static_cast<std::size_t>(pos % history_cap_);
+    const std::size_t n = std::min(keep.size(), history_cap_ - at);
+    std::memcpy(history_.data() + at, keep.data(), n);
+    keep = keep.subspan(n);
+    pos += n;
   }
+  if (history_end_ != offset) history_size_ = 0;  // a gap: older octets are not contiguous
   history_end_ = next_;
+  history_size_ = std::min<std::uint64_t>(history_size_ + data.size(), history_cap_);
 }
 
 void TcpReassembler::compare_history(std::uint64_t offset, ByteView data, std::uint64_t frame,
                                      ReassemblyListener& out) {
-  const std::uint64_t hist_begin = history_end_ - history_.size();
+  const std::uint64_t hist_begin = history_end_ - history_size_;
   const std::uint64_t begin = std::max(offset, hist_begin);
   const std::uint64_t end = std::min<std::uint64_t>(offset + data.size(), history_end_);
   if (begin >= end) return;
-  const std::uint8_t* a = data.data() + (begin - offset);
-  const std::uint8_t* b = history_.data() + (begin - hist_begin);
-  if (std::memcmp(a, b, end - begin) != 0) out.on_conflict(begin, end - begin, frame);
+  for (std::uint64_t pos = begin; pos < end;) {
+    const std::size_t at = static_cast<std::size_t>(pos % history_cap_);
+    const std::size_t n =
+        static_cast<std::size_t>(std::min<std::uint64_t>(end - pos, history_cap_ - at));
+    if (std::memcmp(data.data() + (pos - offset), history_.data() + at, n) != 0) {
+      out.on_conflict(begin, end - begin, frame);
+      return;
+    }
+    pos += n;
+  }
 }
 
 }  // namespace ddpscope

@@ -492,6 +492,48 @@ TEST(Analysis, MidStreamCaptureWithPortHint) {
     EXPECT_NE(f.severity, Severity::error) << f.code() << f.message;
 }
 
+// No SYN in the capture and the responder's pure ACK first: the engine first guesses the
+// wrong client and swaps sides when the MPA Request shows up, in the middle of framing the
+// segment that also carries the first FPDUs (a regression found by corrupted-capture fuzzing).
+TEST(Analysis, SidesSwapWhileFramingWhenTheCaptureMissesTheSyn) {
+  Conn c;
+  c.handshake();
+  c.send(0, 1, pattern(40));
+  c.send(0, 2, pattern(40));
+  c.send(1, 1, pattern(40));
+  auto segs = c.segments(100000);  // the client's Request and Sends in one segment
+  Seg ack = segs.front();
+  ack.dir = 1;
+  ack.data.clear();
+  ack.seq = 0xFFFFFF01u;
+  AnalyzerOptions o;
+  Analyzer a(o);
+  std::uint64_t frame = 0;
+  std::vector<Seg> all{ack};
+  all.insert(all.end(), segs.begin(), segs.end());
+  for (const auto& s : all) {
+    net::TcpSegment t;
+    const bool from_client = s.dir == 0;
+    t.src = {*net::Address::parse(from_client ? "10.0.0.1" : "10.0.0.2"),
+             static_cast<std::uint16_t>(from_client ? 40000 : 4791)};
+    t.dst = {*net::Address::parse(from_client ? "10.0.0.2" : "10.0.0.1"),
+             static_cast<std::uint16_t>(from_client ? 4791 : 40000)};
+    t.seq = s.seq;
+    t.flags = net::tcp_flag::ack;
+    t.payload = s.data;
+    t.payload_length = static_cast<std::uint32_t>(s.data.size());
+    a.feed_tcp(++frame, 0, t);
+  }
+  a.finish();
+  const Model& m = a.model();
+  ASSERT_EQ(m.streams.size(), 1u);
+  EXPECT_EQ(m.streams[0].client.port, 40000);
+  EXPECT_TRUE(codes(m, Severity::note).empty())
+      << ::testing::PrintToString(codes(m, Severity::note));
+  EXPECT_EQ(m.streams[0].dirs[0].queues.at(0).last_msn, 2u);
+  EXPECT_EQ(m.streams[0].dirs[1].queues.at(0).last_msn, 1u);
+}
+
 TEST(Analysis, NonIwarpTcpIsIgnored) {
   Analyzer a;
   net::TcpSegment t;

@@ -16,18 +16,12 @@
 #include "ddpscope/bytes.h"
 #include "ddpscope/findings.h"
 #include "ddpscope/limits.h"
+#include "ddpscope/mpa_framer.h"
 #include "ddpscope/net.h"
 #include "ddpscope/shadow.h"
 #include "ddpscope/wire.h"
 
 namespace ddpscope {
-
-// Where an octet run of a PDU came from: a frame and the offset in that frame's TCP payload.
-struct FrameSlice {
-  std::uint64_t frame = 0;
-  std::uint32_t offset = 0;  // in the frame's TCP payload
-  std::uint32_t length = 0;
-};
 
 enum class PduKind : std::uint8_t {
   mpa_request,

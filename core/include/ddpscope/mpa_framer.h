@@ -17,22 +17,80 @@
 
 namespace ddpscope {
 
-struct FrameSlice;
+// Where an octet run came from: a frame and the offset in that frame's TCP payload.
+struct FrameSlice {
+  std::uint64_t frame = 0;
+  std::uint32_t offset = 0;  // in the frame's TCP payload
+  std::uint32_t length = 0;
+};
+
+// A byte buffer consumed from the front without moving the rest on every consume. It can
+// also borrow the caller's octets (no copy) while they are being framed; own() copies what is
+// left before the caller's memory goes away.
+class ConsumeBuffer {
+ public:
+  const std::uint8_t* data() const { return ext_ ? ext_ + ext_head_ : bytes_.data() + head_; }
+  std::size_t size() const { return ext_ ? ext_size_ - ext_head_ : bytes_.size() - head_; }
+  bool empty() const { return size() == 0; }
+  const std::uint8_t* begin() const { return data(); }
+  const std::uint8_t* end() const { return data() + size(); }
+  std::uint8_t operator[](std::size_t i) const { return data()[i]; }
+  operator ByteView() const { return ByteView(data(), size()); }
+  // Frames `v` in place; valid until own() or append().
+  void borrow(ByteView v) {
+    bytes_.clear();
+    head_ = 0;
+    ext_ = v.data();
+    ext_size_ = v.size();
+    ext_head_ = 0;
+  }
+  void own() {
+    if (!ext_) return;
+    bytes_.assign(data(), data() + size());
+    head_ = 0;
+    ext_ = nullptr;
+  }
+  void append(ByteView v) {
+    own();
+    if (head_ > 0 && head_ == bytes_.size()) {
+      bytes_.clear();
+      head_ = 0;
+    }
+    bytes_.insert(bytes_.end(), v.begin(), v.end());
+  }
+  void consume(std::size_t n) {
+    if (ext_) {
+      ext_head_ += n;
+      return;
+    }
+    head_ += n;
+    if (head_ >= (64u << 10) && head_ * 2 >= bytes_.size()) {
+      bytes_.erase(bytes_.begin(), bytes_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+  }
+
+ private:
+  Bytes bytes_;
+  std::size_t head_ = 0;
+  const std::uint8_t* ext_ = nullptr;
+  std::size_t ext_size_ = 0;
+  std::size_t ext_head_ = 0;
+};
 
 // One framed unit, with the octets as on the wire and where they came from.
 struct RawPdu {
   enum class Kind : std::uint8_t { reqrep, fpdu, unframed, not_mpa };
   Kind kind = Kind::fpdu;
   std::uint64_t stream_offset = 0;
-  Bytes raw;
-  std::vector<std::uint64_t> slice_frames;   // frame of each slice
-  std::vector<std::uint32_t> slice_offsets;  // offset in that frame's TCP payload
-  std::vector<std::uint32_t> slice_lengths;
+  ByteView raw;  // octets as on the wire; valid during on_raw_pdu only
+  std::vector<FrameSlice> slices;
   // reqrep
   std::optional<wire::MpaReqRep> reqrep;
   std::optional<DecodeError> error;  // reqrep that failed to decode, or why unframed
   // fpdu
-  Bytes plain;  // demarkered: ULPDU_Length, ULPDU, pad, CRC field
+  ByteView plain;       // demarkered: ULPDU_Length, ULPDU, pad, CRC field (valid in the callback)
+  Bytes plain_storage;  // holds `plain` when markers had to be removed
   bool leading_marker = false;
   std::vector<wire::Marker> markers;
   std::vector<std::size_t> marker_offsets;  // in raw
@@ -86,13 +144,13 @@ class MpaFramer {
   bool try_fpdu(MpaFramerListener& out);
   bool try_resync(MpaFramerListener& out);
   // Walks raw octets from buffer index `start`, collecting `plain_needed` demarkered octets.
-  Walk walk(std::size_t start, std::size_t plain_needed, Bytes* plain,
+  Walk walk(std::size_t start, std::size_t plain_needed, std::uint8_t* plain,
             std::vector<wire::Marker>* markers, std::vector<std::size_t>* marker_idx,
             std::size_t* crc_raw_index) const;
   bool plausible_at(std::size_t index, bool need_next, bool* need_more) const;
   std::uint64_t pos_of(std::size_t index) const { return buf_offset_ + index; }
   bool is_marker_at(std::size_t index) const;
-  void emit(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out);
+  void emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out);
   void emit_unframed(std::size_t raw_len, MpaFramerListener& out, const char* why);
   void consume(std::size_t n);
 
@@ -101,16 +159,11 @@ class MpaFramer {
   bool markers_ = false;
   bool crc_ = false;
   std::optional<std::uint64_t> s0_;
-  Bytes buf_;
+  ConsumeBuffer buf_;
   std::uint64_t buf_offset_ = 0;  // stream offset of buf_[0]
   bool buf_started_ = false;
   // Slices of buf_ (frame, offset in frame, length), in order.
-  struct Slice {
-    std::uint64_t frame;
-    std::uint32_t offset;
-    std::uint32_t length;
-  };
-  std::vector<Slice> slices_;
+  std::vector<FrameSlice> slices_;
   std::uint64_t pending_skipped_ = 0;
   bool pending_resync_ = false;
   bool pending_after_gap_ = false;

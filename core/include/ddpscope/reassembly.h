@@ -69,8 +69,9 @@ class TcpReassembler {
   std::map<std::uint64_t, Pending> pending_;
   std::uint64_t pending_bytes_ = 0;
   std::uint64_t retransmitted_ = 0;
-  Bytes history_;                  // ring of the last delivered octets
-  std::uint64_t history_end_ = 0;  // stream offset one past history's newest octet
+  Bytes history_;                   // ring of the last delivered octets
+  std::uint64_t history_end_ = 0;   // stream offset one past history's newest octet
+  std::uint64_t history_size_ = 0;  // valid octets in the ring (offset o sits at o % cap)
 };
 
 }  // namespace ddpscope
