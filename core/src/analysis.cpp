@@ -264,7 +264,7 @@ struct Analyzer::Impl {
     const std::uint32_t seq = (seg.flags & net::tcp_flag::syn) ? seg.seq + 1 : seg.seq;
     Glue glue{*this, c, dir};
     // Callbacks may swap the connection's sides: count both directions' pending octets.
-    auto held = [&c] { return c.d[0].reasm.pending_bytes() + c.d[1].reasm.pending_bytes(); };
+    auto held = [&c] { return c.ds(0).reasm.pending_bytes() + c.ds(1).reasm.pending_bytes(); };
     pending_total -= held();
     ds.reasm.segment(seq, seg.payload, frame, lost_tail, glue);
     if (pending_total + held() > options.limits.max_pending_total) {
@@ -273,7 +273,7 @@ struct Analyzer::Impl {
       limit_reached("max_pending_total", Ctx{c.stream, dir, frame, {}});
       for (int d = 0; d < 2; ++d) {
         Glue g{*this, c, d};
-        c.d[d].reasm.flush(g);
+        c.ds(d).reasm.flush(g);
       }
     }
     pending_total += held();
@@ -935,6 +935,12 @@ struct Analyzer::Impl {
                    std::to_string(rq.req.size) + " were requested in frame " +
                    std::to_string(rq.frame));
       }
+    }
+    if (o.damaged) {
+      report(FindingId::ddp_message_incomplete, ctx,
+             "tagged message to STag " + hex(o.stag) +
+                 " ended with octets missing from the capture (not analysed)",
+             true);
     }
     complete(c, dir, o.fifo_id, o.record, ev);
     ds.tagged.reset();
