@@ -248,6 +248,10 @@ struct Analyzer::Impl {
       if (seg.mss) dm.mss = seg.mss;
     }
     if (seg.flags & (net::tcp_flag::fin | net::tcp_flag::rst)) sm.closed = true;
+    if (seg.flags & net::tcp_flag::fin) {
+      const std::uint32_t data_seq = (seg.flags & net::tcp_flag::syn) ? seg.seq + 1 : seg.seq;
+      ds.reasm.fin(data_seq + seg.payload_length, frame);
+    }
     const std::uint32_t lost_tail =
         seg.payload_length > seg.payload.size()
             ? seg.payload_length - static_cast<std::uint32_t>(seg.payload.size())
@@ -384,6 +388,8 @@ struct Analyzer::Impl {
           report(FindingId::mpa_ulpdu_length_invalid, ctx, p.error->message,
                  any_after_gap(c.ds(dir)));
         }
+        // Octets that could not be framed are lost to the analysis: what they held is missing.
+        if (sm.state == StreamState::full && !p.raw.empty()) mark_damaged(c.ds(dir));
         break;
       case RawPdu::Kind::fpdu:
         ev.kind = PduKind::fpdu;
@@ -1307,17 +1313,19 @@ struct Analyzer::Impl {
           if (q.open->record != kNone) mctx.frame = model.messages[q.open->record].first_frame;
           report(FindingId::ddp_message_incomplete, mctx,
                  "MSN " + std::to_string(q.open->msn) + " on QN " + std::to_string(qn) +
-                     " never received its last segment",
-                 q.open->damaged);
+                     " never received its last segment" +
+                     (sm.closed ? "" : " (the capture ends before the connection does)"),
+                 q.open->damaged || !sm.closed);
         }
         if (ds.tagged) {
           Ctx mctx = ctx;
           if (ds.tagged->record != kNone)
             mctx.frame = model.messages[ds.tagged->record].first_frame;
-          report(
-              FindingId::ddp_message_incomplete, mctx,
-              "tagged message to STag " + hex(ds.tagged->stag) + " never received its last segment",
-              ds.tagged->damaged);
+          report(FindingId::ddp_message_incomplete, mctx,
+                 "tagged message to STag " + hex(ds.tagged->stag) +
+                     " never received its last segment" +
+                     (sm.closed ? "" : " (the capture ends before the connection does)"),
+                 ds.tagged->damaged || !sm.closed);
         }
       }
     }

@@ -125,11 +125,25 @@ void TcpReassembler::declare_gap(ReassemblyListener& out) {
   next_ = it->first;
 }
 
+void TcpReassembler::fin(std::uint32_t seq, std::uint64_t frame) {
+  if (!base_) base_ = seq;
+  const std::int64_t rel = relative(seq);
+  if (rel < static_cast<std::int64_t>(next_)) return;
+  if (!fin_offset_ || static_cast<std::uint64_t>(rel) > *fin_offset_) {
+    fin_offset_ = static_cast<std::uint64_t>(rel);
+    fin_frame_ = frame;
+  }
+}
+
 void TcpReassembler::flush(ReassemblyListener& out) {
   drain(out);
   while (!pending_.empty()) {
     declare_gap(out);
     drain(out);
+  }
+  if (fin_offset_ && *fin_offset_ > next_) {
+    out.on_gap(next_, *fin_offset_ - next_, fin_frame_);
+    next_ = *fin_offset_;
   }
 }
 

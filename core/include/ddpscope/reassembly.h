@@ -38,7 +38,10 @@ class TcpReassembler {
   // (snaplen); they become a gap.
   void segment(std::uint32_t seq, ByteView payload, std::uint64_t frame, std::uint32_t lost_tail,
                ReassemblyListener& out);
-  // End of input (FIN/RST handled by the caller): declare remaining holes, deliver the rest.
+  // The sender's FIN: its sequence number ends the stream. Octets before it that never showed
+  // up are capture loss, declared at flush().
+  void fin(std::uint32_t seq, std::uint64_t frame);
+  // End of input: declare remaining holes (up to the FIN, when seen), deliver the rest.
   void flush(ReassemblyListener& out);
 
   std::uint64_t next_offset() const { return next_; }
@@ -67,6 +70,8 @@ class TcpReassembler {
   std::optional<std::uint32_t> base_;  // sequence number of stream offset 0
   std::uint64_t next_ = 0;             // next in-order offset
   std::map<std::uint64_t, Pending> pending_;
+  std::optional<std::uint64_t> fin_offset_;
+  std::uint64_t fin_frame_ = 0;
   std::uint64_t pending_bytes_ = 0;
   std::uint64_t retransmitted_ = 0;
   Bytes history_;                   // ring of the last delivered octets
