@@ -25,11 +25,11 @@ lab_up() {
 # siw_param NAME VALUE: the module parameters added by siw-module-params.patch (read at connect)
 siw_param() { echo "$2" > "/sys/module/siw/parameters/$1"; }
 
-# cap_start NAME: tcpdump on lo, no immediate mode, 16 MiB buffer (software emulation drops
-# packets in immediate mode).
+# cap_start NAME [IF]: tcpdump on lo (or IF), no immediate mode, 16 MiB buffer (software
+# emulation drops packets in immediate mode).
 cap_start() {
   CAP_NAME=$1
-  tcpdump -i lo -n -s 0 -B 16384 -w "/tmp/$1.pcap" tcp > "/tmp/$1.tcpdump.log" 2>&1 &
+  tcpdump -i "${2:-lo}" -n -s 0 -B 16384 -w "/tmp/$1.pcap" tcp > "/tmp/$1.tcpdump.log" 2>&1 &
   CAP_PID=$!
   i=0
   while ! grep -q listening "/tmp/$1.tcpdump.log" 2>/dev/null; do
@@ -70,6 +70,7 @@ pair() {
   lab_note "client: $cli"
   crc=0
   $T "$secs" sh -c "$cli" > /tmp/cli.log 2>&1 || crc=$?
+  [ "$crc" = 0 ] || { sleep 2; kill "$spid" 2>/dev/null; }   # a failed client: stop waiting
   src=0
   wait "$spid" || src=$?
   lab_note "client exit $crc, server exit $src"
@@ -85,25 +86,34 @@ rping_pair() {
 
 # perf_pair TOOL SIZE ITERS: a perftest benchmark over rdma_cm (-R) on siw1.
 perf_pair() {
-  pair 180 18515 "$1 -R -d siw1 -s $2 -n $3 -F" "$1 -R -d siw1 -s $2 -n $3 -F $ADDR"
+  pair 60 18515 "$1 -R -d siw1 -s $2 -n $3 -F" "sleep 1; $1 -R -d siw1 -s $2 -n $3 -F $ADDR"
 }
 
-# sample NAME CMD...: one capture around one scenario step. A failed step (or a capture with
-# drops) leaves NAME.pcap renamed to NAME.failed.pcap and counts in SAMPLE_FAILURES.
+# sample NAME CMD...: one capture around one scenario step. A failed attempt (or a capture with
+# drops) is recorded again, up to 3 times: perftest's client can race its server's second
+# rdma_cm listen ("Connection refused"). A sample that never succeeds leaves NAME.failed.pcap
+# and counts in SAMPLE_FAILURES.
 SAMPLE_FAILURES=0
 sample() {
   name=$1; shift
-  lab_note "=== $name: $*"
-  ok=1
-  cap_start "$name" || ok=0
-  "$@" || ok=0
-  cap_stop || ok=0
-  if [ $ok = 0 ]; then
-    mv "/out/$name.pcap" "/out/$name.failed.pcap" 2>/dev/null
-    SAMPLE_FAILURES=$((SAMPLE_FAILURES + 1))
-    lab_note "=== $name FAILED"
-  fi
-  echo "$name $ok $*" >> /out/samples.txt
+  attempt=1
+  while :; do
+    lab_note "=== $name (attempt $attempt): $*"
+    ok=1
+    cap_start "$name" || ok=0
+    "$@" || ok=0
+    cap_stop || ok=0
+    [ $ok = 1 ] && break
+    if [ $attempt -ge 3 ]; then
+      mv "/out/$name.pcap" "/out/$name.failed.pcap" 2>/dev/null
+      SAMPLE_FAILURES=$((SAMPLE_FAILURES + 1))
+      lab_note "=== $name FAILED"
+      break
+    fi
+    attempt=$((attempt + 1))
+    sleep 2
+  done
+  echo "$name $ok attempts=$attempt $*" >> /out/samples.txt
 }
 
 # bad_rkey_pair: rping -s against siw-bad-rkey (advertises a wrong STag); the server's RDMA
@@ -118,4 +128,13 @@ bad_rkey_pair() {
   sed 's/^/  client| /' /tmp/cli.log
   sed 's/^/  server| /' /tmp/srv.log | tail -8
   dmesg | grep -i 'siw' | tail -5 | sed 's/^/  dmesg| /'
+}
+
+# wait_file PATH SECONDS: until the host creates PATH in the writable share.
+wait_file() {
+  i=0
+  while [ ! -e "$1" ]; do
+    i=$((i + 1)); [ $i -gt $(($2 * 10)) ] && { lab_note "no $1 after $2 s"; return 1; }
+    sleep 0.1
+  done
 }

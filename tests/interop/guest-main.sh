@@ -7,6 +7,7 @@ cd /out/lab || { echo o > /proc/sysrq-trigger; exit 1; }
 start=$(cut -d' ' -f1 /proc/uptime)
 echo "guest: up at $start s (kernel uptime)" > /out/guest.log
 . /out/lab/guest-lib.sh
+. /out/lab/params
 scenario=$(cat /out/lab/scenario)
 if ( . "/out/lab/$scenario" ) >> /out/guest.log 2>&1; then
   echo ok > /out/status.tmp

@@ -13,7 +13,13 @@
 #   tests/interop/lab.sh clean              remove $LAB
 #
 # Environment: LAB (cache dir, default build/siw-lab), LAB_BOOT_TIMEOUT (s, default 900 for a whole
-# run), LAB_SMP (default 2), LAB_MEM (MiB, default 1024).
+# run), LAB_SMP (default 2), LAB_MEM (MiB, default 1024). For host <-> guest scenarios (`run`):
+#   LAB_HOSTFWD="HOSTPORT:GUESTPORT ..."   host 127.0.0.1:HOSTPORT -> guest 10.0.2.15:GUESTPORT
+#   LAB_GUESTFWD="GUESTPORT:HOSTPORT ..."  guest 10.0.2.100:GUESTPORT -> host 127.0.0.1:HOSTPORT
+#                                          (a socat relay started by qemu per connection)
+#   LAB_PARAMS="K=V ..."                   written to the guest's /out/lab/params (sourced)
+#   LAB_LIVE=DIR                           the writable share is DIR itself (not a temporary
+#                                          folder), so a host-side driver sees /out files live
 #
 # The VM gets qemu user networking with restrict=on (no route out of the VM) and three virtio-9p
 # shares: the guest root (read-only), the kernel modules (read-only) and an output folder (the
@@ -28,7 +34,7 @@ SRC_PKG="linux-source-6.1"
 MIRROR="${LAB_MIRROR:-http://deb.debian.org/debian}"
 GUEST_PKGS="rdma-core,ibverbs-providers,rdmacm-utils,perftest,tcpdump,iproute2,kmod,libibverbs1,librdmacm1"
 HOST_PKGS=(qemu-system-x86 debootstrap make gcc-12 bc xz-utils cpio busybox-static kmod patch
-           libibverbs-dev librdmacm-dev gcc)
+           libibverbs-dev librdmacm-dev gcc socat)
 
 log() { printf '[lab %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -136,7 +142,14 @@ run_vm() {
   local run; run="$(mktemp -d "$LAB/run.XXXXXX")"
   # shellcheck disable=SC2064
   trap "rm -rf '$run'" EXIT
+  if [ -n "${LAB_LIVE:-}" ]; then mkdir -p "$LAB_LIVE"; ln -s "$(cd "$LAB_LIVE" && pwd)" "$run/out"; fi
   mkdir -p "$run/out/lab"
+  printf '%s\n' ${LAB_PARAMS:-} > "$run/out/lab/params"
+  local net="user,id=n0,restrict=on" f
+  for f in ${LAB_HOSTFWD:-}; do net="$net,hostfwd=tcp:127.0.0.1:${f%%:*}-10.0.2.15:${f##*:}"; done
+  for f in ${LAB_GUESTFWD:-}; do
+    net="$net,guestfwd=tcp:10.0.2.100:${f%%:*}-cmd:socat STDIO TCP4:127.0.0.1:${f##*:}"
+  done
   cp "$HERE/guest-main.sh" "$HERE/guest-lib.sh" "$script" "$run/out/lab/"
   cp "$HERE"/scenarios/*.sh "$run/out/lab/" 2>/dev/null || true
   [ -x "$LAB/siw-bad-rkey" ] && cp "$LAB/siw-bad-rkey" "$run/out/lab/"
@@ -150,19 +163,18 @@ run_vm() {
       -serial "file:$run/out/console.log" \
       -kernel "$LAB/kernel/boot/vmlinuz-$KVER" -initrd "$LAB/initramfs-$KVER.cpio.gz" \
       -append "console=ttyS0 panic=-1 quiet loglevel=4 mitigations=off tsc=unstable i8042.noaux i8042.nokbd i8042.nopnp" \
-      -netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0,romfile= \
+      -netdev "$net" -device virtio-net-pci,netdev=n0,romfile= \
       -fsdev local,id=r,path="$LAB/root",security_model=none,readonly=on \
       -device virtio-9p-pci,fsdev=r,mount_tag=root \
       -fsdev local,id=m,path="$LAB/kernel/lib/modules",security_model=none,readonly=on \
       -device virtio-9p-pci,fsdev=m,mount_tag=modules \
-      -fsdev local,id=o,path="$run/out",security_model=none \
+      -fsdev local,id=o,path="$(readlink -f "$run/out")",security_model=none \
       -device virtio-9p-pci,fsdev=o,mount_tag=out \
     || rc=$?
   local t1; t1=$(date +%s.%N)
   log "VM ran $(printf '%.1f' "$(echo "$t1 - $t0" | bc)") s (qemu exit $rc)"
-  mkdir -p "$dest"
   rm -rf "$run/out/lab"
-  cp -a "$run/out/." "$dest/"
+  if [ -z "${LAB_LIVE:-}" ]; then mkdir -p "$dest"; cp -a "$run/out/." "$dest/"; else dest="$LAB_LIVE"; fi
   rm -rf "$run"
   trap - EXIT
   [ -f "$dest/status" ] || { log "guest left no status; console tail:"; tail -20 "$dest/console.log" >&2; return 1; }
