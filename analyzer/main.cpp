@@ -60,6 +60,7 @@ struct AnalyzeArgs {
   std::string regions;
   std::string export_dir;
   std::vector<std::uint16_t> ports;
+  std::vector<std::string> streams;
   bool hint_crc = true;
   bool hint_markers = false;
   bool no_advert = false;
@@ -78,7 +79,29 @@ int analyze(const AnalyzeArgs& a) {
   opt.check_crc = !a.no_crc_check;
   opt.send_buffer_size = a.send_buffer;
   for (auto p : a.ports)
-    opt.hints.push_back(StreamHint{p, a.hint_crc, a.hint_markers});
+    opt.hints.push_back(StreamHint{p, std::nullopt, a.hint_crc, a.hint_markers});
+  for (const auto& text : a.streams) {
+    // IP:PORT or [IPv6]:PORT
+    const auto colon = text.rfind(':');
+    std::optional<net::Address> addr;
+    unsigned long port = 0;
+    if (colon != std::string::npos && colon + 1 < text.size()) {
+      addr = net::Address::parse(text.substr(0, colon));
+      try {
+        port = std::stoul(text.substr(colon + 1));
+      } catch (...) {
+        port = 0;
+      }
+    }
+    if (!addr || port == 0 || port > 65535) {
+      std::cerr << "ddpscope: --stream wants IP:PORT (one endpoint of the stream), not " << text
+                << "\n";
+      return kExitUsage;
+    }
+    opt.hints.push_back(StreamHint{std::nullopt,
+                                   net::Endpoint{*addr, static_cast<std::uint16_t>(port)},
+                                   a.hint_crc, a.hint_markers});
+  }
   Analyzer analyzer(opt);
   if (!a.regions.empty()) {
     std::vector<RegionSpec> regions;
@@ -178,6 +201,8 @@ int main(int argc, char** argv) {
   an->add_option("--export-dir", aa.export_dir, "write each shadow buffer and index.json here");
   an->add_option("--port", aa.ports,
                  "analyze streams on this TCP port even without an MPA handshake");
+  an->add_option("--stream", aa.streams,
+                 "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
   an->add_option("--mid-stream-crc", aa.hint_crc, "for --port streams: CRC in use (default true)");
   an->add_flag("--mid-stream-markers", aa.hint_markers, "for --port streams: markers in use");
   an->add_flag("--no-advertisements", aa.no_advert,

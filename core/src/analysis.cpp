@@ -230,6 +230,7 @@ struct Analyzer::Impl {
       sm.first_ts_ns = ts;
       for (const auto& h : options.hints) {
         if (h.port && (*h.port == seg.src.port || *h.port == seg.dst.port)) c->hint = h;
+        if (h.endpoint && (*h.endpoint == seg.src || *h.endpoint == seg.dst)) c->hint = h;
       }
       model.streams.push_back(std::move(sm));
       conns.push_back(std::move(c));

@@ -197,7 +197,8 @@ struct Model {
 
 // A user's hint to analyse a stream that starts mid-stream (no MPA handshake in the capture).
 struct StreamHint {
-  std::optional<std::uint16_t> port;  // either endpoint's port
+  std::optional<std::uint16_t> port;      // either endpoint's port
+  std::optional<net::Endpoint> endpoint;  // or one endpoint exactly (address and port)
   bool crc = true;
   bool markers = false;  // both directions
 };
