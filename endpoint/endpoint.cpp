@@ -30,9 +30,7 @@ bool set_nonblocking(int fd) {
 void tune(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  int sz = 4 << 20;
-  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+  // Socket buffers stay under the kernel's autotuning.
 }
 
 std::string peer_name(const sockaddr_storage& ss) {
@@ -140,7 +138,7 @@ void Connection::abort() {
   done_ = true;
 }
 
-Loop::Loop(session::MemoryTable& memory) : memory_(memory), rbuf_(256u << 10) {}
+Loop::Loop(session::MemoryTable& memory) : memory_(memory), rbuf_(1u << 20) {}
 
 Loop::~Loop() {
   stop_listening();

@@ -47,6 +47,21 @@ void Session::receive(ByteView data) {
   if (state_ == State::idle || state_ == State::terminated || state_ == State::failed ||
       state_ == State::closed)
     return;
+  if (rx_full_ && rx_head_ == rx_.size() && !neg_.rx_markers) {
+    // Fast path: nothing buffered, so frame straight from the caller's octets and keep only
+    // an incomplete tail.
+    rx_.clear();
+    rx_head_ = 0;
+    direct_ = data;
+    direct_mode_ = true;
+    process_fpdus();
+    direct_mode_ = false;
+    if (!direct_.empty() &&
+        (state_ == State::established || state_ == State::closing || state_ == State::wait_rtr))
+      rx_.assign(direct_.begin(), direct_.end());
+    direct_ = {};
+    return;
+  }
   if (rx_head_ == rx_.size()) {
     rx_.clear();
     rx_head_ = 0;
@@ -92,7 +107,10 @@ void Session::process_fpdus() {
     if (!next_fpdu(ulpdu, raw_len, fatal_error)) return;
     if (fatal_error) return;
     handle_ulpdu(ulpdu);
-    rx_head_ += raw_len;
+    if (direct_mode_)
+      direct_ = direct_.subspan(raw_len);
+    else
+      rx_head_ += raw_len;
     rx_pos_ += raw_len;
   }
 }
@@ -101,7 +119,7 @@ void Session::process_fpdus() {
 // peer's S0; both conventions for a marker right in front of a header are accepted (the CRC
 // then covers it or not). The returned ULPDU views rx_ (no markers) or scratch_ (markers).
 bool Session::next_fpdu(ByteView& ulpdu, std::size_t& raw_len, bool& fatal_error) {
-  const ByteView avail = ByteView(rx_).subspan(rx_head_);
+  const ByteView avail = direct_mode_ ? direct_ : ByteView(rx_).subspan(rx_head_);
   const auto crc_error = [&] {
     fatal_error = true;
     fatal({TerminateError{kLlp, llp_etype::mpa, mpa_code::crc_error}}, nullptr, {});

@@ -406,6 +406,8 @@ class Session {
   std::uint64_t rx_pos_ = 0;  // stream position (from the peer's S0) of rx_[rx_head_]
   bool rx_full_ = false;      // past the peer's Request/Reply
   Bytes scratch_;
+  ByteView direct_;  // receive(): the caller's octets, framed without copying
+  bool direct_mode_ = false;
   bool rtr_pending_ = false;  // responder waits for the RTR
   UntaggedRx rx_q_[5];
   TaggedRx rx_tagged_;
