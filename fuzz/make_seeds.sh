@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build/dev}"
 seeds="$build/fuzz/ddpscope_fuzz_seeds"
-cmake --build "$build" --target ddpscope_fuzz_seeds >/dev/null
+cmake --build "$build" --target ddpscope_fuzz_seeds
 rm -rf fuzz/corpus
 "$seeds" fuzz/corpus samples/synthetic/*.pcap
 mkdir -p fuzz/corpus/fuzz_capture
