@@ -13,20 +13,7 @@ ddpscope="$build/analyzer/ddpscope"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-python3 - "$size_mb" > "$work/scenario.json" <<'PY'
-import json, sys
-mb = int(sys.argv[1])
-ops = [{"op": "advertise_rping", "from": "client", "buf": "0x10000000", "rkey": "0x100", "size": 1 << 30}]
-for i in range(mb):
-    ops.append({"op": "write", "from": "server", "stag": "0x100", "to": hex(0x10000000 + (i % 1024) * (1 << 20)),
-                "size": 1 << 20, "pattern": "counter", "seed": i & 255})
-print(json.dumps({"name": "bench", "description": "benchmark",
-                  "connections": [{"client": {"ip": "10.0.0.1", "port": 40001, "mss": 1460},
-                                   "server": {"ip": "10.0.0.2", "port": 4791, "mss": 1460},
-                                   "mpa": {"revision": 2, "enhanced": True, "crc": True}}],
-                  "operations": ops}))
-PY
-"$ddpscope" synth "$work/scenario.json" -o "$work/bench.pcap" >/dev/null
+"$(dirname "$0")/make_capture.sh" "$ddpscope" "$size_mb" "$work/bench.pcap"
 bytes=$(stat -c %s "$work/bench.pcap")
 
 measure() {  # label, command...
