@@ -18,6 +18,9 @@ siw_param peer_to_peer N
 siw_param mpa_version 1
 sample siw-send-bw-mpa1    perf_pair ib_send_bw 4096 5
 siw_param mpa_version 2
+. /out/lab/nvmeof.sh
+nvmeof_up || exit 1
+sample siw-nvmeof          nvmeof_io
 sample siw-terminate-bad-rkey bad_rkey_pair
 lab_note "sample failures: $SAMPLE_FAILURES"
 [ "$SAMPLE_FAILURES" = 0 ]
