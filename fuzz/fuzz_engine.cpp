@@ -115,7 +115,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t variant = fi.u8();
   AnalyzerOptions o;
   if (config & kTinyLimits) o.limits = tiny_limits();
-  if (config & kHint) o.hints.push_back(StreamHint{kServerPort, (config & kCrc) != 0, false});
+  if (config & kHint) {
+    StreamHint h;
+    h.port = kServerPort;
+    h.crc = (config & kCrc) != 0;
+    o.hints.push_back(h);
+  }
   o.decode_advertisements = !(config & kNoAdverts);
   Analyzer an(o);
   TouchingObserver obs(an.model());
