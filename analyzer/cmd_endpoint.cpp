@@ -319,7 +319,10 @@ int run_endpoint(const EndpointArgs& a) {
     for (auto& c : loop.connections()) {
       auto it = runners.find(c.get());
       if (it == runners.end()) continue;
-      it->second->step(*c);
+      // An initiator whose script ran out closes gracefully (pending operations finish).
+      if (it->second->step(*c) && !a.listen &&
+          c->session().state() == session::Session::State::established)
+        c->session().close();
     }
     for (auto& c : loop.connections()) {
       if (!c->done()) continue;

@@ -6,6 +6,7 @@ difference) and against one scripted differently (the difference is reported), a
 scripted endpoint listen/connect."""
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -72,13 +73,15 @@ class Endpoint(unittest.TestCase):
         """An rping session captured by `ddpscope live`; returns the live output."""
         port = free_port()
         live = start("live", "-i", "lo", "-f", f"tcp port {port}", "--write", pcap,
-                     "--duration", "3")
+                     "--duration", "60")
         self.assertIn("capturing on lo", live.stderr.readline())
         server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", count)
         time.sleep(0.2)
         client = run("rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", count, "-S", 1000)
         server.communicate(timeout=30)
         self.assertEqual(client.returncode, 0, client.stderr)
+        time.sleep(0.3)
+        live.send_signal(signal.SIGINT)
         out, err = live.communicate(timeout=30)
         self.assertIn(live.returncode, (0, 1), err)
         return out
