@@ -17,12 +17,15 @@
 #include <time.h>
 
 #include <QApplication>
+#include <QComboBox>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QPixmap>
 #include <QSettings>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <QTreeView>
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -30,6 +33,7 @@
 
 #include "bytes_model.h"
 #include "findings_model.h"
+#include "labels.h"
 #include "main_window.h"
 #include "msn_chart_widget.h"
 #include "region_map_widget.h"
@@ -137,6 +141,31 @@ void profile(MainWindow& w) {
   std::printf("  %-34s %8.1f ms\n", "MsnChartWidget setSeries + grab", timeMs([&] {
                 chart.setSeries(snap, snap->series.empty() ? -1 : 0);
                 (void)chart.grab();
+              }));
+  // The view work MainWindow::applySnapshot does besides the models.
+  std::printf("  %-34s %8.1f ms\n", "streams: expand + resize columns", timeMs([&] {
+                QTreeView* v = w.streamsView();
+                if (snap->model->streams.size() <= 64)
+                  v->expandAll();
+                else
+                  v->expandToDepth(0);
+                for (int c = 0; c < StreamTreeModel::ColumnCount - 1; ++c)
+                  v->resizeColumnToContents(c);
+              }));
+  std::printf("  %-34s %8.1f ms\n", "findings: resizeColumnsToContents",
+              timeMs([&] { w.findingsView()->resizeColumnsToContents(); }));
+  std::printf("  %-34s %8.1f ms\n", "regions: resizeColumnsToContents",
+              timeMs([&] { w.regionsView()->resizeColumnsToContents(); }));
+  std::printf("  %-34s %8.1f ms\n", "series combo: fill", timeMs([&] {
+                QComboBox c;
+                for (std::size_t i = 0; i < snap->series.size(); ++i)
+                  c.addItem(QString::number(i));
+              }));
+  std::printf("  %-34s %8.1f ms\n", "region combo: fill", timeMs([&] {
+                QComboBox c;
+                for (const RegionInfo& r : snap->regions)
+                  c.addItem(QStringLiteral("%1  (%2 placed)")
+                                .arg(regionLabel(*r.buffer), bytesText(r.buffer->bytes_placed())));
               }));
   std::printf("  %-34s %8.1f ms\n", "MainWindow::applySnapshot",
               timeMs([&] { w.applySnapshot(snap); }));

@@ -46,6 +46,9 @@ namespace ddpscope::gui {
 namespace {
 const char* const kViewNames[] = {"streams", "regions", "msn", "findings", "bytes"};
 constexpr int kMaxRecent = 10;
+// Columns sized to contents measure at most this many rows (Qt's default is 1000): measuring
+// thousands of findings or regions stalled the event loop for > 100 ms (bench/gui_load_bench).
+constexpr int kResizeRows = 200;
 
 QString wiresharkPath() {
   return QStandardPaths::findExecutable(QStringLiteral("wireshark"));
@@ -96,6 +99,7 @@ void MainWindow::buildUi() {
   streams_view_->setUniformRowHeights(true);
   streams_view_->setAlternatingRowColors(true);
   streams_view_->header()->setSectionResizeMode(QHeaderView::Interactive);
+  streams_view_->header()->setResizeContentsPrecision(kResizeRows);
   streams_view_->setAccessibleName(tr("Streams"));
   tabs_->addTab(streams_view_, tr("&Streams"));
   connect(streams_view_->selectionModel(), &QItemSelectionModel::currentChanged, this,
@@ -113,6 +117,7 @@ void MainWindow::buildUi() {
   regions_view_->setSelectionMode(QAbstractItemView::SingleSelection);
   regions_view_->verticalHeader()->hide();
   regions_view_->horizontalHeader()->setStretchLastSection(true);
+  regions_view_->horizontalHeader()->setResizeContentsPrecision(kResizeRows);
   regions_view_->setAccessibleName(tr("Regions"));
   region_map_ = new RegionMapWidget;
   auto* rsplit = new QSplitter(Qt::Vertical);
@@ -175,6 +180,7 @@ void MainWindow::buildUi() {
   findings_view_->setSelectionMode(QAbstractItemView::SingleSelection);
   findings_view_->verticalHeader()->hide();
   findings_view_->horizontalHeader()->setStretchLastSection(true);
+  findings_view_->horizontalHeader()->setResizeContentsPrecision(kResizeRows);
   findings_view_->setWordWrap(false);
   findings_view_->setAccessibleName(tr("Findings"));
   f_layout->addWidget(findings_view_, 1);
