@@ -11,10 +11,13 @@ namespace ddpscope::gui::test {
 
 inline QStringList sampleCaptures() {
   QStringList files;
-  const QDir samples(qEnvironmentVariable("DDPSCOPE_SAMPLES_DIR"));
-  for (const QString& f : samples.entryList({QStringLiteral("*.pcap"), QStringLiteral("*.pcapng")},
-                                            QDir::Files, QDir::Name))
-    files << samples.filePath(f);
+  // samples/*.pcap and the folders below (samples/synthetic, samples/siw).
+  QDirIterator it(qEnvironmentVariable("DDPSCOPE_SAMPLES_DIR"),
+                  {QStringLiteral("*.pcap"), QStringLiteral("*.pcapng")}, QDir::Files,
+                  QDirIterator::Subdirectories);
+  while (it.hasNext())
+    files << it.next();
+  files.sort();
   return files;
 }
 
