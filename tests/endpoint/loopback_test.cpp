@@ -416,6 +416,21 @@ INSTANTIATE_TEST_SUITE_P(All, HostilePeer,
                                            Case{"oversized", {1, 2, 5}}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+TEST(EndpointLimits, ConnectionCapPerProcess) {
+  session::MemoryTable mem;
+  endpoint::Loop loop(mem);
+  session::SessionConfig cfg;
+  cfg.pd = mem.alloc_pd();
+  std::string err;
+  ASSERT_TRUE(loop.listen("127.0.0.1", 0, cfg, err)) << err;
+  const std::size_t old = endpoint::max_connections();
+  endpoint::set_max_connections(endpoint::open_connections() + 1);
+  EXPECT_TRUE(loop.connect("127.0.0.1", loop.listen_port(), cfg, err)) << err;
+  EXPECT_FALSE(loop.connect("127.0.0.1", loop.listen_port(), cfg, err));
+  EXPECT_NE(err.find("limit"), std::string::npos) << err;
+  endpoint::set_max_connections(old);
+}
+
 TEST(HostileHandshake, GarbageRequestClosesWithoutPlacing) {
   session::MemoryTable mem;
   endpoint::Loop loop(mem);
