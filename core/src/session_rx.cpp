@@ -504,6 +504,10 @@ std::optional<Session::Violation> Session::handle_atomic(const wire::DdpSegment&
   if (a->atomic_opcode != static_cast<std::uint8_t>(wire::AtomicOp::fetch_add) &&
       a->atomic_opcode != static_cast<std::uint8_t>(wire::AtomicOp::compare_swap))
     return Violation{rdmap_op(rdmap_code::unexpected_opcode), true};
+  // A peer that sends requests but never reads the responses must not grow our queue without
+  // bound (RFC 7306 bounds outstanding atomics like Read Requests).
+  if (output_size() > config_.limits.max_tx_bytes)
+    return Violation{rdmap_op(rdmap_code::catastrophic_stream), true};
   Region* r = nullptr;
   if (auto e = check_region(a->remote_stag, a->remote_to, 8, access::remote_atomic, true, &r))
     return Violation{*e, true};
