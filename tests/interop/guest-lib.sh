@@ -17,6 +17,10 @@ lab_up() {
   ip addr add 10.0.2.15/24 dev eth0   # qemu's user-net guest address; traffic to it stays on lo
   ADDR=10.0.2.15
   for m in crc32c_generic ib_core ib_uverbs rdma_ucm siw; do modprobe "$m" || return 1; done
+  if [ "${SIW_DEBUG:-0}" = 1 ]; then   # siw's pr_debug lines (dynamic debug) into dmesg
+    mount -t debugfs none /sys/kernel/debug 2>/dev/null
+    echo 'module siw +p' > /sys/kernel/debug/dynamic_debug/control || true
+  fi
   rdma link add siw1 type siw netdev eth0 || return 1
   lab_note "siw up: $(rdma link show | tr '\n' ' ')"
   lab_note "siw parameters: $(cd /sys/module/siw/parameters && grep -H . * | tr '\n' ' ')"

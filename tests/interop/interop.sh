@@ -57,7 +57,7 @@ wait_for() {  # wait_for FILE SECONDS PID: until FILE exists while PID lives
 }
 
 "$HERE/lab.sh" setup
-params="SIZE=$SIZE COUNT=$COUNT SIW_CRC=N"
+params="SIZE=$SIZE COUNT=$COUNT SIW_CRC=N SIW_DEBUG=${SIW_DEBUG:-0}"
 ours=0
 case "$CASE" in
   client*)

@@ -16,4 +16,5 @@ sed 's/^/  server| /' /tmp/srv.log | tail -15
 lab_note "siw rping server exit $rc"
 cap_stop
 echo "$rc" > /out/siw-exit
+dmesg > /out/dmesg.txt
 [ "$rc" = 0 ]

@@ -14,4 +14,5 @@ sed 's/^/  client| /' /tmp/cli.log | tail -15
 lab_note "siw rping client exit $rc"
 cap_stop
 echo "$rc" > /out/siw-exit
+dmesg > /out/dmesg.txt
 [ "$rc" = 0 ]
