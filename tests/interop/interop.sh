@@ -7,6 +7,8 @@
 #     server       siw rping -c  ->  ddpscope rping -s   (guest 10.0.2.100:7174 -> host, guestfwd)
 #     client-crc   as client, our endpoint asks for CRC (--crc)
 #     server-crc   as server, our endpoint asks for CRC (--crc)
+#     replay       `ddpscope replay samples/siw/siw-rping-4000.pcap --side client` against siw's
+#                  rping -s (same size and count as the recording): no difference reported
 #
 # Passes when both rping ends exit 0 (data verified on both ends) and the guest's eth0 capture of
 # the exchange analyzes with one full-operation stream, MPA revision 2, the expected CRC setting on
@@ -24,10 +26,12 @@ DDPSCOPE="$(readlink -f "${2:?usage: interop.sh CASE DDPSCOPE}")"
 SIZE="${SIZE:-4000}" COUNT="${COUNT:-2}"
 log() { printf '[interop %s %s] %s\n' "$CASE" "$(date +%H:%M:%S)" "$*" >&2; }
 
-"$DDPSCOPE" rping --help > /dev/null 2>&1 || { log "no 'ddpscope rping' in $DDPSCOPE: skipped"; exit 77; }
+sub=rping; [ "$CASE" = replay ] && sub=replay
+"$DDPSCOPE" "$sub" --help > /dev/null 2>&1 || { log "no 'ddpscope $sub' in $DDPSCOPE: skipped"; exit 77; }
 crc_flag=(${DDPSCOPE_RPING_ARGS:-}) want_crc=false
 case "$CASE" in
   client|server) ;;
+  replay) SIZE=4000 COUNT=2 ;;
   client-crc|server-crc) crc_flag+=(--crc) want_crc=true ;;
   *) echo "unknown case $CASE" >&2; exit 2 ;;
 esac
@@ -60,7 +64,7 @@ wait_for() {  # wait_for FILE SECONDS PID: until FILE exists while PID lives
 params="SIZE=$SIZE COUNT=$COUNT SIW_CRC=N SIW_DEBUG=${SIW_DEBUG:-0}"
 ours=0
 case "$CASE" in
-  client*)
+  client*|replay)
     LAB_LIVE="$OUT" LAB_HOSTFWD="$PORT:7174" LAB_PARAMS="$params" \
       "$HERE/lab.sh" run "$HERE/scenarios/host-client.sh" "$OUT" > "$OUT/lab.log" 2>&1 &
     lab=$!; pids+=("$lab")
@@ -68,9 +72,15 @@ case "$CASE" in
     # The first host -> guest connection after boot can arrive late: warm the forward up with
     # a connection that sends nothing (siw drops it when no MPA Request comes).
     timeout 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT; sleep 2" || true
-    log "ddpscope rping -c -a 127.0.0.1 -p $PORT -S $SIZE -C $COUNT ${crc_flag[*]}"
-    timeout 150 "$DDPSCOPE" rping -c -a 127.0.0.1 -p "$PORT" -S "$SIZE" -C "$COUNT" -V \
-      --timeout 120 "${crc_flag[@]}" > "$OUT/ddpscope-rping.log" 2>&1 || ours=$?
+    if [ "$CASE" = replay ]; then
+      log "ddpscope replay siw-rping-4000.pcap --side client --peer 127.0.0.1:$PORT"
+      timeout 150 "$DDPSCOPE" replay "$REPO/samples/siw/siw-rping-4000.pcap" --side client \
+        --peer "127.0.0.1:$PORT" --timeout 120 -v > "$OUT/ddpscope-rping.log" 2>&1 || ours=$?
+    else
+      log "ddpscope rping -c -a 127.0.0.1 -p $PORT -S $SIZE -C $COUNT ${crc_flag[*]}"
+      timeout 150 "$DDPSCOPE" rping -c -a 127.0.0.1 -p "$PORT" -S "$SIZE" -C "$COUNT" -V \
+        --timeout 120 "${crc_flag[@]}" > "$OUT/ddpscope-rping.log" 2>&1 || ours=$?
+    fi
     ;;
   server*)
     LAB_LIVE="$OUT" LAB_GUESTFWD="7174:$PORT" LAB_PARAMS="$params" \
@@ -92,7 +102,8 @@ pids=()
 log "ddpscope rping exit $ours, lab exit $labrc, siw rping exit $(cat "$OUT/siw-exit" 2>/dev/null || echo '?')"
 sed 's/^/  ddpscope| /' "$OUT/ddpscope-rping.log" | tail -10 >&2
 grep -E '^\[guest|^  (server|client)\|' "$OUT/guest.log" | tail -12 | sed 's/^/  guest| /' >&2 || true
-pcap="$OUT/host-${CASE%-crc}.pcap"
+side="${CASE%-crc}"; [ "$side" = replay ] && side=client
+pcap="$OUT/host-$side.pcap"
 [ -f "$pcap" ] || { log "FAIL: no capture"; exit 1; }
 "$DDPSCOPE" analyze "$pcap" --json > "$OUT/report.json" || true
 "$DDPSCOPE" analyze "$pcap" > "$OUT/report.txt" || true
