@@ -71,6 +71,7 @@ struct OpenTagged {
   bool damaged = false;
   bool read_matched = false;
   bool size_reported = false;
+  bool violated = false;  // a segment broke a placement rule: a compliant sink places nothing
 };
 
 struct OutstandingRead {
@@ -755,9 +756,12 @@ struct Analyzer::Impl {
     return ds.fifo_base + ds.fifo.size() - 1;
   }
 
-  void complete(Conn& c, int dir, std::uint64_t fifo_id, std::size_t record, PduEvent& ev) {
+  // The message's last segment arrived. `placed` is false when a segment broke a placement rule
+  // (nothing of it counts as placed); such a message and abandoned ones are never delivered.
+  void complete(Conn& c, int dir, std::uint64_t fifo_id, std::size_t record, PduEvent& ev,
+                bool placed = true) {
     DirState& ds = c.ds(dir);
-    if (record != kNone) {
+    if (record != kNone && placed) {
       auto& r = model.messages[record];
       r.complete = true;
       r.placed_frame = cur_frame;
@@ -769,7 +773,7 @@ struct Analyzer::Impl {
     // RFC 5041 §5.3: delivery in order once every earlier message is placed and delivered.
     while (!ds.fifo.empty() && ds.fifo.front().complete) {
       const std::size_t rec = ds.fifo.front().record;
-      if (rec != kNone) {
+      if (rec != kNone && model.messages[rec].complete) {
         model.messages[rec].delivered_frame = cur_frame;
         model.messages[rec].delivered_ts_ns = cur_ts;
         ev.analysis.messages_delivered.push_back(rec);
@@ -912,6 +916,7 @@ struct Analyzer::Impl {
         r.opcode = op;
         r.stream = c.stream;
         r.violation = violation;
+        if (violation) o.violated = true;
         const PlaceResult pr = model.memory.place(*buf, r, ev.ddp->payload);
         if (pr.capped) limit_reached("max_ranges_per_region", Ctx{c.stream, dir, ctx.frame, {}});
         if (pr.conflict && once(ds, FindingId::ddp_tagged_conflicting_placement)) {
@@ -949,7 +954,7 @@ struct Analyzer::Impl {
                  " ended with octets missing from the capture (not analysed)",
              true);
     }
-    complete(c, dir, o.fifo_id, o.record, ev);
+    complete(c, dir, o.fifo_id, o.record, ev, !o.violated);
     ds.tagged.reset();
   }
 

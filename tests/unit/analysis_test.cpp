@@ -420,6 +420,17 @@ TEST(Analysis, AdvertisedBoundsInvalidationAndWrongStream) {
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->bytes_placed(), 4096u);  // the violating segments placed nothing
   EXPECT_EQ(b->source, RegionSource::advertisement);
+  // The overrunning Write is neither placed nor delivered; the one that fits is both.
+  for (const auto& msg : m.messages) {
+    if (!msg.tagged || msg.stag != 0xAB) continue;
+    if (msg.to == 0x7F00) {
+      EXPECT_EQ(msg.placed_frame, 0u);
+      EXPECT_EQ(msg.delivered_frame, 0u);
+    } else if (msg.to == 0x7000 && msg.length == 4096) {
+      EXPECT_NE(msg.placed_frame, 0u);
+      EXPECT_NE(msg.delivered_frame, 0u);
+    }
+  }
 }
 
 TEST(Analysis, SiwTerminateIsDecodedLinkedAndFlaggedNonconformant) {
