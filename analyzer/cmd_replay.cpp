@@ -52,11 +52,13 @@ struct CapMsg {
   std::optional<std::uint64_t> immediate;
   std::optional<TerminateError> term;
   std::uint64_t frame = 0;
+  std::int64_t ts_ns = 0;  // when its last segment was captured
 };
 
 class Collector final : public AnalysisObserver {
  public:
   explicit Collector(std::uint32_t stream) : stream_(stream) {}
+  std::int64_t now_ns = 0;  // timestamp of the frame being fed
   void on_pdu(const PduEvent& p) override {
     if (p.stream != stream_ || p.kind != PduKind::fpdu || !p.ddp || !p.crc_ok) return;
     const auto& h = p.ddp->header;
@@ -88,6 +90,7 @@ class Collector final : public AnalysisObserver {
       m.term = TerminateError{p.terminate->control.layer, p.terminate->control.etype,
                               p.terminate->control.code};
     if (h.control.last) {
+      m.ts_ns = now_ns;
       msgs.push_back(std::move(m));
       open_[d].erase(h.control.tagged ? 0xFFFFFFFFu : h.qn);
     }
@@ -112,6 +115,7 @@ std::string describe(const CapMsg& m) {
 
 // What the live peer did, as observed by our session.
 struct LiveMsg {
+  std::int64_t at_ns = 0;  // when our session reported it
   std::uint8_t opcode = 0;
   Bytes data;
   std::uint32_t stag = 0;
@@ -162,8 +166,10 @@ int run_replay(const ReplayArgs& a) {
   Collector col(a.stream);
   analyzer.set_observer(&col);
   capture::Frame f;
-  while (reader->next(f))
+  while (reader->next(f)) {
+    col.now_ns = f.ts_ns;
     analyzer.feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
+  }
   analyzer.finish();
   const Model& model = analyzer.model();
   if (a.stream >= model.streams.size()) {
@@ -323,6 +329,7 @@ int run_replay(const ReplayArgs& a) {
   };
   loop.on_event = [&](endpoint::Connection& c, const Event& e) {
     LiveMsg m;
+    m.at_ns = endpoint::now_ns();
     m.opcode = e.opcode;
     m.length = e.length;
     switch (e.kind) {
@@ -411,7 +418,12 @@ int run_replay(const ReplayArgs& a) {
     return std::pair{it->second.live_stag, it->second.live_base + (to - it->second.cap_base)};
   };
   int diffs = 0;
+  int slow = 0;
   std::size_t index = 0;
+  // Timing: the delay from the previous message (either side) to each peer message, captured
+  // vs live. Reported when the live peer is much slower; not counted as a difference.
+  std::int64_t cap_prev = script.empty() ? 0 : script.front().ts_ns;
+  std::int64_t live_prev = endpoint::now_ns();
   auto& s = conn->session();
   for (const CapMsg& m : script) {
     ++index;
@@ -450,6 +462,8 @@ int run_replay(const ReplayArgs& a) {
                         ? ""
                         : (" FAILED (" + std::string(to_string(st)) + ")").c_str());
       loop.flush();
+      cap_prev = m.ts_ns;
+      live_prev = endpoint::now_ns();
       continue;
     }
     // A message of the peer: wait for the live one and compare.
@@ -463,6 +477,16 @@ int run_replay(const ReplayArgs& a) {
     }
     LiveMsg l = std::move(live.front());
     live.pop_front();
+    const std::int64_t cap_delay = m.ts_ns - cap_prev;
+    const std::int64_t live_delay = l.at_ns - live_prev;
+    cap_prev = m.ts_ns;
+    live_prev = l.at_ns;
+    if (live_delay > 10 * cap_delay + 200'000'000) {
+      std::printf("TIMING #%zu %s: %s after %.1f ms, captured after %.1f ms\n", index, arrow,
+                  describe(m).c_str(), static_cast<double>(live_delay) / 1e6,
+                  static_cast<double>(cap_delay) / 1e6);
+      ++slow;
+    }
     std::string why;
     if (l.opcode != m.opcode) {
       why = "the live peer sent " + describe(l);
@@ -508,8 +532,10 @@ int run_replay(const ReplayArgs& a) {
     s.close();
     loop.run_until([&] { return conn->done() || closed; }, 1000);
   }
-  std::printf("%zu captured messages replayed, %d difference%s\n", script.size(), diffs,
+  std::printf("%zu captured messages replayed, %d difference%s", script.size(), diffs,
               diffs == 1 ? "" : "s");
+  if (slow) std::printf(", %d much slower than captured", slow);
+  std::printf("\n");
   return diffs ? 1 : 0;
 }
 
