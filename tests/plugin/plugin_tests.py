@@ -267,8 +267,9 @@ def test_passes_agree(ts, args):
 
 def test_fuzz(ts, args):
     cap = ts.stage(args.capture)
-    # Light, medium and heavy corruption (probability per octet), three seeds each.
-    runs = [(rate, seed) for rate in ("0.005", "0.02", "0.1") for seed in (1, 2, 3)]
+    # Light, medium and heavy corruption (probability per octet), two seeds each: as many
+    # tshark runs as one rate with six seeds took (CI time).
+    runs = [(rate, seed) for rate in ("0.005", "0.02", "0.1") for seed in (1, 2)]
     for rate, seed in runs:
         out = os.path.join(ts.tmp, f"fuzz-{rate}-{seed}-{os.path.basename(cap)}")
         subprocess.run([EDITCAP, "-E", rate, "--seed", str(seed), cap, out], check=True,
