@@ -724,3 +724,55 @@ TEST(SessionHostile, GarbageNeverCrashes) {
 
 }  // namespace
 }  // namespace ddpscope::session
+
+namespace ddpscope::session {
+namespace {
+
+TEST(SessionTeardown, GracefulCloseFinishesPendingReadsAndRefusesNewWork) {
+  MemoryTable mem;
+  Params p{2, true, false, false, RtrType::write};
+  Session ini(mem, make_config(Role::initiator, p, mem.alloc_pd()));
+  Session res(mem, make_config(Role::responder, p, mem.alloc_pd()));
+  Wire w(ini, res);
+  Bytes src = pattern(5000, 9), dst(5000);
+  const auto sstag = *mem.register_region(res.pd(), src, 0, access::remote_read);
+  const auto dstag = *mem.register_region(ini.pd(), dst, 0, access::local_write);
+  res.start();
+  ini.start();
+  w.pump();
+  ASSERT_EQ(ini.rdma_read(dstag, 0, 5000, sstag, 0, 1), PostStatus::ok);
+  ini.close();  // the Read is outstanding: the session waits for it
+  EXPECT_EQ(ini.state(), Session::State::closing);
+  EXPECT_EQ(ini.send(pattern(4, 1)), PostStatus::not_connected);
+  EXPECT_FALSE(ini.want_shutdown());
+  w.pump();
+  EXPECT_TRUE(w.find(0, EventKind::read_completed));
+  EXPECT_EQ(dst, src);
+  EXPECT_EQ(ini.state(), Session::State::closed);
+  EXPECT_TRUE(ini.want_shutdown());
+}
+
+TEST(SessionTeardown, AfterTerminateInputIsIgnoredUntilAbort) {
+  MemoryTable mem;
+  Params p{2, false, false, false, RtrType::write};
+  Session ini(mem, make_config(Role::initiator, p, mem.alloc_pd()));
+  Session res(mem, make_config(Role::responder, p, mem.alloc_pd()));
+  Wire w(ini, res);
+  res.start();
+  ini.start();
+  w.pump();
+  ini.terminate(TerminateError{0, rdmap_etype::remote_operation, rdmap_code::unspecified});
+  w.pump();
+  EXPECT_EQ(res.state(), Session::State::terminated);
+  EXPECT_EQ(res.send(pattern(4, 1)), PostStatus::not_connected);
+  const std::size_t before = w.events(1).size();
+  res.receive(Bytes(100, 0x11));  // ignored: no event, no crash
+  w.pump();
+  EXPECT_EQ(w.events(1).size(), before);
+  res.abort();
+  EXPECT_EQ(res.state(), Session::State::closed);
+  EXPECT_EQ(res.output_size(), 0u);
+}
+
+}  // namespace
+}  // namespace ddpscope::session
