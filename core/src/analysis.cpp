@@ -64,6 +64,7 @@ struct QueueState {
 
 struct OpenTagged {
   std::uint32_t stag = 0;
+  std::uint64_t start_to = 0;
   std::uint64_t next_to = 0;
   std::uint8_t opcode = 0;
   std::size_t record = kNone;
@@ -828,6 +829,7 @@ struct Analyzer::Impl {
     if (new_message) {
       OpenTagged o;
       o.stag = h.stag;
+      o.start_to = h.to;
       o.next_to = h.to;
       o.opcode = op;
       o.record = new_record(c, dir, op, true);
@@ -865,6 +867,9 @@ struct Analyzer::Impl {
       model.messages[o.record].segments++;
       ev.analysis.message = o.record;
     }
+    // Octets this message already placed, placed again: worth a note when the content differs
+    // (buffer reuse across messages is normal RDMA practice and is not reported).
+    const bool replaces_own = !new_message && h.to < o.next_to && h.to + len > o.start_to;
     o.next_to = h.to + len;
 
     bool violation = false;
@@ -919,7 +924,7 @@ struct Analyzer::Impl {
         if (violation) o.violated = true;
         const PlaceResult pr = model.memory.place(*buf, r, ev.ddp->payload);
         if (pr.capped) limit_reached("max_ranges_per_region", Ctx{c.stream, dir, ctx.frame, {}});
-        if (pr.conflict && once(ds, FindingId::ddp_tagged_conflicting_placement)) {
+        if (pr.conflict && replaces_own && once(ds, FindingId::ddp_tagged_conflicting_placement)) {
           report(FindingId::ddp_tagged_conflicting_placement, ctx,
                  "octets of STag " + hex(h.stag) +
                      " placed again with different content (reported once)");
