@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "ddpscope/advert.h"
+
+#include <gtest/gtest.h>
+
+#include "ddpscope/wire.h"
+
+namespace ddpscope {
+namespace {
+
+Bytes rping_info(std::uint64_t buf, std::uint32_t rkey, std::uint32_t size) {
+  Bytes b;
+  ByteWriter w(b);
+  w.be64(buf);
+  w.be32(rkey);
+  w.be32(size);
+  return b;
+}
+
+AdvertContext ctx(std::uint16_t port) {
+  AdvertContext c;
+  c.opcode = static_cast<std::uint8_t>(wire::Opcode::send);
+  c.sender = {*net::Address::parse("10.0.0.1"), 40000};
+  c.receiver = {*net::Address::parse("10.0.0.2"), port};
+  return c;
+}
+
+TEST(RpingAdvertisement, UserSpaceBufferIsARegionOfTheSender) {
+  std::vector<AdvertisedRegion> out;
+  RpingAdvertisementDecoder().decode(ctx(7174), rping_info(0x55d0c0a01000, 0xc01, 4000), out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].stag, 0xc01u);
+  EXPECT_EQ(out[0].base, 0x55d0c0a01000u);
+  EXPECT_EQ(out[0].length, 4000u);
+  EXPECT_EQ(out[0].owner.to_string(), "10.0.0.1");
+}
+
+// Seen in a real siw NVMe-oF capture: 16-octet completions that parse as nonsense regions.
+TEST(RpingAdvertisement, NonCanonicalAddressesAndNvmeOfPortAreNotAdvertisements) {
+  std::vector<AdvertisedRegion> out;
+  RpingAdvertisementDecoder().decode(ctx(7174), rping_info(0x7f00000f20080000, 0x2000000, 1 << 24),
+                                     out);
+  RpingAdvertisementDecoder().decode(ctx(4420), rping_info(0x55d0c0a01000, 0xc01, 4000), out);
+  RpingAdvertisementDecoder().decode(ctx(7174), rping_info(0x55d0c0a01000, 0xc01, 0), out);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(RpingAdvertisement, OnlySendsOfSixteenOctets) {
+  std::vector<AdvertisedRegion> out;
+  Bytes longer = rping_info(0x55d0c0a01000, 0xc01, 4000);
+  longer.push_back(0);
+  RpingAdvertisementDecoder().decode(ctx(7174), longer, out);
+  AdvertContext write = ctx(7174);
+  write.opcode = static_cast<std::uint8_t>(wire::Opcode::rdma_write);
+  RpingAdvertisementDecoder().decode(write, rping_info(0x55d0c0a01000, 0xc01, 4000), out);
+  EXPECT_TRUE(out.empty());
+}
+
+}  // namespace
+}  // namespace ddpscope
