@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "ddpscope/errors.h"
@@ -64,7 +65,7 @@ std::string describe_pdu(const PduRecord& p) {
       return s;
     }
     case PduKind::unframed:
-      return "Unframed " + std::to_string(p.raw.size()) + " octets";
+      return "Unframed " + std::to_string(p.raw_size) + " octets";
     case PduKind::fpdu:
       break;
   }
@@ -106,11 +107,12 @@ const FrameRecord* CaptureState::frame(std::uint64_t n) const {
   return it == frames_.end() ? nullptr : &it->second;
 }
 
-void CaptureState::feed(std::uint64_t frame, std::int64_t ts_ns,
-                        const net::TcpSegment& segment) noexcept {
+void CaptureState::feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment,
+                        bool payload_in_frame) noexcept {
   if (finished_ || frame <= last_frame_) return;
   current_frame_ = frame;
   current_ts_ns_ = ts_ns;
+  current_payload_ = payload_in_frame ? segment.payload : ByteView{};
   last_frame_ = frame;
   try {
     analyzer_.feed_tcp(frame, ts_ns, segment);
@@ -119,11 +121,13 @@ void CaptureState::feed(std::uint64_t frame, std::int64_t ts_ns,
   } catch (...) {
     ++internal_errors_;
   }
+  current_payload_ = {};
 }
 
 void CaptureState::finish() noexcept {
   if (finished_) return;
   current_frame_ = last_frame_;
+  current_payload_ = {};
   finished_ = true;
   try {
     analyzer_.finish();
@@ -184,6 +188,22 @@ void CaptureState::link_response(PduRecord& response) {
   }
 }
 
+// True when the PDU's octets are exactly those of its only slice in the frame being fed, so
+// that drawing (which happens in that frame) can take them from the frame's own TCP payload.
+bool CaptureState::in_current_payload(const PduEvent& e) const {
+  if (finished_ || e.slices.size() != 1 || !e.markers.empty() || !e.marker_offsets.empty() ||
+      e.leading_marker) {
+    return false;
+  }
+  const FrameSlice& s = e.slices.front();
+  if (s.frame != current_frame_ || s.length != e.raw.size() || e.raw.empty()) return false;
+  if (s.offset > current_payload_.size() || s.length > current_payload_.size() - s.offset) {
+    return false;
+  }
+  const std::uint8_t* here = current_payload_.data() + s.offset;
+  return here == e.raw.data() || std::memcmp(here, e.raw.data(), s.length) == 0;
+}
+
 void CaptureState::on_pdu(const PduEvent& e) {
   PduRecord p;
   p.kind = e.kind;
@@ -196,7 +216,8 @@ void CaptureState::on_pdu(const PduEvent& e) {
     if (!e.slices.empty()) p.completed_frame = e.slices.back().frame;
   }
   p.ts_ns = current_ts_ns_;
-  p.raw.assign(e.raw.begin(), e.raw.end());
+  p.raw_size = e.raw.size();
+  if (!in_current_payload(e)) p.raw.assign(e.raw.begin(), e.raw.end());
   p.slices = e.slices;
   if (e.reqrep) p.reqrep = *e.reqrep;
   p.ulpdu_length = e.ulpdu_length;
@@ -210,12 +231,12 @@ void CaptureState::on_pdu(const PduEvent& e) {
     // The FPDU without its markers: what the length, ULPDU, pad and CRC fields are drawn on.
     std::size_t pos = 0;
     for (std::size_t off : e.marker_offsets) {
-      if (off < pos || off > p.raw.size()) continue;
-      p.fpdu.insert(p.fpdu.end(), p.raw.begin() + static_cast<std::ptrdiff_t>(pos),
-                    p.raw.begin() + static_cast<std::ptrdiff_t>(off));
-      pos = std::min(off + wire::kMpaMarkerSize, p.raw.size());
+      if (off < pos || off > e.raw.size()) continue;
+      p.fpdu.insert(p.fpdu.end(), e.raw.begin() + static_cast<std::ptrdiff_t>(pos),
+                    e.raw.begin() + static_cast<std::ptrdiff_t>(off));
+      pos = std::min(off + wire::kMpaMarkerSize, e.raw.size());
     }
-    p.fpdu.insert(p.fpdu.end(), p.raw.begin() + static_cast<std::ptrdiff_t>(pos), p.raw.end());
+    p.fpdu.insert(p.fpdu.end(), e.raw.begin() + static_cast<std::ptrdiff_t>(pos), e.raw.end());
   }
   if (e.ddp) {
     p.ddp = e.ddp->header;
@@ -244,9 +265,13 @@ void CaptureState::on_pdu(const PduEvent& e) {
   const auto index = static_cast<std::uint32_t>(pdus_.size());
   link_response(p);
   FrameRecord& done = frames_[p.completed_frame];
+  if (!done.pdus_complete.empty()) {
+    // Frames completing one PDU (most) use that PDU's text: no copy.
+    if (done.info.empty()) done.info = pdus_[done.pdus_complete.front()].info;
+    done.info += ", ";
+    done.info += p.info;
+  }
   done.pdus_complete.push_back(index);
-  if (!done.info.empty()) done.info += ", ";
-  done.info += p.info;
   for (const FrameSlice& s : p.slices) {
     if (s.frame == p.completed_frame) continue;
     auto& cont = frames_[s.frame].pdus_continued;

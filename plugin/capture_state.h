@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,7 +25,11 @@ struct PduRecord {
   int direction = 0;
   std::uint64_t stream_offset = 0;
   std::uint64_t completed_frame = 0;  // frame whose segment made core report the PDU
-  Bytes raw;                          // octets as on the wire (markers included)
+  // Octets as on the wire (markers included), `raw_size` of them. Stored only when they cannot
+  // be read from completed_frame's own TCP payload: a PDU in one slice of completed_frame and
+  // without markers keeps `raw` empty (raw_stored() false) and is drawn from that frame's tvb.
+  Bytes raw;
+  std::size_t raw_size = 0;
   std::vector<FrameSlice> slices;
   // MPA Request / Reply
   std::optional<wire::MpaReqRep> reqrep;
@@ -60,7 +65,9 @@ struct PduRecord {
   std::string term_layer_name, term_etype_name, term_code_name;
   std::string quoted_term_name;  // full "layer / type / code" of the Terminate
 
-  const Bytes& fpdu_octets() const { return fpdu.empty() ? raw : fpdu; }
+  bool raw_stored() const { return raw.size() == raw_size; }
+  // Length of the FPDU without markers (what the length, ULPDU, pad and CRC fields cover).
+  std::size_t fpdu_size() const { return fpdu.empty() ? raw_size : fpdu.size(); }
   bool reassembled() const;  // more than one slice or not all in completed_frame
 };
 
@@ -69,7 +76,11 @@ struct FrameRecord {
   std::vector<std::uint32_t> pdus_complete;
   std::vector<std::uint32_t> pdus_continued;  // slices here, completed in another frame
   std::vector<std::size_t> findings;          // Model::findings with Finding::frame == here
-  std::string info;                           // info column, PDUs completed here
+  // Where the TCP payload lies in the frame's own tvb (payload_length 0: not known): revisits
+  // may not get TCP's payload field, and PDUs without a stored copy are drawn from here.
+  std::uint32_t payload_offset = 0;
+  std::uint32_t payload_length = 0;
+  std::string info;  // info column when several PDUs complete here (else: the one PDU's info)
 };
 
 struct PluginOptions {
@@ -86,7 +97,10 @@ class CaptureState final : private AnalysisObserver {
 
   // First pass only, frames in increasing order. Never throws (errors are swallowed and
   // counted: the dissector must not see a C++ exception).
-  void feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment) noexcept;
+  // `payload_in_frame`: the segment's payload lies in the frame's own octets (payload_offset),
+  // so PDUs in it need no copy.
+  void feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment,
+            bool payload_in_frame) noexcept;
   // End of the sequential pass: flush core and attach end-of-capture findings.
   void finish() noexcept;
   bool finished() const { return finished_; }
@@ -113,19 +127,21 @@ class CaptureState final : private AnalysisObserver {
  private:
   void on_pdu(const PduEvent& pdu) override;
   void on_finding(std::size_t finding_index) override;
+  bool in_current_payload(const PduEvent& pdu) const;
   void collect_new_findings();
   void index_new_streams();
   void link_response(PduRecord& response);
 
   PluginOptions options_;
   Analyzer analyzer_;
-  std::vector<PduRecord> pdus_;
+  std::deque<PduRecord> pdus_;  // a deque: growing never copies the records already stored
   std::map<std::uint64_t, FrameRecord> frames_;
   std::map<std::pair<net::Endpoint, net::Endpoint>, std::uint32_t> stream_index_;
   std::size_t streams_indexed_ = 0;
   std::size_t findings_collected_ = 0;
   std::vector<std::uint64_t> finding_reported_in_;
   std::uint64_t current_frame_ = 0;
+  ByteView current_payload_;  // TCP payload of current_frame_, valid during feed()
   std::int64_t current_ts_ns_ = 0;
   std::uint64_t last_frame_ = 0;
   std::uint64_t internal_errors_ = 0;

@@ -326,13 +326,13 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_
     }
     fpdu_tvb = child_tvb(ctx, pinfo, p.fpdu, "FPDU without markers");
   }
-  const std::size_t total = p.fpdu_octets().size();
+  const std::size_t total = p.fpdu_size();
   add_uint(mt, hf.mpa_ulpdu_length, at(fpdu_tvb, 0, 2), p.ulpdu_length);
   const std::size_t pad = wire::fpdu_pad(p.ulpdu_length);
   const std::size_t pad_off = 2 + std::size_t{p.ulpdu_length};
   if (pad != 0 && pad_off + pad <= total) {
     const At a = at(fpdu_tvb, pad_off, pad);
-    proto_tree_add_item(mt, hf.mpa_pad, a.tvb, a.off, a.len, ENC_NA);
+    if (a.tvb != nullptr) proto_tree_add_item(mt, hf.mpa_pad, a.tvb, a.off, a.len, ENC_NA);
   }
   generated(
       proto_tree_add_boolean(mt, hf.mpa_crc_in_use, nullptr, 0, 0, p.crc_expected.has_value()));
@@ -407,22 +407,33 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_
   return ri;
 }
 
+// The PDU's octets in this frame's own TCP payload, when it holds all of them (one slice, in
+// the frame drawn now, as long as the PDU): no copy needed. Null otherwise.
+tvbuff_t* frame_pdu_tvb(const DrawContext& ctx, const PduRecord& p) {
+  if (p.reassembled() || ctx.payload_tvb == nullptr) return nullptr;
+  const FrameSlice& s = p.slices.front();
+  if (s.length != p.raw_size) return nullptr;
+  const At a = at(ctx.payload_tvb, s.offset, s.length);
+  return a.tvb != nullptr ? tvb_new_subset_length(ctx.payload_tvb, a.off, a.len) : nullptr;
+}
+
+// The PDU's raw octets: the stored copy, or else from pdu_tvb (the frame's own payload).
+const std::uint8_t* raw_octets(const PduRecord& p, tvbuff_t* pdu_tvb) {
+  if (p.raw_stored()) return p.raw.data();
+  if (at(pdu_tvb, 0, p.raw_size).tvb == nullptr) return nullptr;
+  return tvb_get_ptr(pdu_tvb, 0, static_cast<gint>(p.raw_size));
+}
+
 // Draws one PDU completed in this frame; returns the item findings attach to.
 proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pinfo,
                      proto_tree* tree) {
-  tvbuff_t* pdu_tvb = nullptr;
-  if (!p.reassembled() && ctx.payload_tvb != nullptr) {
-    const FrameSlice& s = p.slices.front();
-    const At a = at(ctx.payload_tvb, s.offset, s.length);
-    if (a.tvb != nullptr && s.length == p.raw.size()) {
-      pdu_tvb = tvb_new_subset_length(ctx.payload_tvb, a.off, a.len);
-    }
-  }
-  if (pdu_tvb == nullptr) {
+  tvbuff_t* pdu_tvb = frame_pdu_tvb(ctx, p);
+  if (pdu_tvb == nullptr && p.raw_stored()) {
     pdu_tvb = child_tvb(ctx, pinfo, p.raw,
                         p.kind == PduKind::fpdu ? "Reassembled FPDU" : "Reassembled MPA octets");
   }
-  proto_item* mi = proto_tree_add_item(tree, proto.mpa, pdu_tvb, 0, -1, ENC_NA);
+  const At ma = pdu_tvb != nullptr ? At{pdu_tvb, 0, -1} : At{ctx.frame_tvb, 0, 0};
+  proto_item* mi = proto_tree_add_item(tree, proto.mpa, ma.tvb, ma.off, ma.len, ENC_NA);
   proto_item_append_text(mi, ", %s", p.info.c_str());
   proto_tree* mt = proto_item_add_subtree(mi, ett.mpa);
   generated(proto_tree_add_uint(mt, hf.mpa_stream, nullptr, 0, 0, p.stream));
@@ -433,7 +444,7 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pi
     generated(proto_tree_add_boolean(mt, hf.an_pdu_end_of_capture, nullptr, 0, 0, TRUE));
   }
   generated(proto_tree_add_uint(mt, hf.mpa_fpdu_length, nullptr, 0, 0,
-                                static_cast<std::uint32_t>(p.raw.size())));
+                                static_cast<std::uint32_t>(p.raw_size)));
   if (p.reassembled()) {
     proto_tree* ft =
         proto_tree_add_subtree_format(mt, ctx.frame_tvb, 0, 0, ett.mpa_fragments, nullptr,
@@ -445,7 +456,7 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pi
       proto_item_set_generated(fi);
     }
     generated(proto_tree_add_uint(mt, hf.mpa_reassembled_length, nullptr, 0, 0,
-                                  static_cast<std::uint32_t>(p.raw.size())));
+                                  static_cast<std::uint32_t>(p.raw_size)));
   }
   switch (p.kind) {
     case PduKind::mpa_request:
@@ -453,7 +464,8 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pi
       if (p.reqrep) draw_reqrep(mt, pdu_tvb, *p.reqrep);
       return mi;
     case PduKind::unframed:
-      add_bytes(mt, hf.mpa_unframed, at(pdu_tvb, 0, p.raw.size()), p.raw.data(), p.raw.size());
+      add_bytes(mt, hf.mpa_unframed, at(pdu_tvb, 0, p.raw_size), raw_octets(p, pdu_tvb),
+                p.raw_size);
       return mi;
     case PduKind::fpdu:
       break;
@@ -471,7 +483,7 @@ proto_item* draw_continuation(const DrawContext& ctx, const PduRecord& p, std::u
       if (a.tvb == nullptr) a = {ctx.frame_tvb, 0, 0};
       proto_item* ci = proto_tree_add_item(tree, proto.mpa, a.tvb, a.off, a.len, ENC_NA);
       proto_item_append_text(ci, ", continuation: octets %u-%u of %u of %s", unsigned(raw_off),
-                             unsigned(raw_off + s.length), unsigned(p.raw.size()), p.info.c_str());
+                             unsigned(raw_off + s.length), unsigned(p.raw_size), p.info.c_str());
       proto_tree* ct = proto_item_add_subtree(ci, ett.mpa);
       generated(proto_tree_add_uint(ct, hf.mpa_continuation, nullptr, 0, 0,
                                     static_cast<std::uint32_t>(p.completed_frame)));
@@ -501,6 +513,8 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
   if (!rec.info.empty()) {
     col_add_str(pinfo->cinfo, COL_INFO, rec.info.c_str());
+  } else if (!rec.pdus_complete.empty()) {
+    col_add_str(pinfo->cinfo, COL_INFO, ctx.state->pdu(rec.pdus_complete.front()).info.c_str());
   } else if (!rec.pdus_continued.empty()) {
     const PduRecord& p = ctx.state->pdu(rec.pdus_continued.front());
     col_add_fstr(pinfo->cinfo, COL_INFO, "[continuation of %s, completed in frame %u]",
@@ -510,8 +524,18 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   // Items findings attach to, parallel to the PDU list (complete ones first).
   auto* items = static_cast<proto_item**>(wmem_alloc0(pinfo->pool, (npdu + 1) * sizeof(void*)));
   std::size_t k = 0;
+  // PDUs not stored are drawn from this frame's TCP payload: from TCP's field, or where the
+  // first pass found it in the frame's tvb.
+  DrawContext pctx = ctx;
+  if (pctx.payload_tvb == nullptr && rec.payload_length != 0) {
+    pctx.payload_tvb =
+        at(ctx.frame_tvb, rec.payload_offset, rec.payload_length).tvb != nullptr
+            ? tvb_new_subset_length(ctx.frame_tvb, static_cast<gint>(rec.payload_offset),
+                                    static_cast<gint>(rec.payload_length))
+            : nullptr;
+  }
   for (std::uint32_t idx : rec.pdus_complete)
-    items[k++] = draw_pdu(ctx, ctx.state->pdu(idx), pinfo, tree);
+    items[k++] = draw_pdu(pctx, ctx.state->pdu(idx), pinfo, tree);
   for (std::uint32_t idx : rec.pdus_continued) {
     items[k++] = draw_continuation(ctx, ctx.state->pdu(idx), pinfo->num, tree);
   }

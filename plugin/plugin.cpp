@@ -237,7 +237,7 @@ void probe_conversation(packet_info* pinfo, const net::TcpSegment& seg) {
 }
 
 int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*data*/) {
-  if (!active || state == nullptr) return 0;
+  if (pref_use_builtin || !active || state == nullptr) return 0;
   net::TcpSegment seg;  // trivially destructible: safe across Wireshark's longjmps
   tvbuff_t* payload_tvb = nullptr;
   const bool tcp = read_tcp(pinfo, tree, seg, &payload_tvb);
@@ -246,7 +246,16 @@ int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*da
       probe_conversation(pinfo, seg);
       const std::int64_t ts_ns =
           static_cast<std::int64_t>(pinfo->abs_ts.secs) * 1000000000 + pinfo->abs_ts.nsecs;
-      state->feed(pinfo->num, ts_ns, seg);
+      // The payload as TCP's field gives it on this pass; drawing on later passes (which may
+      // not have that field) finds it at the same place in the frame's own tvb.
+      field_info* pl = payload_tvb != nullptr ? last_field(tree, tcpf.payload) : nullptr;
+      const bool in_frame = pl != nullptr && pl->ds_tvb == tvb && pl->start >= 0;
+      state->feed(pinfo->num, ts_ns, seg, in_frame);
+      if (in_frame && state->frame(pinfo->num) != nullptr) {
+        FrameRecord& r = state->frame_mut(pinfo->num);
+        r.payload_offset = static_cast<std::uint32_t>(pl->start);
+        r.payload_length = static_cast<std::uint32_t>(seg.payload.size());
+      }
     }
   }
   const FrameRecord* rec = state->frame(pinfo->num);
@@ -270,6 +279,20 @@ void apply_builtin_choice() {
     builtin->enabled = ours ? FALSE : TRUE;
   }
   active = ours;
+  // TCP's fields are primed for the postdissector on every frame only while we decode: with
+  // use_builtin (or the protocol disabled) it does nothing and wants nothing.
+  if (post_handle == nullptr) return;
+  GArray* wanted = nullptr;
+  if (ours) {
+    wanted = g_array_new(FALSE, FALSE, sizeof(int));
+    const int ids[] = {tcpf.srcport, tcpf.dstport, tcpf.seq_raw, tcpf.ack_raw,
+                       tcpf.flags,   tcpf.window,  tcpf.mss,     tcpf.len,
+                       tcpf.payload, tcpf.hdr_len, tcpf.tsval};
+    for (int id : ids) {
+      if (id >= 0) g_array_append_val(wanted, id);
+    }
+  }
+  set_postdissector_wanted_hfids(post_handle, wanted);  // frees the previous array
 }
 
 void init_capture() {
@@ -376,12 +399,9 @@ void handoff() {
   int* ids[] = {&tcpf.srcport, &tcpf.dstport, &tcpf.seq_raw, &tcpf.ack_raw,
                 &tcpf.flags,   &tcpf.window,  &tcpf.mss,     &tcpf.len,
                 &tcpf.payload, &tcpf.hdr_len, &tcpf.tsval};
-  GArray* wanted = g_array_new(FALSE, FALSE, sizeof(int));
   for (std::size_t i = 0; i < G_N_ELEMENTS(names); ++i) {
     *ids[i] = proto_registrar_get_id_byname(names[i]);
-    if (*ids[i] >= 0) g_array_append_val(wanted, *ids[i]);
   }
-  set_postdissector_wanted_hfids(post_handle, wanted);
   apply_builtin_choice();
 }
 
