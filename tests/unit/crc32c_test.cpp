@@ -13,7 +13,9 @@ ByteView view(std::string_view s) {
 }
 
 // RFC 3720 §B.4 test patterns (the iSCSI CRC32C vectors).
-TEST(Crc32c, CheckValue) { EXPECT_EQ(crc32c(view("123456789")), 0xE3069283u); }
+TEST(Crc32c, CheckValue) {
+  EXPECT_EQ(crc32c(view("123456789")), 0xE3069283u);
+}
 
 TEST(Crc32c, Iscsi32ZeroOctets) {
   Bytes zeros(32, 0x00);
@@ -27,19 +29,22 @@ TEST(Crc32c, Iscsi32OnesOctets) {
 
 TEST(Crc32c, Iscsi32IncrementingOctets) {
   Bytes inc(32);
-  for (std::size_t i = 0; i < inc.size(); ++i) inc[i] = static_cast<std::uint8_t>(i);
+  for (std::size_t i = 0; i < inc.size(); ++i)
+    inc[i] = static_cast<std::uint8_t>(i);
   EXPECT_EQ(crc32c(inc), 0x46DD794Eu);
 }
 
 TEST(Crc32c, Iscsi32DecrementingOctets) {
   Bytes dec(32);
-  for (std::size_t i = 0; i < dec.size(); ++i) dec[i] = static_cast<std::uint8_t>(31 - i);
+  for (std::size_t i = 0; i < dec.size(); ++i)
+    dec[i] = static_cast<std::uint8_t>(31 - i);
   EXPECT_EQ(crc32c(dec), 0x113FDB5Cu);
 }
 
 TEST(Crc32c, IncrementalEqualsOneShot) {
   Bytes data(1000);
-  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i * 7);
+  for (std::size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<std::uint8_t>(i * 7);
   Crc32c c;
   c.update(ByteView(data).subspan(0, 3));
   c.update(ByteView(data).subspan(3, 500));
