@@ -12,6 +12,7 @@
 #include "cmd_endpoint_commands.h"
 #include "ddpscope/analysis.h"
 #include "ddpscope/findings.h"
+#include "ddpscope/regions_file.h"
 #include "report/report.h"
 #ifdef DDPSCOPE_HAVE_SYNTH
 #include "synth/synth.h"
@@ -106,7 +107,7 @@ int analyze(const AnalyzeArgs& a) {
   if (!a.regions.empty()) {
     std::vector<RegionSpec> regions;
     std::string err;
-    if (!report::load_regions_file(a.regions, regions, err)) {
+    if (!load_regions_file(a.regions, regions, err)) {
       std::cerr << "ddpscope: " << err << "\n";
       return kExitUsage;
     }

@@ -23,13 +23,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "capture_state.h"
+#include "ddpscope/regions_file.h"
 #include "draw.h"
 #include "fields.h"
 #include "stats.h"
@@ -69,36 +68,14 @@ bool is_hinted(std::uint32_t port) {
   return port < 65536 && (hinted_ports[port >> 3] & (1u << (port & 7))) != 0;
 }
 
-// Regions file: {"regions": [{"stag": 4660 | "0x1234", "base": ..., "length": ...,
-// "sink": "10.0.0.2", "origin": "..."}]} or the bare array.
-std::uint64_t json_number(const nlohmann::json& v) {
-  if (v.is_number_unsigned() || v.is_number_integer()) return v.get<std::uint64_t>();
-  if (v.is_string()) return std::stoull(v.get<std::string>(), nullptr, 0);
-  return 0;
-}
-
+// The regions file preference, in core's format (regions_file.h). A file that does not parse
+// gives no regions, as before.
 std::vector<RegionSpec> load_regions(const char* path) noexcept {
   std::vector<RegionSpec> out;
   if (path == nullptr || *path == '\0') return out;
   try {
-    std::ifstream in(path);
-    if (!in) return out;
-    const nlohmann::json doc = nlohmann::json::parse(in);
-    const nlohmann::json& list = doc.is_object() && doc.contains("regions") ? doc["regions"] : doc;
-    if (!list.is_array()) return out;
-    for (const auto& r : list) {
-      if (!r.is_object() || !r.contains("stag")) continue;
-      RegionSpec spec;
-      spec.stag = static_cast<std::uint32_t>(json_number(r["stag"]));
-      if (r.contains("base")) spec.base = json_number(r["base"]);
-      if (r.contains("length")) spec.length = json_number(r["length"]);
-      if (r.contains("sink") && r["sink"].is_string()) {
-        spec.owner = net::Address::parse(r["sink"].get<std::string>());
-      }
-      spec.origin = r.contains("origin") && r["origin"].is_string() ? r["origin"].get<std::string>()
-                                                                    : std::string("regions file");
-      out.push_back(std::move(spec));
-    }
+    std::string error;
+    if (!load_regions_file(path, out, error)) out.clear();
   } catch (...) {
     out.clear();
   }

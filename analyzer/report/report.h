@@ -18,11 +18,6 @@ inline constexpr int kSchemaVersion = 1;
 nlohmann::json to_json(const Model& model, const std::string& capture_name);
 void write_text(std::ostream& out, const Model& model, const std::string& capture_name);
 
-// Parses a regions file: a JSON array of {"stag": "0x…", "base": "0x…", "length": N,
-// "sink": "IP"} (sink optional). Numbers may be JSON numbers or "0x…"/decimal strings.
-bool parse_regions(const std::string& text, std::vector<RegionSpec>& out, std::string& error);
-bool load_regions_file(const std::string& path, std::vector<RegionSpec>& out, std::string& error);
-
 // Writes one file per shadow buffer (placed octets at their offsets from the lowest placed
 // TO, unplaced octets zero) and index.json naming each file with its sink, STag, base TO and
 // placed ranges. Returns false with a message on I/O errors.

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The analyzer's --regions file (a JSON array of {"stag", "base", "length", "sink"}; numbers
-// as JSON numbers or "0x…"/decimal strings), read with Qt's JSON so the GUI stays off the
-// analyzer's libraries. A capture's sidecar NAME.regions.json is picked up automatically.
+// The regions file (core's format, ddpscope/regions_file.h) for the GUI: Qt strings, and a
+// capture's sidecar NAME.regions.json picked up automatically.
 #pragma once
 
 #include <QString>
