@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "labels.h"
+#include "zoom_pan_keys.h"
 
 namespace ddpscope::gui {
 namespace {
@@ -340,29 +341,7 @@ void MsnChartWidget::mouseReleaseEvent(QMouseEvent* ev) {
 }
 
 void MsnChartWidget::keyPressEvent(QKeyEvent* ev) {
-  switch (ev->key()) {
-    case Qt::Key_Plus:
-    case Qt::Key_Equal:
-      zoom(2.0);
-      break;
-    case Qt::Key_Minus:
-      zoom(0.5);
-      break;
-    case Qt::Key_Left:
-      pan(-0.25);
-      break;
-    case Qt::Key_Right:
-      pan(0.25);
-      break;
-    case Qt::Key_Home:
-    case Qt::Key_0:
-      resetView();
-      break;
-    default:
-      QWidget::keyPressEvent(ev);
-      return;
-  }
-  ev->accept();
+  if (!handleZoomPanKey(*this, ev)) QWidget::keyPressEvent(ev);
 }
 
 }  // namespace ddpscope::gui

@@ -13,6 +13,7 @@
 
 #include "labels.h"
 #include "region_table_model.h"
+#include "zoom_pan_keys.h"
 
 namespace ddpscope::gui {
 namespace {
@@ -353,29 +354,7 @@ void RegionMapWidget::mouseReleaseEvent(QMouseEvent* ev) {
 }
 
 void RegionMapWidget::keyPressEvent(QKeyEvent* ev) {
-  switch (ev->key()) {
-    case Qt::Key_Plus:
-    case Qt::Key_Equal:
-      zoom(2.0);
-      break;
-    case Qt::Key_Minus:
-      zoom(0.5);
-      break;
-    case Qt::Key_Left:
-      pan(-0.25);
-      break;
-    case Qt::Key_Right:
-      pan(0.25);
-      break;
-    case Qt::Key_Home:
-    case Qt::Key_0:
-      resetView();
-      break;
-    default:
-      QWidget::keyPressEvent(ev);
-      return;
-  }
-  ev->accept();
+  if (!handleZoomPanKey(*this, ev)) QWidget::keyPressEvent(ev);
 }
 
 }  // namespace ddpscope::gui
