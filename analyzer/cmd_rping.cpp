@@ -29,6 +29,11 @@ struct RpingArgs {
   bool verbose = false;
   bool validate = false;  // rping's -V: always on here
   int timeout_s = 60;
+  // Client: pause between connection establishment and the first SEND. Linux siw 6.1 sends
+  // its MPA Reply before it attaches the socket to the QP (siw_accept); FPDUs arriving in that
+  // window stay unread until more data comes, and rping, waiting for an answer, sends none.
+  // Linux's own rping client is slowed down by rdma_cm's event path; we wait explicitly.
+  int start_delay_ms = 20;
   MpaFlags mpa;
 };
 
@@ -82,7 +87,15 @@ int run_client(const RpingArgs& a) {
       mem.register_region(cfg.pd, rdma_buf, addr_of(rdma_buf),
                           session::access::remote_write | session::access::local_write);
   endpoint::Loop loop(mem);
-  enum class St { connecting, wait_read_go, wait_write_go, done, failed } st = St::connecting;
+  enum class St {
+    connecting,
+    starting,  // established, waiting start_delay_ms before the first SEND
+    wait_read_go,
+    wait_write_go,
+    done,
+    failed
+  } st = St::connecting;
+  std::int64_t start_at_ns = 0;
   int ping = 0;
   std::string failure;
   auto next_iteration = [&](endpoint::Connection& c) {
@@ -95,7 +108,8 @@ int run_client(const RpingArgs& a) {
   loop.on_event = [&](endpoint::Connection& c, const Event& e) {
     switch (e.kind) {
       case EventKind::connected:
-        next_iteration(c);
+        st = St::starting;
+        start_at_ns = endpoint::now_ns() + std::int64_t{a.start_delay_ms} * 1'000'000;
         break;
       case EventKind::recv_completed:
         c.session().post_recv(recv_buf, 1);
@@ -147,6 +161,10 @@ int run_client(const RpingArgs& a) {
   }
   const bool finished = loop.run_until(
       [&] {
+        if (st == St::starting && endpoint::now_ns() >= start_at_ns) {
+          next_iteration(*conn);
+          loop.flush();
+        }
         return (st == St::done && conn->session().idle()) || st == St::failed || conn->done();
       },
       a.timeout_s * 1000);
@@ -295,6 +313,10 @@ void add_rping_command(CLI::App& app, std::function<int()>& run) {
   sc->add_flag("-v", a->verbose, "print the ping data");
   sc->add_flag("-V", a->validate, "validate the data (always done)");
   sc->add_option("--timeout", a->timeout_s, "give up after this many seconds (default 60)");
+  sc->add_option("--start-delay-ms", a->start_delay_ms,
+                 "client: wait this long after the MPA Reply before the first SEND (default 20; "
+                 "Linux siw 6.1 may miss FPDUs that follow its Reply at once)")
+      ->check(CLI::Range(0, 60000));
   add_mpa_flags(sc, a->mpa);
   sc->callback([a, &run] {
     run = [a] {
