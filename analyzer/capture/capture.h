@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Capture I/O over libpcap: reading pcap / pcapng files, writing pcap files, live capture.
+// Capture I/O over libpcap: reading pcap / pcapng files, writing pcap files. Live capture is in
+// live_capture.h.
 // This header does not include <pcap.h>; only capture.cpp does.
 #pragma once
 
@@ -53,6 +54,7 @@ class CaptureReader {
 
  private:
   CaptureReader() = default;
+  std::unique_ptr<char[]> read_buffer_;  // the FILE's stdio buffer: outlives handle_
   pcap* handle_ = nullptr;
   std::string error_;
   std::uint32_t link_type_ = 0;
@@ -81,37 +83,6 @@ class CaptureWriter {
   pcap* handle_ = nullptr;
   pcap_dumper* dumper_ = nullptr;
   std::uint32_t snaplen_ = 0;
-};
-
-// Live capture on one interface, with an optional BPF filter.
-class LiveCapture {
- public:
-  // nullptr and `error` set on failure; lacking root / CAP_NET_RAW, `error` contains
-  // "permission" (libpcap's PCAP_ERROR_PERM_DENIED).
-  static std::unique_ptr<LiveCapture> open(const std::string& iface, const std::string& bpf,
-                                           std::string& error);
-  ~LiveCapture();
-  LiveCapture(const LiveCapture&) = delete;
-  LiveCapture& operator=(const LiveCapture&) = delete;
-
-  // Waits up to timeout_ms for a frame: 1 with `frame` filled (data valid until the next
-  // call), 0 on timeout, -1 on error or after stop() (see error()).
-  int next(Frame& frame, int timeout_ms);
-  // Makes next() return -1 within about 100 ms; callable from another thread.
-  void stop() { stopped_ = true; }
-  const std::string& error() const { return error_; }
-  std::uint32_t link_type() const { return link_type_; }
-  // "received N, dropped M, interface dropped K" from pcap_stats.
-  std::string stats() const;
-
- private:
-  LiveCapture() = default;
-  pcap* handle_ = nullptr;
-  int fd_ = -1;
-  std::string error_;
-  std::uint32_t link_type_ = 0;
-  std::uint64_t number_ = 0;
-  std::atomic<bool> stopped_{false};
 };
 
 }  // namespace ddpscope::capture
