@@ -42,14 +42,14 @@ void TcpReassembler::segment(std::uint32_t seq, ByteView payload, std::uint64_t 
   if (off == next_ && pending_.empty()) {
     deliver(off, payload, frame, offset_in_frame, out);
   } else {
-    insert_pending(off, payload, frame, offset_in_frame, false, out);
+    insert_pending(off, payload.size(), payload, frame, offset_in_frame, out);
   }
   if (lost_tail > 0) {
-    // A hostile header may claim up to 2^32 octets: hold at most a window's worth of the loss
-    // (the rest becomes a hole, declared a gap like any other).
-    const std::size_t held = std::min<std::size_t>(lost_tail, window_ + 1);
-    insert_pending(off + payload.size(), Bytes(held, 0), frame,
-                   offset_in_frame + static_cast<std::uint32_t>(payload.size()), true, out);
+    // A hostile header may claim up to 2^32 octets: take at most a window's worth of the loss
+    // (the rest becomes a hole, declared a gap like any other). Held by length: no memory.
+    const std::uint64_t lost = std::min<std::uint64_t>(lost_tail, window_ + 1);
+    insert_pending(off + payload.size(), lost, {}, frame,
+                   offset_in_frame + static_cast<std::uint32_t>(payload.size()), out);
   }
   drain(out);
   while (pending_bytes_ > window_ && !pending_.empty()) {
@@ -58,27 +58,30 @@ void TcpReassembler::segment(std::uint32_t seq, ByteView payload, std::uint64_t 
   }
 }
 
-void TcpReassembler::insert_pending(std::uint64_t offset, ByteView data, std::uint64_t frame,
-                                    std::uint32_t offset_in_frame, bool lost,
+void TcpReassembler::insert_pending(std::uint64_t offset, std::uint64_t length, ByteView data,
+                                    std::uint64_t frame, std::uint32_t offset_in_frame,
                                     ReassemblyListener& out) {
-  // First copy wins: cut the new data around what is already pending.
+  const bool lost = data.empty();
+  // First copy wins: cut the new range around what is already pending.
   std::uint64_t pos = offset;
-  const std::uint64_t end = offset + data.size();
+  const std::uint64_t end = offset + length;
   auto it = pending_.upper_bound(pos);
   if (it != pending_.begin()) --it;
   while (pos < end) {
     // Find the first pending entry overlapping or after pos.
-    while (it != pending_.end() && it->first + it->second.data.size() <= pos)
+    while (it != pending_.end() && it->first + it->second.length <= pos)
       ++it;
     const std::uint64_t chunk_end = (it == pending_.end()) ? end : std::min(end, it->first);
     if (pos < chunk_end) {
       Pending p;
-      const std::size_t from = pos - offset;
-      p.data.assign(data.begin() + from, data.begin() + (chunk_end - offset));
+      const std::uint64_t from = pos - offset;
+      p.length = chunk_end - pos;
+      if (!lost) p.data.assign(data.begin() + from, data.begin() + (chunk_end - offset));
       p.frame = frame;
       p.offset_in_frame = offset_in_frame + static_cast<std::uint32_t>(from);
       p.lost = lost;
-      pending_bytes_ += p.data.size();
+      pending_bytes_ += p.length;
+      held_bytes_ += p.data.size();
       it = pending_.emplace(pos, std::move(p)).first;
       ++it;
       pos = chunk_end;
@@ -86,7 +89,7 @@ void TcpReassembler::insert_pending(std::uint64_t offset, ByteView data, std::ui
     }
     if (it == pending_.end()) break;
     // Overlap with an existing pending entry.
-    const std::uint64_t ov_end = std::min(end, it->first + it->second.data.size());
+    const std::uint64_t ov_end = std::min(end, it->first + it->second.length);
     if (!lost && !it->second.lost) {
       const std::size_t a = pos - offset;
       const std::size_t b = pos - it->first;
@@ -105,12 +108,13 @@ void TcpReassembler::drain(ReassemblyListener& out) {
     Pending p = std::move(it->second);
     const std::uint64_t off = it->first;
     pending_.erase(it);
-    pending_bytes_ -= p.data.size();
-    if (off + p.data.size() <= next_) continue;  // already delivered
-    const std::size_t skip = next_ - off;
+    pending_bytes_ -= p.length;
+    held_bytes_ -= p.data.size();
+    if (off + p.length <= next_) continue;  // already delivered
+    const std::uint64_t skip = next_ - off;
     if (p.lost) {
-      out.on_gap(next_, p.data.size() - skip, p.frame);
-      next_ = off + p.data.size();
+      out.on_gap(next_, p.length - skip, p.frame);
+      next_ = off + p.length;
       continue;
     }
     deliver(next_, ByteView(p.data).subspan(skip), p.frame,

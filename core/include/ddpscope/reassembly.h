@@ -35,7 +35,9 @@ class TcpReassembler {
   void syn(std::uint32_t isn);
   bool started() const { return base_.has_value(); }
   // A segment's captured payload. `lost_tail` octets after it were sent but not captured
-  // (snaplen); they become a gap.
+  // (snaplen, or a hostile length); they become a gap. A lost tail is held by its length only;
+  // at most a window's worth of it (window + 1 octets) is taken, the rest of the claim is a
+  // hole like any other.
   void segment(std::uint32_t seq, ByteView payload, std::uint64_t frame, std::uint32_t lost_tail,
                ReassemblyListener& out);
   // The sender's FIN: its sequence number ends the stream. Octets before it that never showed
@@ -45,23 +47,29 @@ class TcpReassembler {
   void flush(ReassemblyListener& out);
 
   std::uint64_t next_offset() const { return next_; }
+  // Octets waiting out of order, lost ranges included: what the window bounds.
   std::uint64_t pending_bytes() const { return pending_bytes_; }
+  // Octets of payload actually buffered (lost ranges cost no memory): at most the window.
+  std::uint64_t held_bytes() const { return held_bytes_; }
   std::uint64_t retransmitted_bytes() const { return retransmitted_; }
 
  private:
+  // An out-of-order range: captured octets, or (lost) a known loss held by its length only.
   struct Pending {
-    Bytes data;
+    Bytes data;  // empty when lost
+    std::uint64_t length = 0;
     std::uint64_t frame = 0;
     std::uint32_t offset_in_frame = 0;
-    bool lost = false;  // a snaplen hole: no data, just a known loss
+    bool lost = false;
   };
   std::int64_t relative(std::uint32_t seq) const;
   void deliver(std::uint64_t offset, ByteView data, std::uint64_t frame,
                std::uint32_t offset_in_frame, ReassemblyListener& out);
   void compare_history(std::uint64_t offset, ByteView data, std::uint64_t frame,
                        ReassemblyListener& out);
-  void insert_pending(std::uint64_t offset, ByteView data, std::uint64_t frame,
-                      std::uint32_t offset_in_frame, bool lost, ReassemblyListener& out);
+  // Inserts [offset, offset + length): `data` holds its octets, or is empty for a lost range.
+  void insert_pending(std::uint64_t offset, std::uint64_t length, ByteView data,
+                      std::uint64_t frame, std::uint32_t offset_in_frame, ReassemblyListener& out);
   void drain(ReassemblyListener& out);
   void declare_gap(ReassemblyListener& out);
 
@@ -73,6 +81,7 @@ class TcpReassembler {
   std::optional<std::uint64_t> fin_offset_;
   std::uint64_t fin_frame_ = 0;
   std::uint64_t pending_bytes_ = 0;
+  std::uint64_t held_bytes_ = 0;
   std::uint64_t retransmitted_ = 0;
   Bytes history_;                   // ring of the last delivered octets
   std::uint64_t history_end_ = 0;   // stream offset one past history's newest octet
