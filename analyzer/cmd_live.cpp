@@ -6,10 +6,11 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <set>
+#include <vector>
 
-#include "capture/capture.h"
+#include "capture/live_capture.h"
 #include "ddpscope/analysis.h"
-#include "endpoint/endpoint.h"
 
 namespace ddpscope::cli {
 namespace {
@@ -26,6 +27,9 @@ struct LiveArgs {
   double duration_s = 0;
   std::uint64_t max_frames = 0;
   bool quiet = false;
+  std::vector<std::uint16_t> ports;  // mid-stream hints, as `analyze --port`
+  bool hint_crc = true;
+  bool hint_markers = false;
 };
 
 // Prints each finding once, as the engine raises it.
@@ -55,20 +59,19 @@ class Printer final : public AnalysisObserver {
 
 int run_live(const LiveArgs& a) {
   std::string err;
-  auto cap = capture::LiveCapture::open(a.iface, a.bpf, err);
-  if (!cap) {
+  capture::LiveOptions options;
+  options.interface = a.iface;
+  options.filter = a.bpf;
+  options.write_path = a.write;
+  auto live = capture::LiveSession::open(options, err);
+  if (!live) {
     std::cerr << "ddpscope live: " << err << "\n";
     return 2;
   }
-  std::unique_ptr<capture::CaptureWriter> writer;
-  if (!a.write.empty()) {
-    writer = capture::CaptureWriter::open(a.write, cap->link_type(), err);
-    if (!writer) {
-      std::cerr << "ddpscope live: " << err << "\n";
-      return 2;
-    }
-  }
-  Analyzer analyzer;
+  AnalyzerOptions aopt;
+  for (std::uint16_t p : a.ports)
+    aopt.hints.push_back(StreamHint{p, std::nullopt, a.hint_crc, a.hint_markers});
+  Analyzer analyzer(aopt);
   Printer printer(analyzer);
   analyzer.set_observer(&printer);
   std::signal(SIGINT, on_signal);
@@ -77,21 +80,18 @@ int run_live(const LiveArgs& a) {
     std::fprintf(stderr, "capturing on %s%s%s\n", a.iface.c_str(), a.bpf.empty() ? "" : ", filter ",
                  a.bpf.c_str());
   }
-  const std::int64_t end =
-      a.duration_s > 0 ? endpoint::now_ns() + static_cast<std::int64_t>(a.duration_s * 1e9) : 0;
-  capture::Frame f;
-  std::uint64_t frames = 0;
-  while (!g_stop) {
-    if (end && endpoint::now_ns() >= end) break;
-    const int rc = cap->next(f, 100);
-    if (rc < 0) break;
-    if (rc == 0) continue;
-    if (writer) writer->write(f.ts_ns, f.data, f.wire_length);
-    analyzer.feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
-    if (a.max_frames && ++frames >= a.max_frames) break;
-  }
+  capture::LiveRunLimits limits;
+  limits.stop = &g_stop;
+  limits.max_frames = a.max_frames;
+  limits.duration_ns = static_cast<std::int64_t>(a.duration_s * 1e9);
+  const bool ok = live->run(
+      [&](const capture::Frame& f) {
+        analyzer.feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
+      },
+      {}, limits);
+  if (!ok) std::cerr << "ddpscope live: " << live->error() << "\n";
   analyzer.finish();
-  if (writer && !writer->close(err)) {
+  if (!live->close(err)) {
     std::cerr << "ddpscope live: " << err << "\n";
     return 2;
   }
@@ -99,7 +99,8 @@ int run_live(const LiveArgs& a) {
   if (!a.quiet)
     std::fprintf(stderr, "%llu frames, %zu streams, %zu findings (%s)\n",
                  static_cast<unsigned long long>(m.frames), m.streams.size(), m.findings.size(),
-                 cap->stats().c_str());
+                 live->capture().stats().c_str());
+  if (!ok) return 2;
   return printer.errors ? 1 : 0;
 }
 
@@ -114,6 +115,10 @@ void add_live_command(CLI::App& app, std::function<int()>& run) {
   sc->add_option("--duration", a->duration_s, "stop after this many seconds");
   sc->add_option("-c,--count", a->max_frames, "stop after this many frames");
   sc->add_flag("-q,--quiet", a->quiet, "no summary on stderr");
+  sc->add_option("--port", a->ports,
+                 "analyse TCP streams on this port even without an MPA handshake (repeatable)");
+  sc->add_option("--mid-stream-crc", a->hint_crc, "for --port streams: CRC in use (default true)");
+  sc->add_flag("--mid-stream-markers", a->hint_markers, "for --port streams: markers in use");
   sc->callback([a, &run] { run = [a] { return run_live(*a); }; });
 }
 

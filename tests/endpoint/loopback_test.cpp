@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "capture/capture.h"
+#include "capture/live_capture.h"
 #include "ddpscope/analysis.h"
 #include "endpoint/endpoint.h"
 

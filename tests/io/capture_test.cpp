@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "capture/capture.h"
+#include "capture/live_capture.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
