@@ -104,6 +104,50 @@ struct OpRange {
 };
 
 // The FPDU-level view of a DDP segment being built, before encoding.
+// The octets a scenario wrote into one Data Sink region, as disjoint extents keyed by their
+// first TO (one octet per map node would cost ~50 octets per octet written). A later write
+// wins where writes overlap.
+class WrittenBytes {
+ public:
+  void write(std::uint64_t to, ByteView data) {
+    if (data.empty()) return;
+    const std::uint64_t room = ~std::uint64_t{0} - to;  // octets after `to` below 2^64
+    if (data.size() - 1 > room) data = data.first(room + 1);
+    const std::uint64_t last = to + (data.size() - 1);
+    // The extent that holds `to` or ends right before it, else a new one at `to`.
+    auto it = extents_.upper_bound(to);
+    if (it != extents_.begin() && (to == 0 || last_of(*std::prev(it)) >= to - 1))
+      --it;
+    else
+      it = extents_.emplace_hint(it, to, Bytes{});
+    const std::uint64_t base = it->first;
+    Bytes& b = it->second;
+    if (last - base + 1 > b.size()) b.resize(last - base + 1);
+    // Absorb the extents that now touch it: their octets past `last` stay.
+    for (auto nx = std::next(it); nx != extents_.end() && nx->first - base <= b.size();) {
+      const std::size_t from = b.size() - (nx->first - base);
+      if (from < nx->second.size()) b.insert(b.end(), nx->second.begin() + from, nx->second.end());
+      nx = extents_.erase(nx);
+    }
+    std::copy(data.begin(), data.end(), b.begin() + static_cast<std::ptrdiff_t>(to - base));
+  }
+  bool empty() const { return extents_.empty(); }
+  // Everything from the first written octet to the last, zero where nothing was written.
+  std::uint64_t base() const { return extents_.begin()->first; }
+  Bytes dense() const {
+    Bytes out(last_of(*extents_.rbegin()) - base() + 1, 0);
+    for (const auto& [to, b] : extents_)
+      std::copy(b.begin(), b.end(), out.begin() + static_cast<std::ptrdiff_t>(to - base()));
+    return out;
+  }
+
+ private:
+  static std::uint64_t last_of(const std::pair<const std::uint64_t, Bytes>& e) {
+    return e.first + (e.second.size() - 1);
+  }
+  std::map<std::uint64_t, Bytes> extents_;
+};
+
 struct SegmentDraft {
   DdpHeader header;
   Bytes body;  // after the DDP header
@@ -630,9 +674,7 @@ class Generator {
 
   void record_write(const net::Address& owner, std::uint32_t stag, std::uint64_t to,
                     ByteView data) {
-    auto& mem = written_[{owner, stag}];
-    for (std::size_t i = 0; i < data.size(); ++i)
-      mem[to + i] = data[i];
+    written_[{owner, stag}].write(to, data);
   }
 
   // Tagged segments of one message, checked one by one.
@@ -1038,10 +1080,8 @@ class Generator {
       SynthResult::RegionData r;
       r.owner = key.first.to_string();
       r.stag = key.second;
-      r.base = mem.begin()->first;
-      r.bytes.assign(mem.rbegin()->first - r.base + 1, 0);
-      for (const auto& [to, b] : mem)
-        r.bytes[to - r.base] = b;
+      r.base = mem.base();
+      r.bytes = mem.dense();
       out.regions_written.push_back(std::move(r));
     }
   }
@@ -1065,7 +1105,7 @@ class Generator {
   std::vector<KnownRegion> regions_;
   bool regions_file_ = false;
   std::set<std::pair<net::Address, std::uint32_t>> invalidated_;
-  std::map<std::pair<net::Address, std::uint32_t>, std::map<std::uint64_t, std::uint8_t>> written_;
+  std::map<std::pair<net::Address, std::uint32_t>, WrittenBytes> written_;
   std::vector<OpRange> op_ranges_;
   std::vector<std::vector<std::uint64_t>> op_units_;
   std::map<int, std::array<bool, 2>> mulpdu_reported_;

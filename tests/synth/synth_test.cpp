@@ -379,6 +379,29 @@ TEST(SynthRegions, RegionsWrittenMatchTheOperations) {
   EXPECT_TRUE(found);
 }
 
+TEST(SynthRegions, OverlappingWritesLaterOneWins) {
+  json j = base_scenario();
+  j["regions"] = json::parse(R"([{"stag": "0x99", "base": "0x1000", "length": 64,
+                                   "sink": "10.1.0.2"}])");
+  // Out of order, adjacent, inside, straddling an end, and after a gap.
+  j["operations"] = json::parse(R"([
+    {"op": "write", "from": "client", "stag": "0x99", "to": "0x1010", "text": "WXYZ"},
+    {"op": "write", "from": "client", "stag": "0x99", "to": "0x1000", "text": "0123456789abcdef"},
+    {"op": "write", "from": "client", "stag": "0x99", "to": "0x1008", "text": "zz"},
+    {"op": "write", "from": "client", "stag": "0x99", "to": "0x1012", "text": "qqqq"},
+    {"op": "write", "from": "client", "stag": "0x99", "to": "0x1020", "text": "E"},
+    {"op": "write", "from": "client", "stag": "0x99", "to": "0x1001", "text": "!"}
+  ])");
+  SynthResult r;
+  std::string err;
+  ASSERT_TRUE(synthesize_json(j, tmp("overlap.pcap"), r, err)) << err;
+  EXPECT_TRUE(r.expected.empty());
+  ASSERT_EQ(r.regions_written.size(), 1u);
+  EXPECT_EQ(r.regions_written[0].base, 0x1000u);
+  const std::string want = std::string("0!234567zzabcdefWXqqqq") + std::string(10, '\0') + "E";
+  EXPECT_EQ(r.regions_written[0].bytes, Bytes(want.begin(), want.end()));
+}
+
 TEST(SynthSamples, EveryScenarioInSamplesGenerates) {
   const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/samples/synthetic/";
   for (const char* name : {"clean-rping", "clean-crc-markers", "clean-tricky", "fault-msn"}) {
