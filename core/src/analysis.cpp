@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <deque>
 #include <set>
+#include <string_view>
 
 #include "ddpscope/advert.h"
 #include "ddpscope/mpa_framer.h"
@@ -142,7 +143,10 @@ struct Analyzer::Impl {
   std::vector<std::unique_ptr<Conn>> conns;
   std::vector<RegionSpec> user_regions;
   bool have_regions_file = false;
-  std::set<std::string> limits_reported;
+  std::set<std::string, std::less<>> limits_reported;
+  // The connection of the previous segment: captures are runs of one connection's segments.
+  ConnKey last_key;
+  std::size_t last_conn = kNone;
   std::uint64_t pending_total = 0;  // out-of-order octets held by all reassemblers
 
   // The frame being processed and the PDU being built (findings attach to it).
@@ -190,9 +194,11 @@ struct Analyzer::Impl {
     return idx;
   }
 
-  void limit_reached(const std::string& what, const Ctx& ctx) {
-    if (!limits_reported.insert(what).second) return;
-    report(FindingId::engine_limit_reached, ctx, "limit reached: " + what);
+  // Reported once per limit. Called for every item past a cap, so the repeat costs a lookup.
+  void limit_reached(std::string_view what, const Ctx& ctx) {
+    if (limits_reported.find(what) != limits_reported.end()) return;
+    limits_reported.emplace(what);
+    report(FindingId::engine_limit_reached, ctx, "limit reached: " + std::string(what));
   }
 
   // ---- input ----------------------------------------------------------------------------
@@ -201,8 +207,11 @@ struct Analyzer::Impl {
     cur_ts = ts;
     ConnKey key = seg.src < seg.dst ? ConnKey{seg.src, seg.dst} : ConnKey{seg.dst, seg.src};
     const bool pure_syn = (seg.flags & net::tcp_flag::syn) && !(seg.flags & net::tcp_flag::ack);
-    auto it = conn_index.find(key);
-    if (it != conn_index.end() && pure_syn) {
+    std::size_t conn_at = kNone;
+    if (last_conn != kNone && !pure_syn && key == last_key) conn_at = last_conn;
+    auto it = conn_index.end();
+    if (conn_at == kNone) it = conn_index.find(key);
+    if (conn_at == kNone && it != conn_index.end() && pure_syn) {
       // A new connection on a reused 4-tuple once the old one carried data.
       const auto& sm = model.streams[conns[it->second]->stream];
       if (sm.dirs[0].tcp_bytes + sm.dirs[1].tcp_bytes > 0 || sm.closed) {
@@ -210,7 +219,7 @@ struct Analyzer::Impl {
         it = conn_index.end();
       }
     }
-    if (it == conn_index.end()) {
+    if (conn_at == kNone && it == conn_index.end()) {
       if (conns.size() >= options.limits.max_streams) {
         limit_reached("max_streams", Ctx{UINT32_MAX, -1, frame, {}});
         return;
@@ -238,7 +247,12 @@ struct Analyzer::Impl {
       conns.push_back(std::move(c));
       it = conn_index.emplace(key, conns.size() - 1).first;
     }
-    Conn& c = *conns[it->second];
+    if (conn_at == kNone) {
+      conn_at = it->second;
+      last_key = key;
+      last_conn = conn_at;
+    }
+    Conn& c = *conns[conn_at];
     StreamModel& sm = model.streams[c.stream];
     if (sm.state == StreamState::not_iwarp) return;
     sm.last_frame = frame;
@@ -376,6 +390,7 @@ struct Analyzer::Impl {
       case RawPdu::Kind::not_mpa:
         on_not_mpa(c, dir, ctx);
         cur_ev = outer;
+        p.slices = std::move(ev.slices);
         return;  // nothing consumed: no event
       case RawPdu::Kind::reqrep:
         ev.kind = p.reqrep->kind == wire::MpaFrameKind::request ? PduKind::mpa_request
@@ -401,6 +416,7 @@ struct Analyzer::Impl {
     }
     cur_ev = outer;
     if (observer) observer->on_pdu(ev);
+    p.slices = std::move(ev.slices);  // the framer reuses the storage
   }
 
   static bool any_after_gap(const DirState& ds) {

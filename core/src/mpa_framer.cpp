@@ -212,8 +212,15 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
     pdu.marker_offsets.push_back(0);
     i = kMpaMarkerSize;
   }
+  // Without markers the demarkered FPDU is the raw octets themselves: no walk, no copy.
+  const bool may_have_markers = markers_ && s0_;
   std::uint8_t head[2];
-  if (!walk(i, 2, head, nullptr, nullptr, nullptr).complete) return false;
+  if (may_have_markers) {
+    if (!walk(i, 2, head, nullptr, nullptr, nullptr).complete) return false;
+  } else {
+    if (buf_.size() < 2) return false;
+    std::memcpy(head, buf_.data(), 2);
+  }
   const std::uint16_t len = load_be16(head);
   if (len < wire::kDdpTaggedHeaderSize) {
     // No DDP segment fits: framing is lost from here.
@@ -230,13 +237,17 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
   }
   const std::size_t total = wire::fpdu_size(len);
   std::size_t crc_idx = 0;
-  // Without markers the demarkered FPDU is the raw octets themselves: no copy.
-  const bool may_have_markers = markers_ && s0_;
-  if (may_have_markers) pdu.plain_storage.resize(total);
-  Walk w = walk(i, total, may_have_markers ? pdu.plain_storage.data() : nullptr, &pdu.markers,
-                &pdu.marker_offsets, &crc_idx);
-  if (!w.complete) return false;
-  const std::size_t raw_len = i + w.raw_len;
+  std::size_t raw_len = 0;
+  if (may_have_markers) {
+    pdu.plain_storage.resize(total);
+    Walk w = walk(i, total, pdu.plain_storage.data(), &pdu.markers, &pdu.marker_offsets, &crc_idx);
+    if (!w.complete) return false;
+    raw_len = i + w.raw_len;
+  } else {
+    if (buf_.size() < total) return false;
+    crc_idx = total - 4;
+    raw_len = total;
+  }
   pdu.plain = may_have_markers ? ByteView(pdu.plain_storage) : ByteView(buf_).subspan(i, total);
   pdu.crc_field = mpa_crc_from_wire(&pdu.plain[total - 4]);
   if (crc_) {
@@ -346,6 +357,11 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
 void MpaFramer::emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out) {
   pdu.stream_offset = buf_offset_;
   pdu.raw = ByteView(buf_).first(raw_len);
+  // Reuse the slice list's storage across PDUs (the listener may hand it back, see below).
+  if (pdu.slices.empty()) {
+    pdu.slices.swap(spare_slices_);
+    pdu.slices.clear();
+  }
   std::size_t need = raw_len;
   std::size_t k = 0;
   while (need > 0 && k < slices_.size()) {
@@ -373,6 +389,7 @@ void MpaFramer::emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& ou
     pending_skipped_ = 0;
   }
   out.on_raw_pdu(pdu);
+  if (pdu.slices.capacity() > spare_slices_.capacity()) spare_slices_.swap(pdu.slices);
   consume(raw_len);
 }
 

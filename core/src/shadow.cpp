@@ -94,6 +94,48 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
   // Coalesced extents: count new octets, detect overlap.
   std::uint64_t covered = 0;
   auto& ext = buf.extents_;
+  // Fast path, O(1): a placement at or past the end of the highest extent (in-order segments of
+  // a message, the common case) extends that extent in place or starts a new last one.
+  const auto last = ext.empty() ? ext.end() : std::prev(ext.end());
+  if (last != ext.end() && last->first <= range.begin && last->second == range.begin) {
+    last->second = range.end;
+  } else if (last == ext.end() || last->second < range.begin) {
+    if (ext.size() < range_cap_) {
+      ext.emplace_hint(ext.end(), range.begin, range.end);
+    } else {
+      r.capped = true;
+    }
+  } else {
+    place_extent(buf, range, covered, r.capped);
+  }
+  r.new_bytes = len - covered;
+  r.overlap = covered > 0;
+  buf.bytes_placed_ += r.new_bytes;
+  buf.min_to_ = std::min(buf.min_to_, range.begin);
+  buf.max_end_ = std::max(buf.max_end_, range.end);
+
+  // Content: compare with what is retained, then keep the new octets while the cap allows.
+  const std::size_t n = std::min<std::size_t>(content.size(), len);
+  if (n > 0 && buf.pages_.empty() && retained_ + kPage > retention_cap_) {
+    r.content_dropped = true;  // nothing of this region is retained, and nothing more can be
+  } else {
+    place_content(buf, range.begin, content.first(n), r);
+  }
+
+  range.overlap = r.overlap;
+  range.conflict = r.conflict;
+  if (buf.ranges_.size() < range_cap_) {
+    buf.ranges_.push_back(range);
+  } else {
+    ++buf.ranges_dropped_;
+    r.capped = true;
+  }
+  return r;
+}
+
+void ShadowMemory::place_extent(ShadowBuffer& buf, const PlacedRange& range, std::uint64_t& covered,
+                                bool& capped) {
+  auto& ext = buf.extents_;
   auto it = ext.upper_bound(range.begin);
   if (it != ext.begin()) --it;
   std::uint64_t new_begin = range.begin;
@@ -119,18 +161,15 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
   if (merged || ext.size() < range_cap_) {
     ext.emplace(new_begin, new_end);
   } else {
-    r.capped = true;
+    capped = true;
   }
-  r.new_bytes = len - covered;
-  r.overlap = covered > 0;
-  buf.bytes_placed_ += r.new_bytes;
-  buf.min_to_ = std::min(buf.min_to_, range.begin);
-  buf.max_end_ = std::max(buf.max_end_, range.end);
+}
 
-  // Content: compare with what is retained, then keep the new octets while the cap allows.
-  const std::size_t n = std::min<std::size_t>(content.size(), len);
+void ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin, ByteView content,
+                                 PlaceResult& r) {
+  const std::size_t n = content.size();
   for (std::size_t i = 0; i < n;) {
-    const std::uint64_t pos = range.begin + i;
+    const std::uint64_t pos = begin + i;
     const std::uint64_t page = pos / kPage;
     const std::size_t in_page = static_cast<std::size_t>(pos % kPage);
     const std::size_t chunk = std::min<std::size_t>(n - i, kPage - in_page);
@@ -161,16 +200,6 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
     }
     i += chunk;
   }
-
-  range.overlap = r.overlap;
-  range.conflict = r.conflict;
-  if (buf.ranges_.size() < range_cap_) {
-    buf.ranges_.push_back(range);
-  } else {
-    ++buf.ranges_dropped_;
-    r.capped = true;
-  }
-  return r;
 }
 
 }  // namespace ddpscope

@@ -84,6 +84,7 @@ struct RawPdu {
   Kind kind = Kind::fpdu;
   std::uint64_t stream_offset = 0;
   ByteView raw;  // octets as on the wire; valid during on_raw_pdu only
+  // The listener may move this list away; what it leaves here is reused for the next PDU.
   std::vector<FrameSlice> slices;
   // reqrep
   std::optional<wire::MpaReqRep> reqrep;
@@ -164,6 +165,7 @@ class MpaFramer {
   bool buf_started_ = false;
   // Slices of buf_ (frame, offset in frame, length), in order.
   std::vector<FrameSlice> slices_;
+  std::vector<FrameSlice> spare_slices_;  // storage for the next RawPdu::slices
   std::uint64_t pending_skipped_ = 0;
   bool pending_resync_ = false;
   bool pending_after_gap_ = false;

@@ -118,6 +118,12 @@ class ShadowMemory {
   std::uint64_t bytes_retained() const { return retained_; }
 
  private:
+  // The general case of place(): merges `range` with the extents it touches.
+  void place_extent(ShadowBuffer& buf, const PlacedRange& range, std::uint64_t& covered,
+                    bool& capped);
+  // Compares `content` (placed at TO `begin`) with the retained octets and retains it.
+  void place_content(ShadowBuffer& buf, std::uint64_t begin, ByteView content, PlaceResult& r);
+
   std::map<RegionKey, ShadowBuffer> buffers_;
   std::size_t retention_cap_ = 64u << 20;
   std::size_t range_cap_ = 1u << 16;
