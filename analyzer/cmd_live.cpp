@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "capture/live_capture.h"
+#include "cmd_limits.h"
 #include "ddpscope/analysis.h"
 
 namespace ddpscope::cli {
@@ -30,6 +31,7 @@ struct LiveArgs {
   std::vector<std::uint16_t> ports;  // mid-stream hints, as `analyze --port`
   bool hint_crc = true;
   bool hint_markers = false;
+  std::vector<std::string> limits;  // --limit NAME=VALUE
 };
 
 // Prints each finding once, as the engine raises it.
@@ -69,6 +71,7 @@ int run_live(const LiveArgs& a) {
     return 2;
   }
   AnalyzerOptions aopt;
+  apply_limits(a.limits, aopt.limits);
   for (std::uint16_t p : a.ports)
     aopt.hints.push_back(StreamHint{p, std::nullopt, a.hint_crc, a.hint_markers});
   Analyzer analyzer(aopt);
@@ -119,6 +122,7 @@ void add_live_command(CLI::App& app, std::function<int()>& run) {
                  "analyse TCP streams on this port even without an MPA handshake (repeatable)");
   sc->add_option("--mid-stream-crc", a->hint_crc, "for --port streams: CRC in use (default true)");
   sc->add_flag("--mid-stream-markers", a->hint_markers, "for --port streams: markers in use");
+  add_limit_option(sc, a->limits);
   sc->callback([a, &run] { run = [a] { return run_live(*a); }; });
 }
 

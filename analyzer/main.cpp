@@ -10,6 +10,7 @@
 
 #include "capture/capture.h"
 #include "cmd_endpoint_commands.h"
+#include "cmd_limits.h"
 #include "ddpscope/analysis.h"
 #include "ddpscope/findings.h"
 #include "ddpscope/regions_file.h"
@@ -67,15 +68,17 @@ struct AnalyzeArgs {
   bool no_advert = false;
   bool no_crc_check = false;
   std::optional<std::uint32_t> send_buffer;
-  std::size_t retention_mib = 64;
-  std::size_t window_mib = 4;
+  std::optional<std::size_t> retention_mib;  // default: Limits
+  std::optional<std::size_t> window_mib;
+  std::vector<std::string> limits;  // NAME=VALUE, applied after the two above
   std::string output;
 };
 
 int analyze(const AnalyzeArgs& a) {
   AnalyzerOptions opt;
-  opt.limits.payload_retention = a.retention_mib << 20;
-  opt.limits.reassembly_window = a.window_mib << 20;
+  if (a.retention_mib) opt.limits.payload_retention = *a.retention_mib << 20;
+  if (a.window_mib) opt.limits.reassembly_window = *a.window_mib << 20;
+  cli::apply_limits(a.limits, opt.limits);
   opt.decode_advertisements = !a.no_advert;
   opt.check_crc = !a.no_crc_check;
   opt.send_buffer_size = a.send_buffer;
@@ -213,6 +216,7 @@ int main(int argc, char** argv) {
   an->add_option("--retain-mib", aa.retention_mib,
                  "MiB of placed payload kept for shadow buffers (0 = none)");
   an->add_option("--window-mib", aa.window_mib, "MiB of out-of-order TCP data held per direction");
+  cli::add_limit_option(an, aa.limits);
   an->add_option("-o,--output", aa.output, "write the report to this file");
 
   std::string scenario, synth_out;
@@ -223,6 +227,9 @@ int main(int argc, char** argv) {
   bool lf_json = false;
   auto* lf = app.add_subcommand("list-findings", "List every finding code the analyzer reports");
   lf->add_flag("--json", lf_json, "as JSON");
+
+  auto* ll = app.add_subcommand("list-limits",
+                                "List the engine's caps (--limit NAME=VALUE) with their defaults");
 
   std::function<int()> run_endpoint_command;  // endpoint, rping, live, replay
   cli::add_endpoint_commands(app, run_endpoint_command);
@@ -236,6 +243,7 @@ int main(int argc, char** argv) {
   if (run_endpoint_command) return run_endpoint_command();
   if (an->parsed()) return analyze(aa);
   if (lf->parsed()) return list_findings(lf_json);
+  if (ll->parsed()) return cli::list_limits();
   if (sy->parsed()) {
 #ifdef DDPSCOPE_HAVE_SYNTH
     synth::SynthResult result;

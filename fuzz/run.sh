@@ -6,6 +6,8 @@
 # build/fuzz/artifacts/ (copy it to fuzz/regressions/<target>/ once fixed).
 #   fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]
 # New inputs found go to build/fuzz/corpus/<target>/ (not into the committed seeds).
+# DDPSCOPE_FUZZ_DIR=DIR uses an already configured libFuzzer build directory (configured like
+# the `fuzz` preset) instead of build/fuzz, and only builds the targets in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -13,10 +15,15 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_wire fuzz_engine fuzz_frame fuzz_capture)
 
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz
+if [ -n "${DDPSCOPE_FUZZ_DIR:-}" ]; then
+  out="$DDPSCOPE_FUZZ_DIR"
+  cmake --build "$out" --target "${targets[@]}"
+else
+  out=build/fuzz
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz
+fi
 
-out=build/fuzz
 mkdir -p "$out/artifacts" "$out/logs"
 summary="$out/summary.txt"
 printf '%-14s %8s %12s %10s %8s %8s\n' target seconds executions exec/s cov corpus >"$summary"

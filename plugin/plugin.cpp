@@ -26,8 +26,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "capture_state.h"
+#include "ddpscope/limits.h"
 #include "ddpscope/regions_file.h"
 #include "draw.h"
 #include "fields.h"
@@ -44,6 +46,40 @@ gboolean pref_use_builtin = FALSE;
 gboolean pref_hint_crc = TRUE;
 gboolean pref_hint_markers = FALSE;
 const char* pref_regions_file = "";
+
+// The engine's caps (limits.h), one uint preference each, named after the Limits field
+// (tshark -o iwarp.mpa.max_regions:1000). Sized once at registration: Wireshark keeps
+// pointers to the values and to the title and description strings.
+struct LimitPref {
+  guint value = 0;
+  std::string title;
+  std::string description;
+};
+std::vector<LimitPref> pref_limits;
+
+void register_limit_preferences(module_t* prefs) {
+  const Limits defaults;
+  pref_limits.resize(limit_fields().size());
+  std::size_t i = 0;
+  for (const auto& f : limit_fields()) {
+    LimitPref& p = pref_limits[i++];
+    p.value = static_cast<guint>(std::min<std::size_t>(defaults.*(f.member), G_MAXUINT));
+    p.title = "Cap: " + std::string(f.name);
+    p.description = std::string(f.meaning) + (f.octets ? ", in octets" : "") +
+                    ". Hitting it raises engine.limit-reached; the analysis goes on degraded.";
+    // Field names are string literals: NUL-terminated.
+    prefs_register_uint_preference(prefs, f.name.data(), p.title.c_str(), p.description.c_str(), 10,
+                                   &p.value);
+  }
+}
+
+void apply_limit_preferences(Limits& limits) {
+  std::size_t i = 0;
+  for (const auto& f : limit_fields()) {
+    if (i >= pref_limits.size()) break;
+    limits.*(f.member) = pref_limits[i++].value;
+  }
+}
 
 dissector_handle_t claim_handle = nullptr;
 dissector_handle_t post_handle = nullptr;
@@ -279,6 +315,7 @@ void init_capture() {
   std::memset(hinted_ports, 0, sizeof hinted_ports);
   PluginOptions options;
   options.analyzer.check_crc = pref_check_crc != FALSE;
+  apply_limit_preferences(options.analyzer.limits);
   if (tcp_port_table != nullptr) {
     for (std::uint32_t port = 1; port < 65536; ++port) {
       if (dissector_get_uint_handle(tcp_port_table, port) == claim_handle) {
@@ -342,6 +379,7 @@ void register_protocols() {
   prefs_register_bool_preference(
       prefs, "use_builtin", "Use Wireshark's built-in iWARP dissectors instead",
       "Turn this plugin's decoding off and re-enable iwarp_mpa_tcp", &pref_use_builtin);
+  register_limit_preferences(prefs);
 
   claim_handle = register_dissector("iwarp.mpa", dissect_claim, proto.mpa);
   post_handle = create_dissector_handle(dissect_post, proto.mpa);

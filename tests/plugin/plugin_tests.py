@@ -340,7 +340,35 @@ def test_wins_over_port(ts, args):
               f"NVMe/TCP still decodes the iWARP stream: {rows}")
 
 
+def test_limit_pref(ts, args):
+    """An engine cap set as a preference (-o iwarp.mpa.NAME:N) raises engine.limit-reached at
+    the frame the analyzer's --limit NAME=N reports, and the analysis goes on."""
+    check(args.analyzer, "--analyzer is required")
+    cap = ts.stage(args.capture)
+    listed = ts.run(["-G", "defaultprefs"]).stdout
+    for name in ("max_streams", "max_regions", "reassembly_window", "max_message_records"):
+        check(re.search(rf"^#iwarp\.mpa\.{name}: \d+$", listed, re.M),
+              f"preference iwarp.mpa.{name} not registered")
+    plain = ts.experts(cap, ["-2"])
+    check(not any(code == "engine.limit-reached" for _, code in plain),
+          "engine.limit-reached without a small cap")
+    got = ts.experts(cap, ["-2", "-o", "iwarp.mpa.max_message_records:2"])
+    expected = analyzer_findings(args.analyzer, args.capture,
+                                 ["--limit", "max_message_records=2"])
+    hits = [frame for frame, code in expected if code == "engine.limit-reached"]
+    check(len(hits) == 1, f"the analyzer should hit the cap once: {expected}")
+    check(got[(hits[0], "engine.limit-reached")] == 1,
+          f"no engine.limit-reached expert info in frame {hits[0]}: {sorted(got)}")
+    check(got == expected, f"expert infos differ from the analyzer's under the same cap:\n"
+          f"  missing: {sorted((expected - got).elements())}\n"
+          f"  extra: {sorted((got - expected).elements())}")
+    check(any(frame > hits[0] for frame, code in got if code != "engine.limit-reached"),
+          "no finding after the cap was hit")
+    print(f"engine.limit-reached in frame {hits[0]}, {sum(got.values())} expert infos")
+
+
 TESTS = {
+    "limit_pref": test_limit_pref,
     "loads": test_loads,
     "rping_fields": test_rping_fields,
     "builtin_equal": test_builtin_equal,

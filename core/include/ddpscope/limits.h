@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Every per-connection collection has a cap; hitting one is an engine.limit-reached finding and
-// the analysis goes on degraded. The CLI shows these as flags, the plugin as preferences.
+// the analysis goes on degraded. The CLI shows these as flags (`--limit NAME=VALUE`, listed by
+// `ddpscope list-limits`), the plugin as preferences (`iwarp.mpa.NAME`): limit_fields() below
+// names each field once for both.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
 
 namespace ddpscope {
 
@@ -35,5 +41,27 @@ struct Limits {
   // tracked), recently seen DDP headers (256 per direction, for Terminate quoting), the octets
   // kept of an untagged message's body (4096).
 };
+
+// One configurable field of Limits, by the name hosts show it under.
+struct LimitField {
+  std::string_view name;  // the member's name, e.g. "max_regions"
+  std::size_t Limits::*member;
+  bool octets;  // a size in octets (shown with K/M/G), else a count
+  std::string_view meaning;
+};
+
+// Every field of Limits, in declaration order.
+std::span<const LimitField> limit_fields();
+const LimitField* find_limit_field(std::string_view name);
+
+// "123", "64K", "4M", "1G" (binary multiples; a trailing "iB" or "B" is allowed). nullopt on
+// anything else or on overflow.
+std::optional<std::size_t> parse_limit_value(std::string_view text);
+// The value as parse_limit_value reads it back: "4M" for 4 MiB, "65536" for a count.
+std::string format_limit_value(const LimitField& field, std::size_t value);
+
+// Applies "NAME=VALUE" to `limits`. On an unknown name or a bad value, returns false and says
+// why in `error` (limits is then unchanged).
+bool set_limit(Limits& limits, std::string_view assignment, std::string& error);
 
 }  // namespace ddpscope

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The engine's caps (core's Limits) as CLI flags, shared by `analyze` and `live`:
+// `--limit NAME=VALUE`, repeatable; `ddpscope list-limits` names them. A bad one is a usage
+// error (exit 2) caught while parsing.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "ddpscope/limits.h"
+
+namespace ddpscope::cli {
+
+inline CLI::Option* add_limit_option(CLI::App* app, std::vector<std::string>& into) {
+  const CLI::Validator valid(
+      [](std::string& text) {
+        Limits scratch;
+        std::string err;
+        return set_limit(scratch, text, err) ? std::string() : err;
+      },
+      "NAME=VALUE");
+  return app
+      ->add_option("--limit", into,
+                   "set an engine cap, NAME=VALUE (repeatable; sizes take K, M or G; "
+                   "`ddpscope list-limits` shows the names and defaults)")
+      ->check(valid);
+}
+
+// `assignments` passed add_limit_option's check; later ones win.
+inline void apply_limits(const std::vector<std::string>& assignments, Limits& limits) {
+  std::string err;
+  for (const auto& a : assignments)
+    set_limit(limits, a, err);
+}
+
+inline int list_limits() {
+  const Limits defaults;
+  std::printf("%-24s %-8s %s\n", "NAME", "DEFAULT", "MEANING");
+  for (const auto& f : limit_fields())
+    std::printf("%-24s %-8s %s\n", std::string(f.name).c_str(),
+                format_limit_value(f, defaults.*(f.member)).c_str(),
+                std::string(f.meaning).c_str());
+  return 0;
+}
+
+}  // namespace ddpscope::cli
