@@ -157,20 +157,36 @@ void TcpReassembler::deliver(std::uint64_t offset, ByteView data, std::uint64_t 
   out.on_data(offset, data, frame, offset_in_frame);
   next_ = offset + data.size();
   if (history_cap_ == 0) return;
-  // Keep the newest history_cap_ octets in a ring indexed by stream offset.
-  if (history_.size() != history_cap_) history_.assign(history_cap_, 0);
-  ByteView keep = data.size() > history_cap_ ? data.last(history_cap_) : data;
+  if (history_end_ != offset) history_size_ = 0;  // a gap: older octets are not contiguous
+  // Keep the newest history_cap_ octets in a ring indexed by stream offset. The ring grows with
+  // what was delivered (a stream that carries little costs little), up to the cap.
+  const std::uint64_t wanted = std::min<std::uint64_t>(history_size_ + data.size(), history_cap_);
+  if (history_.size() < wanted) grow_history(static_cast<std::size_t>(wanted));
+  const std::size_t ring = history_.size();
+  ByteView keep = data.size() > ring ? data.last(ring) : data;
   std::uint64_t pos = next_ - keep.size();
   while (!keep.empty()) {
-    const std::size_t at = static_cast<std::size_t>(pos % history_cap_);
-    const std::size_t n = std::min(keep.size(), history_cap_ - at);
+    const std::size_t at = static_cast<std::size_t>(pos % ring);
+    const std::size_t n = std::min(keep.size(), ring - at);
     std::memcpy(history_.data() + at, keep.data(), n);
     keep = keep.subspan(n);
     pos += n;
   }
-  if (history_end_ != offset) history_size_ = 0;  // a gap: older octets are not contiguous
   history_end_ = next_;
-  history_size_ = std::min<std::uint64_t>(history_size_ + data.size(), history_cap_);
+  history_size_ = std::min<std::uint64_t>(history_size_ + data.size(), ring);
+}
+
+void TcpReassembler::grow_history(std::size_t wanted) {
+  std::size_t size = std::max<std::size_t>(history_.size(), 4096);
+  while (size < wanted)
+    size *= 2;
+  size = std::min(size, history_cap_);
+  Bytes grown(size);
+  // Re-lay the valid octets at their offsets modulo the new size.
+  const std::size_t old = history_.size();
+  for (std::uint64_t pos = history_end_ - history_size_; pos < history_end_; ++pos)
+    grown[static_cast<std::size_t>(pos % size)] = history_[static_cast<std::size_t>(pos % old)];
+  history_ = std::move(grown);
 }
 
 void TcpReassembler::compare_history(std::uint64_t offset, ByteView data, std::uint64_t frame,
@@ -179,10 +195,10 @@ void TcpReassembler::compare_history(std::uint64_t offset, ByteView data, std::u
   const std::uint64_t begin = std::max(offset, hist_begin);
   const std::uint64_t end = std::min<std::uint64_t>(offset + data.size(), history_end_);
   if (begin >= end) return;
+  const std::size_t ring = history_.size();
   for (std::uint64_t pos = begin; pos < end;) {
-    const std::size_t at = static_cast<std::size_t>(pos % history_cap_);
-    const std::size_t n =
-        static_cast<std::size_t>(std::min<std::uint64_t>(end - pos, history_cap_ - at));
+    const std::size_t at = static_cast<std::size_t>(pos % ring);
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(end - pos, ring - at));
     if (std::memcmp(data.data() + (pos - offset), history_.data() + at, n) != 0) {
       out.on_conflict(begin, end - begin, frame);
       return;

@@ -114,5 +114,39 @@ TEST(Reassembly, ManyTruncatedSegmentsHoldOnlyTheirCapturedOctets) {
   EXPECT_EQ(gap + data, 1u + 50u * 60000);
 }
 
+TEST(Reassembly, RetransmissionsAreComparedWhileTheHistoryGrows) {
+  // The history ring starts small and grows with what was delivered; retransmissions of any
+  // octet still within the cap are compared, across growth.
+  constexpr std::size_t kHistory = 64u << 10;
+  TcpReassembler r(kWindow, kHistory);
+  Recorder rec;
+  r.syn(0);
+  Bytes stream(100000);
+  for (std::size_t i = 0; i < stream.size(); ++i)
+    stream[i] = static_cast<std::uint8_t>(i * 7 + i / 251);
+  for (std::size_t off = 0; off < stream.size(); off += 1000) {
+    r.segment(static_cast<std::uint32_t>(1 + off), ByteView(stream).subspan(off, 1000), off, 0,
+              rec);
+    // Exact retransmission of the segment 3 back, then a conflicting one of the previous.
+    if (off >= 3000)
+      r.segment(static_cast<std::uint32_t>(1 + off - 3000),
+                ByteView(stream).subspan(off - 3000, 1000), 1, 0, rec);
+  }
+  for (const auto& e : rec.events)
+    ASSERT_EQ(e.kind, 'd');
+  const std::uint64_t old = stream.size() - kHistory + 100;  // oldest octets still kept
+  Bytes changed(ByteView(stream).subspan(old, 50).begin(), ByteView(stream).subspan(old, 50).end());
+  changed[10] ^= 1;
+  r.segment(static_cast<std::uint32_t>(1 + old), changed, 7, 0, rec);
+  ASSERT_EQ(rec.events.back().kind, 'c');
+  EXPECT_EQ(rec.events.back().offset, old);
+  EXPECT_EQ(rec.events.back().frame, 7u);
+  // Older than the history: not comparable, so no conflict.
+  const std::size_t before = rec.events.size();
+  Bytes ancient(50, 0xEE);
+  r.segment(static_cast<std::uint32_t>(1 + stream.size() - kHistory - 200), ancient, 8, 0, rec);
+  EXPECT_EQ(rec.events.size(), before);
+}
+
 }  // namespace
 }  // namespace ddpscope

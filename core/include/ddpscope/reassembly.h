@@ -65,6 +65,7 @@ class TcpReassembler {
   std::int64_t relative(std::uint32_t seq) const;
   void deliver(std::uint64_t offset, ByteView data, std::uint64_t frame,
                std::uint32_t offset_in_frame, ReassemblyListener& out);
+  void grow_history(std::size_t wanted);
   void compare_history(std::uint64_t offset, ByteView data, std::uint64_t frame,
                        ReassemblyListener& out);
   // Inserts [offset, offset + length): `data` holds its octets, or is empty for a lost range.
@@ -83,9 +84,9 @@ class TcpReassembler {
   std::uint64_t pending_bytes_ = 0;
   std::uint64_t held_bytes_ = 0;
   std::uint64_t retransmitted_ = 0;
-  Bytes history_;                   // ring of the last delivered octets
+  Bytes history_;                   // ring of the last delivered octets (grows up to the cap)
   std::uint64_t history_end_ = 0;   // stream offset one past history's newest octet
-  std::uint64_t history_size_ = 0;  // valid octets in the ring (offset o sits at o % cap)
+  std::uint64_t history_size_ = 0;  // valid octets in the ring (offset o sits at o % size)
 };
 
 }  // namespace ddpscope
