@@ -2,37 +2,59 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Engine throughput benchmark (issue: analysis engine, "Performance").
 # Generates a capture of MSS-sized FPDUs with CRC on (RDMA Writes of 1 MiB, ~SIZE_MB in all),
-# then in one run times `ddpscope analyze --json` (CRC check, placement, all validation,
-# payload retention off) and `tshark -q -z expert` (Wireshark's built-in iWARP dissectors) on
-# the same file, and reports throughput, the ratio and peak RSS.
-#   bench/run_bench.sh BUILD_DIR [SIZE_MB]      (default 200)
+# then times `ddpscope analyze --json` (CRC check, placement, all validation, payload
+# retention off) and `tshark -q -z expert` (Wireshark's built-in iWARP dissectors) on the same
+# file, RUNS times each, interleaved, and reports for each the minimum wall clock and the
+# minimum CPU time (user + system), throughput, the ratios and peak RSS. The machine this was
+# written on is shared: the minimum of interleaved runs is the figure that means something.
+#   bench/run_bench.sh BUILD_DIR [SIZE_MB] [RUNS]      (defaults 200, 3)
+# BENCH_CAPTURE=FILE uses an existing capture instead of generating one (no copy is made).
 set -euo pipefail
-build="${1:?usage: run_bench.sh BUILD_DIR [SIZE_MB]}"
+build="${1:?usage: run_bench.sh BUILD_DIR [SIZE_MB] [RUNS]}"
 size_mb="${2:-200}"
+runs="${3:-3}"
 ddpscope="$build/analyzer/ddpscope"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-"$(dirname "$0")/make_capture.sh" "$ddpscope" "$size_mb" "$work/bench.pcap"
-bytes=$(stat -c %s "$work/bench.pcap")
+cap="${BENCH_CAPTURE:-$work/bench.pcap}"
+[ -n "${BENCH_CAPTURE:-}" ] || "$(dirname "$0")/make_capture.sh" "$ddpscope" "$size_mb" "$cap"
+bytes=$(stat -c %s "$cap")
+cat "$cap" > /dev/null  # both tools read it from the page cache
 
-measure() {  # label, command...
-  local label="$1"; shift
-  local t0 t1
-  t0=$(date +%s.%N)
-  /usr/bin/time -f "%M" -o "$work/rss" "$@" > /dev/null 2>"$work/stderr" || true
-  t1=$(date +%s.%N)
-  local secs rss
-  secs=$(echo "$t1 - $t0" | bc -l)
-  rss=$(tail -1 "$work/rss")
-  printf '%s %.3f %s\n' "$label" "$secs" "$rss"
+# One run: "wall_s cpu_s maxrss_kib", measured around the child (microsecond clocks).
+measure() {
+  python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+t0 = time.perf_counter()
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+wall = time.perf_counter() - t0
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{wall:.4f} {ru.ru_utime + ru.ru_stime:.4f} {ru.ru_maxrss}")
+PY
 }
 
-echo "capture: $bytes octets ($(echo "$bytes/1048576" | bc) MiB), CRC on, MSS 1460"
-r1=$(measure ddpscope "$ddpscope" analyze "$work/bench.pcap" --json --retain-mib 0)
-r2=$(measure tshark tshark -q -z expert -r "$work/bench.pcap")
-s1=$(echo "$r1" | awk '{print $2}'); m1=$(echo "$r1" | awk '{print $3}')
-s2=$(echo "$r2" | awk '{print $2}'); m2=$(echo "$r2" | awk '{print $3}')
-printf 'ddpscope analyze --json: %8.3f s  %8.1f MB/s  peak RSS %6d KiB\n' "$s1" "$(echo "$bytes/$s1/1000000" | bc -l)" "$m1"
-printf 'tshark -q -z expert:     %8.3f s  %8.1f MB/s  peak RSS %6d KiB\n' "$s2" "$(echo "$bytes/$s2/1000000" | bc -l)" "$m2"
-printf 'ratio tshark/ddpscope:   %8.1fx\n' "$(echo "$s2/$s1" | bc -l)"
+echo "capture: $bytes octets ($((bytes / 1048576)) MiB), CRC on, MSS 1460; $runs runs each, interleaved"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+: > "$work/d"; : > "$work/t"
+for ((i = 1; i <= runs; i++)); do
+  measure "$ddpscope" analyze "$cap" --json --retain-mib 0 >> "$work/d"
+  measure tshark -q -z expert -r "$cap" >> "$work/t"
+done
+echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+
+summary() {  # file, label
+  sort -n -k1 "$1" | head -1 | awk '{print $1}' > "$work/w"
+  sort -n -k2 "$1" | head -1 | awk '{print $2}' > "$work/c"
+  sort -n -k3 "$1" | tail -1 | awk '{print $3}' > "$work/m"
+  local w c m
+  w=$(cat "$work/w"); c=$(cat "$work/c"); m=$(cat "$work/m")
+  printf '%-24s wall %7.3f s (%7.1f MB/s)  CPU %7.3f s (%7.1f MB/s)  peak RSS %6d KiB  [all wall: %s]\n' \
+    "$2" "$w" "$(echo "$bytes/$w/1000000" | bc -l)" "$c" "$(echo "$bytes/$c/1000000" | bc -l)" "$m" \
+    "$(awk '{printf "%s ", $1}' "$1")"
+  eval "$3_w=$w; $3_c=$c"
+}
+summary "$work/d" "ddpscope analyze --json:" d
+summary "$work/t" "tshark -q -z expert:" t
+printf 'ratio tshark/ddpscope:   wall %6.1fx  CPU %6.1fx\n' \
+  "$(echo "$t_w/$d_w" | bc -l)" "$(echo "$t_c/$d_c" | bc -l)"

@@ -147,7 +147,9 @@ struct Analyzer::Impl {
   // The connection of the previous segment: captures are runs of one connection's segments.
   ConnKey last_key;
   std::size_t last_conn = kNone;
-  std::uint64_t pending_total = 0;  // out-of-order octets held by all reassemblers
+  ShadowBuffer* last_region = nullptr;  // see find_region()
+  bool ranges_capped = false;           // max_ranges_per_region reported
+  std::uint64_t pending_total = 0;      // out-of-order octets held by all reassemblers
 
   // The frame being processed and the PDU being built (findings attach to it).
   std::uint64_t cur_frame = 0;
@@ -807,6 +809,15 @@ struct Analyzer::Impl {
       ds.fifo[fifo_id - ds.fifo_base].complete = true;  // let later messages through
   }
 
+  // ShadowMemory::find with the previous answer kept: a message's segments all go to one region.
+  // Buffers are never removed from the model, so a found buffer's address stays valid.
+  ShadowBuffer* find_region(const RegionKey& key) {
+    if (last_region != nullptr && last_region->key == key) return last_region;
+    ShadowBuffer* b = model.memory.find(key);
+    if (b != nullptr) last_region = b;
+    return b;
+  }
+
   ShadowBuffer* region_for(Conn& c, int dir, const RegionKey& key) {
     ShadowBuffer* b = model.memory.get_or_create(key, options.limits.max_regions);
     if (!b) limit_reached("max_regions", Ctx{c.stream, dir, cur_frame, {}});
@@ -906,7 +917,7 @@ struct Analyzer::Impl {
         }
       }
       const RegionKey key{dm.to.addr, h.stag};
-      ShadowBuffer* buf = model.memory.find(key);
+      ShadowBuffer* buf = find_region(key);
       if (buf && buf->invalidated) {
         report(FindingId::rdmap_stag_invalidated_use, ctx,
                "STag " + hex(h.stag) + " was invalidated in frame " +
@@ -939,7 +950,10 @@ struct Analyzer::Impl {
         r.violation = violation;
         if (violation) o.violated = true;
         const PlaceResult pr = model.memory.place(*buf, r, ev.ddp->payload);
-        if (pr.capped) limit_reached("max_ranges_per_region", Ctx{c.stream, dir, ctx.frame, {}});
+        if (pr.capped && !ranges_capped) {
+          ranges_capped = true;  // every later segment to a capped region would ask again
+          limit_reached("max_ranges_per_region", Ctx{c.stream, dir, ctx.frame, {}});
+        }
         if (pr.conflict && replaces_own && once(ds, FindingId::ddp_tagged_conflicting_placement)) {
           report(FindingId::ddp_tagged_conflicting_placement, ctx,
                  "octets of STag " + hex(h.stag) +
