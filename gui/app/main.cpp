@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // ddpscope-gui [FILE]
+// ddpscope-gui --capture IFACE [--filter BPF] [--write FILE] [--port PORT]... [--duration S]
 // ddpscope-gui --screenshot OUT.png FILE [--view streams|regions|msn|findings|bytes]
 #include <QApplication>
 #include <QCommandLineParser>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "capture_dialog.h"
 #include "main_window.h"
 
 using ddpscope::gui::MainWindow;
@@ -62,8 +64,29 @@ int main(int argc, char** argv) {
                           QStringLiteral("View for --screenshot: streams, regions, msn, findings, "
                                          "bytes (default: the main window)."),
                           QStringLiteral("VIEW"));
+  QCommandLineOption capture(QStringLiteral("capture"),
+                             QStringLiteral("Capture live on IFACE (as File › Capture)."),
+                             QStringLiteral("IFACE"));
+  QCommandLineOption filter(QStringLiteral("filter"),
+                            QStringLiteral("BPF capture filter for --capture."),
+                            QStringLiteral("BPF"));
+  QCommandLineOption write(QStringLiteral("write"),
+                           QStringLiteral("Save the --capture to FILE (pcap)."),
+                           QStringLiteral("FILE"));
+  QCommandLineOption port(QStringLiteral("port"),
+                          QStringLiteral("Analyse streams on PORT without an MPA handshake "
+                                         "(repeatable; as ddpscope analyze --port)."),
+                          QStringLiteral("PORT"));
+  QCommandLineOption duration(QStringLiteral("duration"),
+                              QStringLiteral("Stop the --capture after S seconds."),
+                              QStringLiteral("S"));
   parser.addOption(shot);
   parser.addOption(view);
+  parser.addOption(capture);
+  parser.addOption(filter);
+  parser.addOption(write);
+  parser.addOption(port);
+  parser.addOption(duration);
   parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("pcap or pcapng capture"));
   parser.process(app);
   const QStringList files = parser.positionalArguments();
@@ -78,6 +101,26 @@ int main(int argc, char** argv) {
   }
   w.resize(1280, 800);
   w.show();
-  if (!files.isEmpty()) w.openFile(files.first());
+  if (parser.isSet(capture)) {
+    ddpscope::gui::CaptureRequest req;
+    req.interface = parser.value(capture);
+    req.filter = parser.value(filter);
+    req.writePath = parser.value(write);
+    if (!ddpscope::gui::parsePorts(parser.values(port).join(QLatin1Char(',')), req.ports)) {
+      std::fprintf(stderr, "ddpscope-gui: --port takes a port number (1-65535)\n");
+      return 2;
+    }
+    bool ok = true;
+    const double seconds = parser.isSet(duration) ? parser.value(duration).toDouble(&ok) : 0;
+    if (!ok || seconds < 0) {
+      std::fprintf(stderr, "ddpscope-gui: --duration takes a number of seconds\n");
+      return 2;
+    }
+    w.startCapture(req);
+    if (seconds > 0)
+      QTimer::singleShot(static_cast<int>(seconds * 1000), &w, [&w] { w.stopCapture(); });
+  } else if (!files.isEmpty()) {
+    w.openFile(files.first());
+  }
   return QApplication::exec();
 }

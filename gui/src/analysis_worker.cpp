@@ -7,10 +7,23 @@ namespace ddpscope::gui {
 
 AnalysisWorker::AnalysisWorker(QObject* parent) : QObject(parent) {
   qRegisterMetaType<SnapshotPtr>("ddpscope::gui::SnapshotPtr");
+  qRegisterMetaType<CaptureRequest>("ddpscope::gui::CaptureRequest");
+  qRegisterMetaType<LiveStatus>("ddpscope::gui::LiveStatus");
 }
 
+namespace {
+SnapshotPtr failedSnapshot(const std::string& path, const QString& err) {
+  auto failed = std::make_shared<Snapshot>();
+  failed->path = path;
+  failed->final = true;
+  failed->error = err.toStdString();
+  failed->model = std::make_shared<const Model>();
+  return failed;
+}
+}  // namespace
+
 void AnalysisWorker::analyze(const QString& path, const QString& regions, quint64 job) {
-  cancel_.store(false);
+  begin(job);
   AnalysisCallbacks cb;
   cb.cancel = &cancel_;
   cb.progress = [this, job](std::uint64_t done, std::uint64_t total, std::uint64_t frames) {
@@ -20,17 +33,21 @@ void AnalysisWorker::analyze(const QString& path, const QString& regions, quint6
   std::vector<RegionSpec> specs;
   QString err;
   if (!regions.isEmpty() && !loadRegionsFile(regions, specs, &err)) {
-    auto failed = std::make_shared<Snapshot>();
-    failed->path = path.toStdString();
-    failed->final = true;
-    failed->error = err.toStdString();
-    failed->model = std::make_shared<const Model>();
-    emit finished(job, std::move(failed));
+    emit finished(job, failedSnapshot(path.toStdString(), err));
     return;
   }
   auto snap = std::const_pointer_cast<Snapshot>(analyze_capture(path.toStdString(), cb, {}, specs));
   snap->regions_file = regions.toStdString();
   emit finished(job, SnapshotPtr(std::move(snap)));
+}
+
+void AnalysisWorker::capture(const CaptureRequest& request, quint64 job) {
+  begin(job);
+  AnalysisCallbacks cb;
+  cb.cancel = &cancel_;
+  cb.snapshot = [this, job](SnapshotPtr snap) { emit snapshotReady(job, std::move(snap)); };
+  cb.live_status = [this, job](const LiveStatus& s) { emit liveStatus(job, s); };
+  emit finished(job, analyze_live(request, cb));
 }
 
 }  // namespace ddpscope::gui

@@ -34,6 +34,7 @@
 
 #include "analysis_worker.h"
 #include "bytes_model.h"
+#include "capture_dialog.h"
 #include "findings_model.h"
 #include "labels.h"
 #include "msn_chart_widget.h"
@@ -77,12 +78,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(worker_, &AnalysisWorker::progress, this, &MainWindow::onWorkerProgress);
   connect(worker_, &AnalysisWorker::snapshotReady, this, &MainWindow::onWorkerSnapshot);
   connect(worker_, &AnalysisWorker::finished, this, &MainWindow::onWorkerFinished);
+  connect(this, &MainWindow::startLiveCapture, worker_, &AnalysisWorker::capture);
+  connect(worker_, &AnalysisWorker::liveStatus, this, &MainWindow::onWorkerLiveStatus);
   thread_->start();
   updateActions();
 }
 
 MainWindow::~MainWindow() {
-  worker_->requestCancel();
+  worker_->requestCancel(job_);
   thread_->quit();
   thread_->wait();
 }
@@ -258,8 +261,12 @@ void MainWindow::buildUi() {
   progress_->hide();
   cancel_button_ = new QPushButton(tr("Cancel"));
   cancel_button_->hide();
-  connect(cancel_button_, &QPushButton::clicked, this, [this] { worker_->requestCancel(); });
+  connect(cancel_button_, &QPushButton::clicked, this, &MainWindow::cancelRunning);
+  capture_label_ = new QLabel;
+  capture_label_->setAccessibleName(tr("Capture counters"));
+  capture_label_->hide();
   statusBar()->addWidget(status_label_, 1);
+  statusBar()->addPermanentWidget(capture_label_);
   statusBar()->addPermanentWidget(progress_);
   statusBar()->addPermanentWidget(cancel_button_);
   connect(tabs_, &QTabWidget::currentChanged, this, [this] { updateActions(); });
@@ -275,6 +282,13 @@ void MainWindow::buildMenus() {
   });
   file->addAction(tr("Apply Re&gions File…"), this, &MainWindow::openRegionsDialog);
   reload_action_->setShortcut(QKeySequence::Refresh);
+  file->addSeparator();
+  capture_action_ = file->addAction(tr("&Capture…"), this, &MainWindow::captureDialog);
+  capture_action_->setShortcut(QKeySequence(tr("Ctrl+K")));
+  capture_action_->setToolTip(tr("Capture live on an interface; the views follow it"));
+  stop_capture_action_ = file->addAction(tr("S&top Capture"), this, &MainWindow::stopCapture);
+  stop_capture_action_->setShortcut(QKeySequence(tr("Ctrl+Shift+K")));
+  stop_capture_action_->setToolTip(tr("Stop the capture and finish its analysis"));
   file->addSeparator();
   export_action_ = file->addAction(tr("&Export Region Bytes…"), this, &MainWindow::exportBytes);
   export_action_->setShortcut(QKeySequence(tr("Ctrl+E")));
@@ -301,8 +315,7 @@ void MainWindow::buildMenus() {
   wireshark_action_ =
       tools->addAction(tr("Open in &Wireshark at This Frame"), this, &MainWindow::openInWireshark);
   wireshark_action_->setShortcut(QKeySequence(tr("Ctrl+Shift+W")));
-  QAction* cancel =
-      tools->addAction(tr("&Cancel Analysis"), this, [this] { worker_->requestCancel(); });
+  QAction* cancel = tools->addAction(tr("&Cancel Analysis"), this, &MainWindow::cancelRunning);
   cancel->setShortcut(QKeySequence(Qt::Key_Escape));
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
@@ -316,6 +329,8 @@ void MainWindow::buildMenus() {
   tb->setObjectName(QStringLiteral("mainToolBar"));
   tb->addAction(open);
   tb->addAction(reload_action_);
+  tb->addAction(capture_action_);
+  tb->addAction(stop_capture_action_);
   tb->addAction(wireshark_action_);
   refreshRecentMenu();
 }
@@ -371,7 +386,10 @@ void MainWindow::openFile(const QString& path, const QString& regions) {
   if (!regions.isEmpty()) regions_path_ = regions;
   if (regions_path_.isEmpty()) regions_path_ = sidecarRegionsFile(path);
   addRecent(path);
-  if (running_job_) worker_->requestCancel();
+  if (running_job_) worker_->requestCancel(running_job_);
+  capturing_ = false;
+  capture_label_->hide();
+  cancel_button_->setText(tr("Cancel"));
   running_job_ = ++job_;
   status_label_->setText(tr("Analysing %1…").arg(QFileInfo(path).fileName()));
   progress_->setValue(0);
@@ -415,12 +433,101 @@ void MainWindow::onWorkerSnapshot(quint64 job, SnapshotPtr snap) {
 void MainWindow::onWorkerFinished(quint64 job, SnapshotPtr snap) {
   if (job != running_job_) return;
   running_job_ = 0;
+  const bool was_capture = capturing_;
+  capturing_ = false;
   progress_->hide();
   cancel_button_->hide();
+  cancel_button_->setText(tr("Cancel"));
+  if (was_capture) {
+    // The savefile now reads as a file: Reload and Open in Wireshark use it.
+    if (!snap->path.empty() && snap->error.empty()) {
+      path_ = QString::fromStdString(snap->path);
+      addRecent(path_);
+    }
+    setCaptureStatus(snap->live);
+  }
   applySnapshot(snap);
-  if (!snap->error.empty() && snap->frames_read == 0)
+  if (was_capture && !snap->error.empty())
+    showError(snap->frames_read == 0 ? tr("Cannot capture") : tr("Capture failed"),
+              QString::fromStdString(snap->error));
+  else if (!snap->error.empty() && snap->frames_read == 0)
     QMessageBox::warning(this, tr("Cannot analyse capture"), QString::fromStdString(snap->error));
   emit analysisFinished();
+}
+
+void MainWindow::onWorkerLiveStatus(quint64 job, const LiveStatus& status) {
+  if (job == running_job_) setCaptureStatus(status);
+}
+
+void MainWindow::setCaptureStatus(const LiveStatus& st) {
+  live_status_ = st;
+  QString text = tr("%1 packets, %2").arg(st.frames).arg(bytesText(st.bytes));
+  if (st.have_kernel_stats)
+    text += tr(", %1 dropped").arg(st.kernel_dropped + st.interface_dropped);
+  capture_label_->setText(text);
+  capture_label_->show();
+}
+
+void MainWindow::cancelRunning() {
+  if (running_job_) worker_->requestCancel(running_job_);
+}
+
+void MainWindow::startCapture(const CaptureRequest& request) {
+  if (request.interface.trimmed().isEmpty()) {
+    showError(tr("Cannot capture"), tr("No interface given."));
+    return;
+  }
+  const QString filter_error = filterError(request.filter);
+  if (!filter_error.isEmpty()) {
+    showError(tr("Cannot capture"), filter_error);
+    return;
+  }
+  if (running_job_) worker_->requestCancel(running_job_);
+  last_error_.clear();
+  path_.clear();  // set to the savefile once the capture has ended
+  regions_path_.clear();
+  capturing_ = true;
+  running_job_ = ++job_;
+  status_label_->setText(tr("Capturing on %1%2…")
+                             .arg(request.interface, request.filter.isEmpty()
+                                                         ? QString()
+                                                         : tr(" (%1)").arg(request.filter)));
+  setCaptureStatus(LiveStatus{});
+  progress_->hide();
+  cancel_button_->setText(tr("Stop"));
+  cancel_button_->show();
+  emit startLiveCapture(request, running_job_);
+  updateActions();
+}
+
+void MainWindow::stopCapture() {
+  if (isCapturing()) worker_->requestCancel(running_job_);
+}
+
+void MainWindow::captureDialog() {
+  // Non-blocking (open(), not exec()): the window keeps drawing while the dialog is up.
+  auto* d = new CaptureDialog(this);
+  d->setAttribute(Qt::WA_DeleteOnClose);
+  connect(d, &QDialog::accepted, this, [this, d] { startCapture(d->request()); });
+  d->open();
+}
+
+void MainWindow::showError(const QString& title, const QString& text) {
+  last_error_ = text;
+  status_label_->setText(tr("%1: %2").arg(title, text));
+  // Non-blocking, so that scripts and tests are never stuck on it.
+  auto* box = new QMessageBox(QMessageBox::Warning, title, text, QMessageBox::Ok, this);
+  box->setObjectName(QStringLiteral("errorBox"));
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->open();
+}
+
+QString MainWindow::statusText() const {
+  return status_label_->text();
+}
+
+QString MainWindow::captureStatusText() const {
+  return capture_label_->text();
 }
 
 void MainWindow::applySnapshot(SnapshotPtr snap) {
@@ -464,8 +571,12 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
   msn_chart_->setSeries(snap_, s);
 
   const Model& m = *snap_->model;
+  const bool live = !snap_->live_interface.empty();
+  const QString name = live && (!snap_->final || snap_->path.empty())
+                           ? tr("Capture on %1").arg(QString::fromStdString(snap_->live_interface))
+                           : QFileInfo(QString::fromStdString(snap_->path)).fileName();
   QString status = tr("%1: %2 frames, %3 streams, %4 regions, %5 findings")
-                       .arg(QFileInfo(QString::fromStdString(snap_->path)).fileName())
+                       .arg(name)
                        .arg(m.frames)
                        .arg(m.streams.size())
                        .arg(snap_->regions.size())
@@ -477,13 +588,12 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
   if (snap_->cancelled)
     status += tr(" — cancelled, partial results");
   else if (!snap_->final)
-    status += tr(" — analysing…");
+    status += live ? tr(" — capturing…") : tr(" — analysing…");
   else
     status += tr(" — %1 s").arg(snap_->elapsed_s, 0, 'f', 2);
   if (!snap_->error.empty()) status += QStringLiteral(" — ") + QString::fromStdString(snap_->error);
   status_label_->setText(status);
-  setWindowTitle(
-      tr("%1 — ddpscope").arg(QFileInfo(QString::fromStdString(snap_->path)).fileName()));
+  setWindowTitle(tr("%1 — ddpscope").arg(name));
   updateActions();
 }
 
@@ -628,13 +738,15 @@ void MainWindow::focusFrame(std::uint64_t frame, std::optional<std::uint32_t> st
 }
 
 void MainWindow::updateActions() {
-  const bool have = snap_ && snap_->model && !snap_->path.empty();
+  const bool have = snap_ && snap_->model && !snap_->path.empty() && !isCapturing();
   const bool ws = !wiresharkPath().isEmpty();
   wireshark_action_->setEnabled(ws && have && focused_frame_ > 0);
   wireshark_action_->setToolTip(ws ? tr("Runs wireshark -r FILE -g FRAME")
                                    : tr("wireshark is not in PATH"));
   export_action_->setEnabled(bytes_model_->buffer() != nullptr);
-  reload_action_->setEnabled(!path_.isEmpty());
+  reload_action_->setEnabled(!path_.isEmpty() && !isCapturing());
+  capture_action_->setEnabled(!isCapturing());
+  stop_capture_action_->setEnabled(isCapturing());
 }
 
 void MainWindow::openInWireshark() {
@@ -674,7 +786,7 @@ void MainWindow::dropEvent(QDropEvent* ev) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* ev) {
-  worker_->requestCancel();
+  worker_->requestCancel(job_);
   QMainWindow::closeEvent(ev);
 }
 

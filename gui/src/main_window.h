@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The main window: five views over one snapshot (streams, region map, MSN chart, findings,
-// shadow bytes), a worker thread for analysis with progress and Cancel, and selection that
-// follows a frame across the views.
+// shadow bytes), a worker thread for analysis with progress and Cancel (of a file, or of a live
+// capture: File › Capture), and selection that follows a frame across the views.
 #pragma once
 
 #include <QMainWindow>
 #include <QPointer>
 #include <optional>
 
+#include "live_analysis.h"
 #include "snapshot.h"
 
 class QAction;
@@ -52,6 +53,23 @@ class MainWindow : public QMainWindow {
   const SnapshotPtr& snapshot() const { return snap_; }
   bool isAnalyzing() const { return running_job_ != 0; }
 
+  // Starts a live capture on the worker thread (what File › Capture… does once its dialog is
+  // accepted); the views follow it live. A bad filter is reported at once; other failures
+  // (no permission, unknown interface) when the worker reports them. Errors show in a
+  // message box (non-blocking) and in the status bar.
+  void startCapture(const CaptureRequest& request);
+  // Stops the capture; its analysis is finished as at the end of a file (analysisFinished).
+  void stopCapture();
+  bool isCapturing() const { return capturing_ && running_job_ != 0; }
+  // Opens the capture dialog (File › Capture…).
+  void captureDialog();
+  // The last error shown to the user, or empty.
+  const QString& lastError() const { return last_error_; }
+  QString statusText() const;
+  QString captureStatusText() const;
+  // The last counters the capture reported (kernel stats present once the interface is open).
+  const LiveStatus& liveStatus() const { return live_status_; }
+
   void showView(View v);
   QWidget* viewWidget(View v) const;
   // Selects the finding (row of FindingsModel) in the table, which focuses its frame.
@@ -74,10 +92,14 @@ class MainWindow : public QMainWindow {
   MsnChartWidget* msnChart() const { return msn_chart_; }
   QComboBox* seriesCombo() const { return series_combo_; }
   QAction* wiresharkAction() const { return wireshark_action_; }
+  QAction* reloadAction() const { return reload_action_; }
+  QAction* captureAction() const { return capture_action_; }
+  QAction* stopCaptureAction() const { return stop_capture_action_; }
 
  signals:
   void analysisFinished();
   void startAnalysis(const QString& path, const QString& regions, quint64 job);
+  void startLiveCapture(const ddpscope::gui::CaptureRequest& request, quint64 job);
 
  protected:
   void dragEnterEvent(QDragEnterEvent* ev) override;
@@ -94,6 +116,10 @@ class MainWindow : public QMainWindow {
   void onWorkerProgress(quint64 job, quint64 done, quint64 total, quint64 frames);
   void onWorkerSnapshot(quint64 job, SnapshotPtr snap);
   void onWorkerFinished(quint64 job, SnapshotPtr snap);
+  void onWorkerLiveStatus(quint64 job, const LiveStatus& status);
+  void setCaptureStatus(const LiveStatus& status);
+  void showError(const QString& title, const QString& text);
+  void cancelRunning();
   void onFindingSelected();
   void onStreamItemSelected();
   void onRegionRowSelected();
@@ -109,6 +135,9 @@ class MainWindow : public QMainWindow {
   quint64 running_job_ = 0;
   std::uint64_t focused_frame_ = 0;
   bool syncing_ = false;
+  bool capturing_ = false;  // the running job is a live capture
+  QString last_error_;
+  LiveStatus live_status_;
 
   QThread* thread_ = nullptr;
   AnalysisWorker* worker_ = nullptr;
@@ -136,6 +165,9 @@ class MainWindow : public QMainWindow {
   QLabel* status_label_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QPushButton* cancel_button_ = nullptr;
+  QLabel* capture_label_ = nullptr;
+  QAction* capture_action_ = nullptr;
+  QAction* stop_capture_action_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   QAction* wireshark_action_ = nullptr;
   QAction* export_action_ = nullptr;

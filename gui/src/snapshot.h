@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // An immutable view of the analysis at one moment: a copy of core's Model plus the indexes
 // the views need (region list, MSN series, frame lookups). Built on the worker thread, then
-// shared read-only with the GUI thread; a live capture can feed snapshots the same way.
+// shared read-only with the GUI thread; a live capture (live_analysis.h) feeds them the same way.
 #pragma once
 
 #include <atomic>
@@ -34,8 +34,18 @@ struct RegionInfo {
   std::uint64_t first_frame = 0;  // of the first placed range
 };
 
+// Counters of a live capture (File › Capture), as LiveSession reports them.
+struct LiveStatus {
+  std::uint64_t frames = 0;  // frames captured, analysed and saved
+  std::uint64_t bytes = 0;   // their captured octets
+  bool have_kernel_stats = false;
+  std::uint64_t kernel_received = 0;
+  std::uint64_t kernel_dropped = 0;     // no room in the capture buffer
+  std::uint64_t interface_dropped = 0;  // dropped by the interface or its driver
+};
+
 struct Snapshot {
-  std::string path;
+  std::string path;  // the capture file; for a live capture its savefile, if any
   std::shared_ptr<const Model> model;
   bool final = false;
   bool cancelled = false;
@@ -45,6 +55,9 @@ struct Snapshot {
   std::uint64_t file_size = 0;
   std::uint64_t frames_read = 0;
   double elapsed_s = 0;
+  // A live capture: the interface (empty when reading a file) and its counters.
+  std::string live_interface;
+  LiveStatus live;
 
   std::vector<RegionInfo> regions;
   std::vector<MsnSeries> series;
@@ -70,6 +83,8 @@ struct AnalysisCallbacks {
   // model gets expensive, so the copies stay below ~20% of the time).
   std::function<void(SnapshotPtr)> snapshot;
   int snapshot_interval_ms = 100;
+  // Live capture only: the counters, about every 100 ms.
+  std::function<void(const LiveStatus&)> live_status;
 };
 
 // Reads the capture with ddpscope::capture and feeds core's Analyzer; returns the final
