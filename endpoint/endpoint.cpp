@@ -131,6 +131,14 @@ void Connection::abort() {
   if (fd_ >= 0) {
     linger l{1, 0};
     setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  }
+  finish();
+}
+
+void Connection::finish() {
+  // The socket goes as soon as the connection is done: its slot under the per-process cap is
+  // free again even if the application reaps later.
+  if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
     --g_open;
@@ -227,7 +235,7 @@ void Loop::finish_connect(Connection& c) {
     session::Event e;
     e.kind = session::EventKind::error;
     e.message = "connect to " + c.peer_ + ": " + std::strerror(err);
-    c.done_ = true;
+    c.finish();
     if (on_event) on_event(c, e);
     return;
   }
@@ -241,7 +249,11 @@ void Loop::accept_all() {
     const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC);
     if (fd < 0) return;
     if (g_open >= g_max) {
-      ::close(fd);  // over the per-process cap: refuse
+      // Over the per-process cap: refuse with a reset, so that a flood leaves no TIME_WAIT.
+      linger l{1, 0};
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+      ::close(fd);
+      ++refused_;
       continue;
     }
     tune(fd);
@@ -257,13 +269,26 @@ void Loop::accept_all() {
   }
 }
 
+bool Loop::wants_input(const Connection& c) const {
+  // What the peer makes us send is bounded by the session itself (Read Responses are produced
+  // only below tx_low_water; atomic responses beyond max_tx_bytes draw a Terminate), so input
+  // is read even while output waits: two endpoints posting large messages to each other must
+  // not deadlock.
+  return !c.eof_ && !c.session_->input_paused();
+}
+
 void Loop::read_from(Connection& c) {
-  for (int i = 0; i < 64 && c.fd_ >= 0; ++i) {
+  for (int i = 0; i < 64 && c.fd_ >= 0 && wants_input(c); ++i) {
     const ssize_t n = ::recv(c.fd_, rbuf_.data(), rbuf_.size(), 0);
     if (n > 0) {
       c.bytes_in_ += static_cast<std::uint64_t>(n);
-      c.session_->receive(ByteView(rbuf_.data(), static_cast<std::size_t>(n)));
+      c.session_->receive(ByteView(rbuf_.data(), static_cast<std::size_t>(n)), now_ns());
       dispatch(c);
+      // A flood of tiny FPDUs: the session frames at most max_pending_events at a time.
+      while (c.session_->input_paused()) {
+        c.session_->resume_input();
+        dispatch(c);
+      }
       write_to(c);
       if (static_cast<std::size_t>(n) < rbuf_.size()) return;
       continue;
@@ -287,7 +312,7 @@ void Loop::write_to(Connection& c) {
       c.eof_ = true;
       c.session_->receive_eof();
       dispatch(c);
-      c.done_ = true;
+      c.finish();
       return;
     }
     c.bytes_out_ += static_cast<std::uint64_t>(n);
@@ -307,12 +332,13 @@ void Loop::dispatch(Connection& c) {
 }
 
 void Loop::service(Connection& c, short revents) {
+  if (c.fd_ < 0 || c.done_) return;  // finished earlier in this round
   if (c.connecting_) {
     if (revents & (POLLOUT | POLLERR | POLLHUP)) finish_connect(c);
     if (c.connecting_ || c.done_) return;
   }
   if (revents & (POLLIN | POLLHUP | POLLERR)) read_from(c);
-  write_to(c);
+  if (c.fd_ >= 0) write_to(c);
 }
 
 void Loop::flush() {
@@ -341,7 +367,7 @@ void Loop::poll_once(int timeout_ms) {
     if (c->connecting_) {
       ev = POLLOUT;
     } else {
-      if (!c->eof_) ev |= POLLIN;
+      if (wants_input(*c)) ev |= POLLIN;
       if (c->session_->output_size() > 0) ev |= POLLOUT;
       if (auto d = c->session_->deadline()) {
         const std::int64_t ms = std::max<std::int64_t>(0, (*d - now) / 1'000'000 + 1);
@@ -365,13 +391,19 @@ void Loop::poll_once(int timeout_ms) {
   for (std::size_t i = 0; i < conns_.size(); ++i) {
     Connection* c = conns_[i].get();
     if (c->done_ || c->fd_ < 0 || !c->started_) continue;
-    if (auto d = c->session_->deadline(); d && *d <= after) {
-      c->session_->on_timer(after);
-      dispatch(*c);
-      write_to(*c);
+    c->session_->on_timer(after);  // also keeps the session's clock for its timers
+    if (c->session_->has_events()) dispatch(*c);
+    if (c->done_ || c->fd_ < 0) continue;
+    // Stalled peer, or a Terminate / failed handshake / close the application left standing
+    // past the teardown timeout: reset (RFC 5040 §5.4).
+    if (c->session_->want_abort()) {
+      c->abort();
+      ++timed_out_;
+      continue;
     }
+    write_to(*c);
     // Both directions finished: the socket is done.
-    if (c->eof_ && c->shut_wr_ && c->session_->output_size() == 0) c->done_ = true;
+    if (c->fd_ >= 0 && c->eof_ && c->shut_wr_ && c->session_->output_size() == 0) c->finish();
   }
 }
 

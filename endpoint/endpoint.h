@@ -49,6 +49,7 @@ class Connection {
  private:
   friend class Loop;
   Connection() = default;
+  void finish();  // closes the socket (if still open) and marks the connection done
   std::unique_ptr<session::Session> session_;
   int fd_ = -1;
   bool connecting_ = false;
@@ -92,8 +93,12 @@ class Loop {
   void flush();
 
   std::vector<std::unique_ptr<Connection>>& connections() { return conns_; }
-  // Drops connections that are done.
+  // Drops connections that are done (their sockets are closed as soon as they are done).
   void reap();
+  // Connections refused over the per-process cap, and reset by a session timeout (stall, or
+  // teardown left to the application too long).
+  std::uint64_t refused() const { return refused_; }
+  std::uint64_t timed_out() const { return timed_out_; }
 
  private:
   void accept_all();
@@ -103,6 +108,7 @@ class Loop {
   void dispatch(Connection& c);
   void finish_connect(Connection& c);
   void start_session(Connection& c);
+  bool wants_input(const Connection& c) const;
 
   session::MemoryTable& memory_;
   int listen_fd_ = -1;
@@ -110,6 +116,8 @@ class Loop {
   session::SessionConfig listen_config_;
   std::vector<std::unique_ptr<Connection>> conns_;
   std::vector<std::uint8_t> rbuf_;
+  std::uint64_t refused_ = 0;
+  std::uint64_t timed_out_ = 0;
 };
 
 // "HOST:PORT" -> host, port; false when malformed.

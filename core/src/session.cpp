@@ -116,6 +116,44 @@ void Session::set_emss(std::uint32_t emss) {
 
 void Session::push(Event e) {
   events_.push_back(std::move(e));
+  if (events_.size() > peak_.events) note_usage();
+}
+
+SessionUsage Session::usage() const {
+  SessionUsage u;
+  u.rx_bytes = rx_.size() - rx_head_;
+  u.tx_bytes = output_size();
+  u.events = events_.size();
+  u.inbound_reads = irq_.size();
+  u.outbound_reads = orq_.size() + read_queue_.size();
+  u.posted_recvs = recvs_.size();
+  u.held_bytes = rx_.capacity() + scratch_.capacity() + tx_.capacity() +
+                 events_.size() * sizeof(Event) + irq_.size() * sizeof(InboundRead) +
+                 orq_.size() * sizeof(OutstandingRead) + read_queue_.size() * sizeof(QueuedRead) +
+                 recvs_.size() * sizeof(RecvBuffer) + atomics_.capacity() * sizeof(PendingAtomic);
+  return u;
+}
+
+void Session::note_usage() {
+  const SessionUsage u = usage();
+  peak_.rx_bytes = std::max(peak_.rx_bytes, u.rx_bytes);
+  peak_.tx_bytes = std::max(peak_.tx_bytes, u.tx_bytes);
+  peak_.events = std::max(peak_.events, u.events);
+  peak_.inbound_reads = std::max(peak_.inbound_reads, u.inbound_reads);
+  peak_.outbound_reads = std::max(peak_.outbound_reads, u.outbound_reads);
+  peak_.posted_recvs = std::max(peak_.posted_recvs, u.posted_recvs);
+  peak_.held_bytes = std::max(peak_.held_bytes, u.held_bytes);
+}
+
+std::optional<std::int64_t> Session::deadline() const {
+  std::optional<std::int64_t> d = deadline_;
+  for (const auto& t : {stall_deadline_, teardown_deadline_})
+    if (t && (!d || *t < *d)) d = t;
+  return d;
+}
+
+void Session::start_teardown_timer() {
+  teardown_deadline_ = now_ + config_.limits.teardown_timeout_ns;
 }
 
 bool Session::poll_event(Event& e) {
@@ -127,6 +165,7 @@ bool Session::poll_event(Event& e) {
 
 void Session::start(std::int64_t now_ns) {
   if (state_ != State::idle) return;
+  now_ = now_ns;
   deadline_ = now_ns + config_.limits.handshake_timeout_ns;
   if (config_.role == Role::initiator) {
     queue_reqrep(false);
@@ -137,16 +176,44 @@ void Session::start(std::int64_t now_ns) {
 }
 
 void Session::on_timer(std::int64_t now_ns) {
-  if (!deadline_ || now_ns < *deadline_) return;
-  deadline_.reset();
-  if (state_ == State::mpa_wait_request || state_ == State::mpa_wait_reply ||
-      state_ == State::wait_rtr)
-    fail("MPA handshake timed out");
+  now_ = std::max(now_, now_ns);
+  if (deadline_ && now_ >= *deadline_) {
+    deadline_.reset();
+    if (state_ == State::mpa_wait_request || state_ == State::mpa_wait_reply ||
+        state_ == State::wait_rtr)
+      fail("MPA handshake timed out");
+  }
+  if (stall_deadline_ && now_ >= *stall_deadline_) {
+    stall_deadline_.reset();
+    if (receiving() && partial_input()) {
+      if (input_paused_ || output_size() > config_.limits.max_tx_bytes) {
+        // We hold the input back ourselves: not the peer's stall.
+        stall_deadline_ = now_ + config_.limits.stall_timeout_ns;
+      } else {
+        // The half FPDU or message is dropped, never delivered; the peer is taken as gone.
+        drop_partial_input();
+        irq_.clear();
+        state_ = State::closed;
+        want_shutdown_ = true;
+        want_abort_ = true;
+        Event e;
+        e.kind = EventKind::error;
+        e.message = "peer stalled in the middle of an FPDU or message";
+        push(std::move(e));
+      }
+    }
+  }
+  if (teardown_deadline_ && now_ >= *teardown_deadline_) {
+    teardown_deadline_.reset();
+    if (state_ == State::terminated || state_ == State::failed || state_ == State::closed)
+      want_abort_ = true;
+  }
 }
 
 void Session::fail(std::string message) {
   state_ = State::failed;
   deadline_.reset();
+  start_teardown_timer();
   want_shutdown_ = true;
   Event e;
   e.kind = EventKind::error;
@@ -291,6 +358,7 @@ bool Session::handle_request(const wire::MpaReqRep& req) {
     queue_reqrep(true);
     state_ = State::failed;
     deadline_.reset();
+    start_teardown_timer();
     want_shutdown_ = true;
     Event e;
     e.kind = EventKind::rejected;
@@ -321,6 +389,7 @@ bool Session::handle_reply(const wire::MpaReqRep& rep) {
   if (rep.reject) {
     state_ = State::failed;
     deadline_.reset();
+    start_teardown_timer();
     want_shutdown_ = true;
     Event e;
     e.kind = EventKind::rejected;
@@ -427,6 +496,7 @@ void Session::emit_fpdu_header_and(ByteView hdr, ByteView payload) {
     const Bytes raw = wire::encode_fpdu(ulpdu, o);
     tx_.insert(tx_.end(), raw.begin(), raw.end());
     tx_pos_ += raw.size();
+    if (output_size() > peak_.tx_bytes) note_usage();
     return;
   }
   const std::size_t start = tx_.size();
@@ -440,6 +510,7 @@ void Session::emit_fpdu_header_and(ByteView hdr, ByteView payload) {
   std::memset(p + 2 + len, 0, pad + wire::kMpaCrcSize);
   if (neg_.crc) mpa_crc_to_wire(crc32c(ByteView(p, 2 + len + pad)), p + 2 + len + pad);
   tx_pos_ += wire::fpdu_size(len);
+  if (output_size() > peak_.tx_bytes) note_usage();
 }
 
 void Session::emit_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32_t rsvd_ulp1,
@@ -506,8 +577,11 @@ void Session::send_raw_ulpdu(ByteView ulpdu) {
 void Session::consume_output(std::size_t n) {
   tx_head_ += std::min(n, output_size());
   if (tx_head_ == tx_.size()) {
-    tx_.clear();
     tx_head_ = 0;
+    if (tx_.capacity() > (4u << 20))
+      Bytes().swap(tx_);  // after a burst of large messages
+    else
+      tx_.clear();
   } else if (tx_head_ > (1u << 20) && tx_head_ * 2 > tx_.size()) {
     tx_.erase(tx_.begin(), tx_.begin() + static_cast<std::ptrdiff_t>(tx_head_));
     tx_head_ = 0;
@@ -714,6 +788,8 @@ void Session::maybe_finish_close() {
   if (!orq_.empty() || !read_queue_.empty() || !irq_.empty() || !atomics_.empty()) return;
   state_ = State::closed;
   want_shutdown_ = true;
+  stall_deadline_.reset();
+  start_teardown_timer();
   Event e;
   e.kind = EventKind::closed;
   e.message = "closed gracefully";
@@ -723,6 +799,10 @@ void Session::maybe_finish_close() {
 void Session::abort() {
   state_ = State::closed;
   deadline_.reset();
+  stall_deadline_.reset();
+  teardown_deadline_.reset();
+  irq_.clear();
+  drop_partial_input();
   tx_.clear();
   tx_head_ = 0;
   want_shutdown_ = true;

@@ -43,38 +43,122 @@ void store64(std::uint8_t* p, std::uint64_t v) {
 }
 }  // namespace
 
+bool Session::receiving() const {
+  return state_ == State::established || state_ == State::closing || state_ == State::wait_rtr;
+}
+
+bool Session::partial_input() const {
+  if (rx_head_ < rx_.size() || rx_tagged_.in_progress) return true;
+  return std::any_of(std::begin(rx_q_), std::end(rx_q_),
+                     [](const UntaggedRx& q) { return q.in_progress; });
+}
+
+void Session::receive(ByteView data, std::int64_t now_ns) {
+  now_ = std::max(now_, now_ns);
+  receive(data);
+}
+
 void Session::receive(ByteView data) {
   if (state_ == State::idle || state_ == State::terminated || state_ == State::failed ||
       state_ == State::closed)
     return;
-  if (rx_full_ && rx_head_ == rx_.size() && !neg_.rx_markers) {
-    // Fast path: nothing buffered, so frame straight from the caller's octets and keep only
-    // an incomplete tail.
-    rx_.clear();
+  const std::uint64_t fpdus_before = fpdus_in_;
+  if (!rx_full_) {
+    // The Request/Reply is buffered (handle_handshake bounds it); what follows it is framed
+    // from the same buffer.
+    rx_.insert(rx_.end(), data.begin(), data.end());
+    handle_handshake();
+    if (rx_full_) process_fpdus();
+  } else {
+    receive_framed(data);
+  }
+  if (rx_head_ == rx_.size()) {
     rx_head_ = 0;
-    direct_ = data;
-    direct_mode_ = true;
-    process_fpdus();
-    direct_mode_ = false;
-    if (!direct_.empty() &&
-        (state_ == State::established || state_ == State::closing || state_ == State::wait_rtr))
-      rx_.assign(direct_.begin(), direct_.end());
-    direct_ = {};
+    if (rx_.capacity() > (256u << 10))
+      Bytes().swap(rx_);  // a paused flood or a markers stream: give the buffer back
+    else
+      rx_.clear();
+  }
+  update_stall_timer(fpdus_in_ != fpdus_before);
+  note_usage();
+}
+
+// Without markers only a partial FPDU is ever copied: its missing octets complete it, and the
+// rest is framed straight from the caller's octets; an incomplete tail (at most one FPDU) is
+// kept. With markers, or while paused, the octets are buffered.
+void Session::receive_framed(ByteView data) {
+  const auto compact = [&] {
+    if (rx_head_ == rx_.size()) {
+      rx_.clear();
+      rx_head_ = 0;
+    } else if (rx_head_ > (64u << 10)) {
+      rx_.erase(rx_.begin(), rx_.begin() + static_cast<std::ptrdiff_t>(rx_head_));
+      rx_head_ = 0;
+    }
+  };
+  if (neg_.rx_markers || input_paused_) {
+    compact();
+    rx_.insert(rx_.end(), data.begin(), data.end());
+    if (!input_paused_) process_fpdus();
     return;
   }
+  while (rx_head_ < rx_.size() && !data.empty()) {
+    const std::size_t have = rx_.size() - rx_head_;
+    const std::size_t want = have < 2 ? 2 : wire::fpdu_size(load_be16(&rx_[rx_head_]));
+    const std::size_t take = std::min(want - have, data.size());
+    rx_.insert(rx_.end(), data.begin(), data.begin() + static_cast<std::ptrdiff_t>(take));
+    data = data.subspan(take);
+    if (have + take < want || want == 2) continue;
+    process_fpdus();
+    if (!receiving()) return;
+    if (input_paused_) {
+      rx_.insert(rx_.end(), data.begin(), data.end());
+      return;
+    }
+  }
+  if (rx_head_ < rx_.size()) return;  // still partial: all of `data` went into it
+  rx_.clear();
+  rx_head_ = 0;
+  if (data.empty()) return;
+  direct_ = data;
+  direct_mode_ = true;
+  process_fpdus();
+  direct_mode_ = false;
+  if (!direct_.empty() && receiving()) rx_.assign(direct_.begin(), direct_.end());
+  direct_ = {};
+}
+
+void Session::resume_input() {
+  if (!input_paused_ || events_.size() >= config_.limits.max_pending_events) return;
+  input_paused_ = false;
+  if (!receiving()) return;
+  const std::uint64_t fpdus_before = fpdus_in_;
+  process_fpdus();
   if (rx_head_ == rx_.size()) {
     rx_.clear();
     rx_head_ = 0;
-  } else if (rx_head_ > (64u << 10)) {
-    rx_.erase(rx_.begin(), rx_.begin() + static_cast<std::ptrdiff_t>(rx_head_));
-    rx_head_ = 0;
   }
-  rx_.insert(rx_.end(), data.begin(), data.end());
-  if (!rx_full_) {
-    handle_handshake();
-    if (!rx_full_) return;
+  update_stall_timer(fpdus_in_ != fpdus_before);
+  note_usage();
+}
+
+void Session::drop_partial_input() {
+  Bytes().swap(rx_);
+  rx_head_ = 0;
+  input_paused_ = false;
+  for (auto& q : rx_q_)
+    q.in_progress = false;
+  rx_tagged_.in_progress = false;
+}
+
+void Session::update_stall_timer(bool progress) {
+  if (!receiving() || !partial_input()) {
+    stall_deadline_.reset();
+    return;
   }
-  process_fpdus();
+  // Only a complete FPDU counts as progress: a peer trickling one octet at a time into a
+  // partial FPDU does not hold the connection forever.
+  if (progress || !stall_deadline_) stall_deadline_ = now_ + config_.limits.stall_timeout_ns;
 }
 
 void Session::receive_eof() {
@@ -86,12 +170,15 @@ void Session::receive_eof() {
       return;
     case State::established:
     case State::closing: {
+      drop_partial_input();  // a half FPDU or message is never delivered
       state_ = State::closed;
       want_shutdown_ = true;
       Event e;
       e.kind = EventKind::closed;
       e.message = idle() ? "peer closed" : "peer closed with operations outstanding";
       push(std::move(e));
+      stall_deadline_.reset();
+      start_teardown_timer();
       return;
     }
     default:
@@ -100,13 +187,18 @@ void Session::receive_eof() {
 }
 
 void Session::process_fpdus() {
-  while (state_ == State::established || state_ == State::closing || state_ == State::wait_rtr) {
+  while (receiving()) {
+    if (events_.size() >= config_.limits.max_pending_events) {
+      input_paused_ = direct_mode_ ? !direct_.empty() : rx_head_ < rx_.size();
+      return;
+    }
     ByteView ulpdu;
     std::size_t raw_len = 0;
     bool fatal_error = false;
     if (!next_fpdu(ulpdu, raw_len, fatal_error)) return;
     if (fatal_error) return;
     handle_ulpdu(ulpdu);
+    ++fpdus_in_;
     if (direct_mode_)
       direct_ = direct_.subspan(raw_len);
     else
@@ -543,6 +635,9 @@ void Session::handle_terminate(const wire::DdpSegment& seg) {
   term_received_ = e.terminate;
   state_ = State::terminated;
   deadline_.reset();
+  stall_deadline_.reset();
+  irq_.clear();  // RFC 5040 §5.4: no more Read Responses after the stream is terminated
+  start_teardown_timer();
   push(std::move(e));
 }
 
@@ -573,6 +668,8 @@ void Session::fatal(const Violation& v, const wire::DdpSegment* seg, ByteView ul
   term_sent_ = v.error;
   state_ = State::terminated;
   deadline_.reset();
+  stall_deadline_.reset();
+  start_teardown_timer();
   irq_.clear();
   Event e;
   e.kind = EventKind::terminate_sent;

@@ -20,6 +20,7 @@
 #include "capture/live_capture.h"
 #include "ddpscope/analysis.h"
 #include "endpoint/endpoint.h"
+#include "raw_peer.h"
 
 namespace ddpscope {
 namespace {
@@ -28,6 +29,9 @@ using session::Event;
 using session::EventKind;
 using session::PostStatus;
 using State = session::Session::State;
+using testing_peer::addr_of;
+using testing_peer::pattern;
+using testing_peer::RawPeer;
 
 // Captures "tcp port P" on lo in a thread; frames are analyzed afterwards.
 class LoCapture {
@@ -92,17 +96,6 @@ std::string errors_of(const Model& m) {
   for (const auto& f : m.findings)
     if (f.severity == Severity::error) s += std::string(f.code()) + ": " + f.message + "\n";
   return s;
-}
-
-Bytes pattern(std::size_t n, std::uint8_t seed) {
-  Bytes b(n);
-  for (std::size_t i = 0; i < n; ++i)
-    b[i] = static_cast<std::uint8_t>(seed + i * 13 + (i >> 9));
-  return b;
-}
-
-std::uint64_t addr_of(const Bytes& b) {
-  return reinterpret_cast<std::uintptr_t>(b.data());
 }
 
 struct Params {
@@ -224,62 +217,6 @@ INSTANTIATE_TEST_SUITE_P(All, EndpointPair,
                          });
 
 // --- hostile raw-socket peer ----------------------------------------------------------------
-
-// A plain TCP socket driven by the test; a crafting Session builds its handshake and FPDUs.
-class RawPeer {
- public:
-  RawPeer(std::uint16_t port, session::MemoryTable& mem, bool crc) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    int one = 1;
-    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    session::SessionConfig c;
-    c.pd = mem.alloc_pd();
-    c.mpa.crc = crc;
-    craft_ = std::make_unique<session::Session>(mem, c);
-  }
-  ~RawPeer() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool connected() const { return connected_; }
-  session::Session& craft() { return *craft_; }
-  void write_raw(ByteView b) {
-    ASSERT_EQ(::send(fd_, b.data(), b.size(), MSG_NOSIGNAL), ssize_t(b.size()));
-  }
-  // Moves the crafting session's output to the socket and the socket's input to it.
-  void pump(endpoint::Loop& loop, int rounds = 20) {
-    for (int i = 0; i < rounds; ++i) {
-      if (craft_->output_size()) {
-        Bytes b(craft_->output().begin(), craft_->output().end());
-        craft_->consume_output(b.size());
-        write_raw(b);
-      }
-      loop.poll_once(5);
-      pollfd pfd{fd_, POLLIN, 0};
-      while (::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN)) {
-        std::uint8_t buf[65536];
-        const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-        if (n <= 0) {
-          eof_ = true;
-          break;
-        }
-        craft_->receive(ByteView(buf, static_cast<std::size_t>(n)));
-      }
-      if (eof_) break;
-    }
-  }
-  bool eof() const { return eof_; }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-  bool eof_ = false;
-  std::unique_ptr<session::Session> craft_;
-};
 
 struct Case {
   const char* name;

@@ -722,9 +722,6 @@ TEST(SessionHostile, GarbageNeverCrashes) {
   }
 }
 
-}  // namespace
-}  // namespace ddpscope::session
-
 namespace ddpscope::session {
 namespace {
 
@@ -772,6 +769,150 @@ TEST(SessionTeardown, AfterTerminateInputIsIgnoredUntilAbort) {
   res.abort();
   EXPECT_EQ(res.state(), Session::State::closed);
   EXPECT_EQ(res.output_size(), 0u);
+}
+
+}  // namespace
+}  // namespace ddpscope::session
+
+// --- limits against hostile peers (the socket-level tests are hostile_peer_test.cpp) ---------
+
+// Brings an initiator and a responder to Full Operation Phase and returns the responder's
+// region (STag) for tagged Writes.
+struct Pair {
+  MemoryTable mem;
+  Params p{2, true, false, false, RtrType::write};
+  std::unique_ptr<Session> ini, res;
+  Bytes region = Bytes(4096, 0);
+  std::uint32_t stag = 0;
+  explicit Pair(SessionLimits limits) {
+    SessionConfig rc = make_config(Role::responder, p, mem.alloc_pd());
+    rc.limits = limits;
+    ini = std::make_unique<Session>(mem, make_config(Role::initiator, p, mem.alloc_pd()));
+    res = std::make_unique<Session>(mem, rc);
+    stag = *mem.register_region(rc.pd, region, 0, access::all);
+    Wire w(*ini, *res);
+    w.analyze_ = false;
+    res->start(1000);
+    ini->start(1000);
+    w.pump();
+  }
+  Bytes take_output() {
+    Bytes b(ini->output().begin(), ini->output().end());
+    ini->consume_output(b.size());
+    Event e;
+    while (ini->poll_event(e)) {
+    }
+    return b;
+  }
+};
+
+TEST(SessionLimits, TinyFloodPausesAtMaxPendingEvents) {
+  SessionLimits l;
+  l.max_pending_events = 64;
+  Pair s(l);
+  ASSERT_EQ(s.res->state(), Session::State::established);
+  Event e;
+  while (s.res->poll_event(e)) {
+  }
+  for (std::uint32_t i = 0; i < 1000; ++i) {
+    const std::uint8_t b = static_cast<std::uint8_t>(i);
+    ASSERT_EQ(s.ini->rdma_write(ByteView(&b, 1), s.stag, i % 4096), PostStatus::ok);
+  }
+  const Bytes flood = s.take_output();
+  // In two receives; the second arrives while paused and is kept in order.
+  s.res->receive(ByteView(flood).first(flood.size() / 2));
+  EXPECT_TRUE(s.res->input_paused());
+  EXPECT_EQ(s.res->usage().events, 64u);
+  s.res->receive(ByteView(flood).subspan(flood.size() / 2));
+  EXPECT_EQ(s.res->usage().events, 64u);
+  std::size_t placed = 0;
+  for (int guard = 0; guard < 100; ++guard) {
+    while (s.res->poll_event(e)) {
+      ASSERT_EQ(e.kind, EventKind::write_placed);
+      ASSERT_EQ(e.to, placed % 4096);
+      ++placed;
+    }
+    if (!s.res->input_paused()) break;
+    s.res->resume_input();
+  }
+  EXPECT_EQ(placed, 1000u);
+  EXPECT_FALSE(s.res->input_paused());
+  EXPECT_EQ(s.res->peak_usage().events, 64u);
+  EXPECT_EQ(s.res->usage().rx_bytes, 0u);
+  EXPECT_EQ(s.res->state(), Session::State::established);
+}
+
+TEST(SessionLimits, StalledPartialFpduTimesOutWithoutDelivery) {
+  SessionLimits l;
+  l.stall_timeout_ns = 5000;
+  Pair s(l);
+  Bytes buf(256, 0);
+  ASSERT_EQ(s.res->post_recv(buf, 7), PostStatus::ok);
+  ASSERT_EQ(s.ini->send(pattern(200, 1)), PostStatus::ok);
+  const Bytes out = s.take_output();
+  s.res->receive(ByteView(out).first(50), 10'000);
+  ASSERT_TRUE(s.res->deadline());
+  EXPECT_EQ(*s.res->deadline(), 15'000);
+  // Trickled octets are no progress: the deadline stays.
+  s.res->receive(ByteView(out).subspan(50, 1), 14'000);
+  EXPECT_EQ(*s.res->deadline(), 15'000);
+  s.res->on_timer(14'999);
+  EXPECT_EQ(s.res->state(), Session::State::established);
+  s.res->on_timer(15'000);
+  EXPECT_EQ(s.res->state(), Session::State::closed);
+  EXPECT_TRUE(s.res->want_abort());
+  EXPECT_EQ(s.res->usage().rx_bytes, 0u);
+  Event e;
+  bool stalled = false;
+  while (s.res->poll_event(e)) {
+    EXPECT_NE(e.kind, EventKind::recv_completed);
+    stalled |= e.kind == EventKind::error;
+  }
+  EXPECT_TRUE(stalled);
+}
+
+TEST(SessionLimits, CompleteFpdusKeepAMultiSegmentMessageAlive) {
+  SessionLimits l;
+  l.stall_timeout_ns = 5000;
+  Pair s(l);
+  Bytes buf(8000, 0);
+  ASSERT_EQ(s.res->post_recv(buf, 7), PostStatus::ok);
+  const Bytes msg = pattern(4000, 2);
+  ASSERT_EQ(s.ini->send(msg), PostStatus::ok);
+  const Bytes out = s.take_output();
+  // One FPDU at a time, each within the stall timeout of the last.
+  std::size_t pos = 0;
+  std::int64_t t = 10'000;
+  while (pos < out.size()) {
+    const std::size_t n = wire::fpdu_size(load_be16(&out[pos]));
+    s.res->receive(ByteView(out).subspan(pos, n), t);
+    pos += n;
+    t += 4000;
+    s.res->on_timer(t);
+  }
+  EXPECT_EQ(s.res->state(), Session::State::established);
+  EXPECT_FALSE(s.res->deadline());
+  Event e;
+  bool done = false;
+  while (s.res->poll_event(e))
+    done |= e.kind == EventKind::recv_completed;
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(std::equal(msg.begin(), msg.end(), buf.begin()));
+}
+
+TEST(SessionTeardown, TerminateReceivedAsksForAResetAfterTheTeardownTimeout) {
+  SessionLimits l;
+  l.teardown_timeout_ns = 3000;
+  Pair s(l);
+  s.ini->terminate(TerminateError{0, rdmap_etype::remote_operation, rdmap_code::unspecified});
+  s.res->receive(s.take_output(), 20'000);
+  EXPECT_EQ(s.res->state(), Session::State::terminated);
+  ASSERT_TRUE(s.res->deadline());
+  EXPECT_EQ(*s.res->deadline(), 23'000);
+  s.res->on_timer(22'999);
+  EXPECT_FALSE(s.res->want_abort());
+  s.res->on_timer(23'000);
+  EXPECT_TRUE(s.res->want_abort());
 }
 
 }  // namespace

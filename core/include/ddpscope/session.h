@@ -139,7 +139,27 @@ struct SessionLimits {
   std::size_t max_queued_reads = 1024;       // Read Requests waiting for an ORD slot
   std::size_t max_outstanding_atomics = 16;  // RFC 7306 requests in flight
   std::size_t max_message = 1u << 30;        // largest single operation
+  // Events not yet polled: beyond this, framing pauses (input_paused()) until the host polls, so a
+  // flood of tiny FPDUs holds at most this many events whatever the size of one receive().
+  std::size_t max_pending_events = 4096;
   std::int64_t handshake_timeout_ns = 10'000'000'000;
+  // A partial FPDU or a message whose L segment has not come, with no complete FPDU received for
+  // this long: the peer is taken as gone; the half message is dropped and want_abort() is set.
+  std::int64_t stall_timeout_ns = 30'000'000'000;
+  // After a Terminate (sent or received) or a finished close, the host has this long to tear the
+  // transport down itself; then want_abort() asks it to reset (RFC 5040 §5.4).
+  std::int64_t teardown_timeout_ns = 5'000'000'000;
+};
+
+// What one session holds, for hostile-peer tests and benchmarks (SessionLimits bounds each).
+struct SessionUsage {
+  std::size_t rx_bytes = 0;        // received octets buffered (a partial FPDU, or paused input)
+  std::size_t tx_bytes = 0;        // octets queued for the transport
+  std::size_t events = 0;          // events not yet polled
+  std::size_t inbound_reads = 0;   // IRQ: the peer's Read Requests we still answer
+  std::size_t outbound_reads = 0;  // ORQ + Read Requests queued beyond ORD
+  std::size_t posted_recvs = 0;
+  std::size_t held_bytes = 0;  // heap held by all of the above (buffer capacities included)
 };
 
 struct SessionConfig {
@@ -242,6 +262,12 @@ class Session {
 
   // Octets received from the transport, in order. Never throws; hostile input is expected.
   void receive(ByteView data);
+  // The same, telling the session the time (stall and teardown timers count from it).
+  void receive(ByteView data, std::int64_t now_ns);
+  // Framing stopped at max_pending_events with complete FPDUs still buffered: poll the events,
+  // then call resume_input() (and read no more from the transport meanwhile).
+  bool input_paused() const { return input_paused_; }
+  void resume_input();
   // The peer closed its sending side (FIN) or the transport failed.
   void receive_eof();
 
@@ -255,9 +281,12 @@ class Session {
   bool poll_event(Event& e);
   bool has_events() const { return !events_.empty(); }
 
-  // The earliest time on_timer must be called, if any.
-  std::optional<std::int64_t> deadline() const { return deadline_; }
+  // The earliest time on_timer must be called, if any. on_timer may be called at any time (it
+  // also tells the session the time).
+  std::optional<std::int64_t> deadline() const;
   void on_timer(std::int64_t now_ns);
+  // The host should reset the transport now (stall or teardown timeout).
+  bool want_abort() const { return want_abort_; }
 
   // --- operations (RFC 5040 §5) ---
   PostStatus post_recv(std::span<std::uint8_t> buffer, std::uint64_t wr_id);
@@ -304,6 +333,9 @@ class Session {
   std::size_t posted_recvs() const { return recvs_.size(); }
   bool idle() const;  // nothing queued or outstanding
   std::uint64_t bytes_placed() const { return bytes_placed_; }
+  SessionUsage usage() const;
+  // Field-wise maxima of usage(), sampled whenever input, output or events grow.
+  const SessionUsage& peak_usage() const { return peak_; }
   // The last Terminate sent or received.
   std::optional<TerminateError> terminate_sent() const { return term_sent_; }
   std::optional<TerminateError> terminate_received() const { return term_received_; }
@@ -375,6 +407,13 @@ class Session {
                                              std::uint64_t len, std::uint8_t need, bool rdmap,
                                              Region** out);
   void fatal(const Violation& v, const wire::DdpSegment* seg, ByteView ulpdu);
+  void receive_framed(ByteView data);
+  bool receiving() const;
+  bool partial_input() const;  // a partial FPDU or an unfinished message
+  void drop_partial_input();
+  void update_stall_timer(bool progress);
+  void start_teardown_timer();
+  void note_usage();
   void fail(std::string message);
   void push(Event e);
 
@@ -398,7 +437,12 @@ class Session {
   std::uint64_t stream_id_ = 0;
   Negotiated neg_;
   std::optional<wire::MpaReqRep> peer_frame_;
-  std::optional<std::int64_t> deadline_;
+  std::optional<std::int64_t> deadline_;           // handshake
+  std::optional<std::int64_t> stall_deadline_;     // partial FPDU / message
+  std::optional<std::int64_t> teardown_deadline_;  // after Terminate or close
+  std::int64_t now_ = 0;
+  bool want_abort_ = false;
+  SessionUsage peak_;
 
   // Receive
   Bytes rx_;
@@ -408,7 +452,9 @@ class Session {
   Bytes scratch_;
   ByteView direct_;  // receive(): the caller's octets, framed without copying
   bool direct_mode_ = false;
-  bool rtr_pending_ = false;  // responder waits for the RTR
+  bool input_paused_ = false;
+  std::uint64_t fpdus_in_ = 0;  // complete FPDUs framed (progress for the stall timer)
+  bool rtr_pending_ = false;    // responder waits for the RTR
   UntaggedRx rx_q_[5];
   TaggedRx rx_tagged_;
   std::deque<RecvBuffer> recvs_;
