@@ -39,6 +39,18 @@ inline void add_mpa_flags(CLI::App* app, MpaFlags& f) {
   app->add_option("--private-data", f.private_data, "ULP private data (text)");
 }
 
+// An initiator's pause between the MPA Reply and its first message (rping -c, replay --side
+// client). Linux siw 6.1 sends its Reply before it attaches the socket to the QP (siw_accept);
+// FPDUs arriving in that window stay unread until more data comes, and a ULP waiting for an
+// answer sends none. Linux's own initiators are slowed down by rdma_cm's event path.
+constexpr int kDefaultStartDelayMs = 20;
+inline void add_start_delay_flag(CLI::App* app, int& ms) {
+  app->add_option("--start-delay-ms", ms,
+                  "as initiator, wait this long after the MPA Reply before the first message "
+                  "(default 20; Linux siw 6.1 may miss FPDUs that follow its Reply at once)")
+      ->check(CLI::Range(0, 60000));
+}
+
 inline session::SessionConfig make_session_config(const MpaFlags& f) {
   session::SessionConfig c;
   c.mpa.revision = static_cast<std::uint8_t>(f.revision);

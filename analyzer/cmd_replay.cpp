@@ -34,6 +34,7 @@ struct ReplayArgs {
   std::string peer;
   int wait_ms = 3000;
   int timeout_s = 60;
+  int start_delay_ms = kDefaultStartDelayMs;  // as the client, before the first message
   bool verbose = false;
 };
 
@@ -405,6 +406,7 @@ int run_replay(const ReplayArgs& a) {
               std::string(session::to_string(neg.rtr)).c_str());
   if (sm.revision && neg.revision != *sm.revision)
     std::printf("DIFF handshake: revision %u, captured %u\n", neg.revision, *sm.revision);
+  if (client) loop.run_until([&] { return closed; }, a.start_delay_ms);
 
   // 5. Walk the captured messages in order.
   struct Map {
@@ -555,6 +557,7 @@ void add_replay_command(CLI::App& app, std::function<int()>& run) {
       ->required();
   sc->add_option("--wait-ms", a->wait_ms, "how long to wait for each peer message (3000)");
   sc->add_option("--timeout", a->timeout_s, "connection timeout in seconds (60)");
+  add_start_delay_flag(sc, a->start_delay_ms);
   sc->add_flag("-v", a->verbose, "print every message, not only differences");
   sc->callback([a, &run] { run = [a] { return run_replay(*a); }; });
 }

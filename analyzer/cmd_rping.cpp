@@ -29,11 +29,7 @@ struct RpingArgs {
   bool verbose = false;
   bool validate = false;  // rping's -V: always on here
   int timeout_s = 60;
-  // Client: pause between connection establishment and the first SEND. Linux siw 6.1 sends
-  // its MPA Reply before it attaches the socket to the QP (siw_accept); FPDUs arriving in that
-  // window stay unread until more data comes, and rping, waiting for an answer, sends none.
-  // Linux's own rping client is slowed down by rdma_cm's event path; we wait explicitly.
-  int start_delay_ms = 20;
+  int start_delay_ms = kDefaultStartDelayMs;  // client: before the first SEND
   MpaFlags mpa;
 };
 
@@ -313,10 +309,7 @@ void add_rping_command(CLI::App& app, std::function<int()>& run) {
   sc->add_flag("-v", a->verbose, "print the ping data");
   sc->add_flag("-V", a->validate, "validate the data (always done)");
   sc->add_option("--timeout", a->timeout_s, "give up after this many seconds (default 60)");
-  sc->add_option("--start-delay-ms", a->start_delay_ms,
-                 "client: wait this long after the MPA Reply before the first SEND (default 20; "
-                 "Linux siw 6.1 may miss FPDUs that follow its Reply at once)")
-      ->check(CLI::Range(0, 60000));
+  add_start_delay_flag(sc, a->start_delay_ms);
   add_mpa_flags(sc, a->mpa);
   sc->callback([a, &run] {
     run = [a] {
