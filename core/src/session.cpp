@@ -578,8 +578,8 @@ void Session::consume_output(std::size_t n) {
   tx_head_ += std::min(n, output_size());
   if (tx_head_ == tx_.size()) {
     tx_head_ = 0;
-    if (tx_.capacity() > (4u << 20))
-      Bytes().swap(tx_);  // after a burst of large messages
+    if (tx_.capacity() > 2 * config_.limits.max_tx_bytes)
+      Bytes().swap(tx_);  // after a message far larger than the queue's cap
     else
       tx_.clear();
   } else if (tx_head_ > (1u << 20) && tx_head_ * 2 > tx_.size()) {

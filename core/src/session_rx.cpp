@@ -74,8 +74,8 @@ void Session::receive(ByteView data) {
   }
   if (rx_head_ == rx_.size()) {
     rx_head_ = 0;
-    if (rx_.capacity() > (256u << 10))
-      Bytes().swap(rx_);  // a paused flood or a markers stream: give the buffer back
+    if (rx_.capacity() > (256u << 10) && !neg_.rx_markers)
+      Bytes().swap(rx_);  // after a paused flood (markers streams always buffer: keep it)
     else
       rx_.clear();
   }

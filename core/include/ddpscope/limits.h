@@ -14,29 +14,31 @@
 
 namespace ddpscope {
 
+// The defaults bound what the capped collections can hold to about 450 MiB in all (measured
+// per item by tests/hostile/caps_cost_bench.cpp; bench/RESULTS.md, "Hostile captures").
 struct Limits {
   // Out-of-order bytes held per TCP direction before the hole is declared capture loss.
   std::size_t reassembly_window = 4u << 20;
   // Out-of-order bytes held by all directions together; past it, the direction that grew
   // declares its holes capture loss at once.
-  std::size_t max_pending_total = 256u << 20;
+  std::size_t max_pending_total = 64u << 20;
   // Delivered bytes remembered per TCP direction to compare retransmissions against.
   std::size_t retransmission_history = 256u << 10;
   // Octets held while searching for an FPDU boundary (resync) or waiting for the MPA Reply.
   std::size_t resync_buffer = 256u << 10;
   // Placed payload kept in shadow buffers, all regions together. 0 = keep no content.
   std::size_t payload_retention = 64u << 20;
-  std::size_t max_streams = 65536;
-  std::size_t max_regions = 1u << 20;            // shadow buffers, all streams
+  std::size_t max_streams = 8192;
+  std::size_t max_regions = 1u << 18;            // shadow buffers, all streams
   std::size_t max_ranges_per_region = 1u << 16;  // distinct placed ranges kept per region
   std::size_t max_pending_messages = 4096;       // undelivered messages per direction
-  std::size_t max_message_records = 1u << 20;    // message records kept for views (MSN charts)
+  std::size_t max_message_records = 1u << 19;    // message records kept for views (MSN charts)
   std::size_t max_findings = 100000;             // findings kept; later ones are only counted
   // Requests awaiting their Response, per direction: the oldest is forgotten at the cap (a
   // later Response may then be reported unmatched). IRD/ORD are 14 bits, so a conforming
   // peer stays below these.
-  std::size_t max_outstanding_reads = 1u << 16;
-  std::size_t max_outstanding_atomics = 1u << 16;
+  std::size_t max_outstanding_reads = 1u << 14;
+  std::size_t max_outstanding_atomics = 1u << 14;
   // Bounded by design, not configurable: untagged queues (only the QNs RDMAP defines are
   // tracked), recently seen DDP headers (256 per direction, for Terminate quoting), the octets
   // kept of an untagged message's body (4096).
