@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 namespace ddpscope::capture {
@@ -117,6 +118,8 @@ int LiveCapture::next(Frame& frame, int timeout_ms) {
     const u_char* data = nullptr;
     const int rc = pcap_next_ex(handle_, &hdr, &data);
     if (rc == 1) {
+      last_header_ = hdr;
+      last_data_ = data;
       frame.number = ++number_;
       // Live timestamps are the current time: no overflow to guard against.
       frame.ts_ns = static_cast<std::int64_t>(hdr->ts.tv_sec) * 1'000'000'000 +
@@ -209,17 +212,22 @@ std::unique_ptr<LiveSession> LiveSession::open(const LiveOptions& options, std::
   s->capture_ = LiveCapture::open(options.interface, options.filter, error, failure);
   if (!s->capture_) return nullptr;
   if (!options.write_path.empty()) {
-    s->writer_ = CaptureWriter::open(options.write_path, s->capture_->link_type(), error,
-                                     static_cast<std::uint32_t>(live_snaplen));
-    if (!s->writer_) {
+    // A FIFO (Wireshark's extcap) opens once its reader has opened it.
+    s->dumper_ = pcap_dump_open(s->capture_->handle_, options.write_path.c_str());
+    if (s->dumper_ == nullptr) {
+      error = options.write_path + ": " + pcap_geterr(s->capture_->handle_);
       if (failure) *failure = LiveFailure::other;
       return nullptr;
     }
+    s->unflushed_ = true;  // the file header, for a reader waiting on a FIFO
   }
   return s;
 }
 
-LiveSession::~LiveSession() = default;
+LiveSession::~LiveSession() {
+  std::string ignored;
+  close(ignored);
+}
 
 bool LiveSession::run(const std::function<void(const Frame&)>& sink,
                       const std::function<void(const LiveCounters&)>& tick,
@@ -236,7 +244,10 @@ bool LiveSession::run(const std::function<void(const Frame&)>& sink,
     return limits.max_frames != 0 && frames_ >= limits.max_frames;
   };
   auto deliver = [&](const Frame& f) {
-    if (writer_) writer_->write(f.ts_ns, f.data, f.wire_length);
+    if (dumper_ != nullptr) {
+      pcap_dump(reinterpret_cast<u_char*>(dumper_), capture_->last_header_, capture_->last_data_);
+      unflushed_ = true;
+    }
     ++frames_;
     bytes_ += f.data.size();
     sink(f);
@@ -252,8 +263,9 @@ bool LiveSession::run(const std::function<void(const Frame&)>& sink,
     }
     if (rc == 1) deliver(f);
     const auto now = clock::now();
-    if (tick && now - last_tick >= tick_every) {
-      tick(counters());
+    if (now - last_tick >= tick_every) {
+      if (unflushed_ && pcap_dump_flush(dumper_) == 0) unflushed_ = false;
+      if (tick) tick(counters());
       last_tick = now;
     }
   }
@@ -269,9 +281,14 @@ bool LiveSession::run(const std::function<void(const Frame&)>& sink,
 }
 
 bool LiveSession::close(std::string& error) {
-  if (!writer_) return true;
-  const bool ok = writer_->close(error);
-  writer_.reset();
+  if (dumper_ == nullptr) return true;
+  bool ok = true;
+  if (pcap_dump_flush(dumper_) != 0 || std::ferror(pcap_dump_file(dumper_)) != 0) {
+    error = "write error on the capture file";
+    ok = false;
+  }
+  pcap_dump_close(dumper_);
+  dumper_ = nullptr;
   return ok;
 }
 

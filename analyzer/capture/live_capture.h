@@ -15,6 +15,8 @@
 
 #include "capture/capture.h"
 
+struct pcap_pkthdr;
+
 namespace ddpscope::capture {
 
 // Why opening a live capture failed (libpcap's pcap_activate / pcap_compile status).
@@ -56,8 +58,11 @@ class LiveCapture {
   std::string stats() const;
 
  private:
+  friend class LiveSession;  // saves frames with pcap_dump on this handle
   LiveCapture() = default;
   pcap* handle_ = nullptr;
+  const pcap_pkthdr* last_header_ = nullptr;  // of the frame next() returned last
+  const std::uint8_t* last_data_ = nullptr;
   int fd_ = -1;
   std::string error_;
   std::uint32_t link_type_ = 0;
@@ -100,8 +105,9 @@ struct LiveRunLimits {
   int tick_ms = 100;             // `tick` is called at least this often, frames or not
 };
 
-// A live capture with its savefile: each frame is written to the savefile, then handed to the
-// caller's sink, in capture order.
+// A live capture with its savefile: each frame is written to the savefile (pcap_dump, headers
+// as captured, flushed at every tick so that a reader of the file or FIFO keeps up), then
+// handed to the caller's sink, in capture order.
 class LiveSession {
  public:
   static std::unique_ptr<LiveSession> open(const LiveOptions& options, std::string& error,
@@ -129,7 +135,8 @@ class LiveSession {
  private:
   LiveSession() = default;
   std::unique_ptr<LiveCapture> capture_;
-  std::unique_ptr<CaptureWriter> writer_;
+  pcap_dumper* dumper_ = nullptr;
+  bool unflushed_ = false;
   std::atomic<bool> stop_{false};
   std::uint64_t frames_ = 0;
   std::uint64_t bytes_ = 0;

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""ddpscope-extcap driven as Wireshark drives an extcap: the interface, link type and option
+listings, capture-filter validation, and --capture --fifo of a replay (an rping session
+captured by `ddpscope live`, replayed against a live `ddpscope rping -s`) read from a real
+FIFO while it runs; the frames read analyse to the captured session's exchange. The capture
+needs root or CAP_NET_RAW (CI runs as root); without it that case is skipped."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+EXTCAP = sys.argv.pop(1)
+DDPSCOPE = sys.argv.pop(1)
+IFACE = "ddpscope-replay"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(exe, *args, timeout=30):
+    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def start(*args):
+    return subprocess.Popen([DDPSCOPE, *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def report(pcap):
+    r = run(DDPSCOPE, "analyze", pcap, "--json")
+    return json.loads(r.stdout)
+
+
+def exchange(rep):
+    """Per direction: FPDUs and the opcode counts (what the replay repeats)."""
+    return [[(d["fpdus"], json.dumps(d["opcodes"], sort_keys=True)) for d in s["directions"]]
+            for s in rep["streams"]]
+
+
+class Extcap(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_listings(self):
+        r = run(EXTCAP, "--extcap-interfaces", "--extcap-version=4.0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"(?m)^extcap \{version=[0-9.]+\}")
+        self.assertIn("interface {value=%s}{display=ddpscope replay" % IFACE, r.stdout)
+        r = run(EXTCAP, "--extcap-interface", IFACE, "--extcap-dlts")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^dlt \{number=1\}\{name=EN10MB\}")
+        r = run(EXTCAP, f"--extcap-interface={IFACE}", "--extcap-config")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for call in ("--capture-file", "--stream", "--side", "--peer"):
+            self.assertIn("{call=%s}" % call, r.stdout)
+        self.assertIn("value {arg=2}{value=server}", r.stdout)
+        r = run(EXTCAP, "--extcap-interface", "nope", "--extcap-dlts")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown interface", r.stderr)
+
+    def test_capture_filter_validation(self):
+        ok = run(EXTCAP, "--extcap-interface", IFACE, "--extcap-capture-filter", "tcp port 4420")
+        self.assertEqual((ok.returncode, ok.stdout), (0, ""))
+        bad = run(EXTCAP, "--extcap-interface", IFACE, "--extcap-capture-filter", "tcp port")
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("syntax error", bad.stdout)
+
+    def capture_session(self, pcap):
+        port = free_port()
+        live = start("live", "-i", "lo", "-f", f"tcp port {port}", "--write", pcap,
+                     "--duration", "60")
+        line = live.stderr.readline()
+        if "permission" in line.lower() or "not permitted" in line.lower():
+            live.communicate(timeout=10)
+            self.skipTest("live capture needs root or CAP_NET_RAW: " + line.strip())
+        self.assertIn("capturing on lo", line)
+        server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 3)
+        time.sleep(0.2)
+        client = run(DDPSCOPE, "rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", 3, "-S", 1000)
+        server.communicate(timeout=30)
+        self.assertEqual(client.returncode, 0, client.stderr)
+        time.sleep(0.3)
+        live.send_signal(signal.SIGINT)
+        live.communicate(timeout=30)
+
+    def test_capture_streams_the_replay_into_the_fifo(self):
+        orig = os.path.join(self.tmp.name, "session.pcap")
+        self.capture_session(orig)
+        port = free_port()
+        server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 3)
+        time.sleep(0.2)
+        fifo = os.path.join(self.tmp.name, "fifo")
+        os.mkfifo(fifo)
+        received = bytearray()
+
+        def read_fifo():  # as Wireshark does: it opens the FIFO before starting the extcap
+            with open(fifo, "rb") as f:
+                while True:
+                    chunk = f.read(65536)
+                    if not chunk:
+                        break
+                    received.extend(chunk)
+
+        reader = threading.Thread(target=read_fifo)
+        reader.start()
+        r = run(EXTCAP, "--capture", "--extcap-interface", IFACE, "--fifo", fifo,
+                "--extcap-capture-filter", "tcp", "--capture-file", orig, "--stream", 0,
+                "--side", "client", "--peer", f"127.0.0.1:{port}", timeout=60)
+        reader.join(timeout=30)
+        server.communicate(timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(" 0 differences", r.stderr)
+        self.assertEqual(server.returncode, 0)
+        out = os.path.join(self.tmp.name, "out.pcap")
+        with open(out, "wb") as f:
+            f.write(received)
+        rep, want = report(out), report(orig)
+        self.assertGreater(rep["frames"], 10)
+        self.assertEqual(len(rep["streams"]), 1)
+        self.assertEqual(rep["streams"][0]["state"], "full-operation")
+        self.assertEqual(rep["streams"][0]["server"], f"127.0.0.1:{port}")
+        self.assertEqual(exchange(rep), exchange(want))
+        self.assertFalse([f for f in rep["findings"] if f["severity"] == "error"])
+        # Wireshark reads the same stream: as many frames, all TCP on the peer's port.
+        tshark = shutil.which("tshark")
+        if tshark:
+            t = run(tshark, "-r", out, "-Y", f"tcp.port == {port}", "-T", "fields", "-e",
+                    "frame.number")
+            self.assertEqual(t.returncode, 0, t.stderr)
+            self.assertEqual(len(t.stdout.split()), rep["frames"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
