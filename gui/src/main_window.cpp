@@ -445,6 +445,7 @@ void MainWindow::onWorkerFinished(quint64 job, SnapshotPtr snap) {
       addRecent(path_);
     }
     setCaptureStatus(snap->live);
+    if (snap->frames_read == 0 && !snap->error.empty()) capture_label_->hide();  // never started
   }
   applySnapshot(snap);
   if (was_capture && !snap->error.empty())
