@@ -6,6 +6,7 @@
 #include "ddpscope/analysis.h"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <set>
 #include <string_view>
@@ -126,6 +127,15 @@ struct ConnKey {
   auto operator<=>(const ConnKey&) const = default;
 };
 
+// Endpoint equality for the per-segment path: a fixed-size compare the compiler inlines (the
+// defaulted operators go through a lexicographic memcmp call).
+bool same_address(const net::Address& x, const net::Address& y) {
+  return x.v6 == y.v6 && std::memcmp(x.bytes.data(), y.bytes.data(), x.bytes.size()) == 0;
+}
+bool same_endpoint(const net::Endpoint& x, const net::Endpoint& y) {
+  return x.port == y.port && same_address(x.addr, y.addr);
+}
+
 }  // namespace
 
 struct Analyzer::Impl {
@@ -207,12 +217,18 @@ struct Analyzer::Impl {
   void feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg) {
     cur_frame = frame;
     cur_ts = ts;
-    ConnKey key = seg.src < seg.dst ? ConnKey{seg.src, seg.dst} : ConnKey{seg.dst, seg.src};
     const bool pure_syn = (seg.flags & net::tcp_flag::syn) && !(seg.flags & net::tcp_flag::ack);
     std::size_t conn_at = kNone;
-    if (last_conn != kNone && !pure_syn && key == last_key) conn_at = last_conn;
+    if (last_conn != kNone && !pure_syn &&
+        ((same_endpoint(seg.src, last_key.a) && same_endpoint(seg.dst, last_key.b)) ||
+         (same_endpoint(seg.src, last_key.b) && same_endpoint(seg.dst, last_key.a))))
+      conn_at = last_conn;
+    ConnKey key;
     auto it = conn_index.end();
-    if (conn_at == kNone) it = conn_index.find(key);
+    if (conn_at == kNone) {
+      key = seg.src < seg.dst ? ConnKey{seg.src, seg.dst} : ConnKey{seg.dst, seg.src};
+      it = conn_index.find(key);
+    }
     if (conn_at == kNone && it != conn_index.end() && pure_syn) {
       // A new connection on a reused 4-tuple once the old one carried data.
       const auto& sm = model.streams[conns[it->second]->stream];
@@ -259,7 +275,7 @@ struct Analyzer::Impl {
     if (sm.state == StreamState::not_iwarp) return;
     sm.last_frame = frame;
     sm.last_ts_ns = ts;
-    const int dir = (seg.src == sm.client) ? 0 : 1;
+    const int dir = same_endpoint(seg.src, sm.client) ? 0 : 1;
     DirectionModel& dm = sm.dirs[dir];
     DirState& ds = c.ds(dir);
     if (seg.flags & net::tcp_flag::syn) {
@@ -812,7 +828,9 @@ struct Analyzer::Impl {
   // ShadowMemory::find with the previous answer kept: a message's segments all go to one region.
   // Buffers are never removed from the model, so a found buffer's address stays valid.
   ShadowBuffer* find_region(const RegionKey& key) {
-    if (last_region != nullptr && last_region->key == key) return last_region;
+    if (last_region != nullptr && last_region->key.stag == key.stag &&
+        same_address(last_region->key.owner, key.owner))
+      return last_region;
     ShadowBuffer* b = model.memory.find(key);
     if (b != nullptr) last_region = b;
     return b;

@@ -167,35 +167,51 @@ void parse_tcp_options(ByteView options, TcpSegment& seg) {
 
 // Decodes the TCP header at `offset`. `ip_payload_length` is the TCP segment length per the
 // IP header; octets of the frame beyond it (Ethernet padding) are not part of the segment.
+// `src` and `dst` point at the IP addresses (4 or 16 octets, `v6`). Every path returns the one
+// object `d` (built in the caller's result, no copy of the segment) and the addresses are
+// copied straight into it: a whole-Address reload of a local written in 4-octet pieces stalled
+// on store forwarding, a measurable share of the per-frame cost.
 FrameDecode decode_tcp(ByteView frame, std::size_t offset, std::uint32_t ip_payload_length,
-                       const Address& src, const Address& dst) {
+                       const std::uint8_t* src, const std::uint8_t* dst, bool v6) {
+  FrameDecode d;
+  auto failed = [&d](std::string detail) {
+    d.status = FrameStatus::malformed;
+    d.detail = std::move(detail);
+  };
   std::size_t captured = std::min<std::size_t>(frame.size() - offset, ip_payload_length);
   ByteView segment = frame.subspan(offset, captured);
   if (ip_payload_length < tcp_min_header) {
-    return fail(FrameStatus::malformed, "IP payload of " + std::to_string(ip_payload_length) +
-                                            " octets is shorter than a TCP header");
+    failed("IP payload of " + std::to_string(ip_payload_length) +
+           " octets is shorter than a TCP header");
+    return d;
   }
   if (segment.size() < tcp_min_header) {
-    return fail(FrameStatus::malformed, "cut by snaplen before the TCP header ended");
+    failed("cut by snaplen before the TCP header ended");
+    return d;
   }
   std::size_t header_length = static_cast<std::size_t>(segment[12] >> 4) * 4;
   if (header_length < tcp_min_header) {
-    return fail(FrameStatus::malformed,
-                "TCP data offset " + std::to_string(header_length / 4) + " is below 5");
+    failed("TCP data offset " + std::to_string(header_length / 4) + " is below 5");
+    return d;
   }
   if (header_length > ip_payload_length) {
-    return fail(FrameStatus::malformed, "TCP header of " + std::to_string(header_length) +
-                                            " octets exceeds the IP payload of " +
-                                            std::to_string(ip_payload_length));
+    failed("TCP header of " + std::to_string(header_length) + " octets exceeds the IP payload of " +
+           std::to_string(ip_payload_length));
+    return d;
   }
   if (segment.size() < header_length) {
-    return fail(FrameStatus::malformed, "cut by snaplen before the TCP header ended");
+    failed("cut by snaplen before the TCP header ended");
+    return d;
   }
-  FrameDecode d;
   d.status = FrameStatus::tcp;
   TcpSegment& seg = d.tcp;
-  seg.src = Endpoint{src, load_be16(&segment[0])};
-  seg.dst = Endpoint{dst, load_be16(&segment[2])};
+  const std::size_t addr_size = v6 ? 16 : 4;
+  seg.src.addr.v6 = v6;
+  seg.dst.addr.v6 = v6;
+  std::memcpy(seg.src.addr.bytes.data(), src, addr_size);
+  std::memcpy(seg.dst.addr.bytes.data(), dst, addr_size);
+  seg.src.port = load_be16(&segment[0]);
+  seg.dst.port = load_be16(&segment[2]);
   seg.seq = load_be32(&segment[4]);
   seg.ack = load_be32(&segment[8]);
   seg.flags = segment[13];
@@ -249,12 +265,9 @@ FrameDecode decode_ipv4(ByteView frame, std::size_t offset, std::size_t wire_ava
                     "): reassembly is not supported");
   }
   if (ip[9] != ip_proto_tcp) return not_tcp();
-  Address src;
-  Address dst;
-  std::memcpy(src.bytes.data(), &ip[12], 4);
-  std::memcpy(dst.bytes.data(), &ip[16], 4);
   return decode_tcp(frame, offset + header_length,
-                    static_cast<std::uint32_t>(total_length - header_length), src, dst);
+                    static_cast<std::uint32_t>(total_length - header_length), &ip[12], &ip[16],
+                    false);
 }
 
 FrameDecode decode_ipv6(ByteView frame, std::size_t offset, std::size_t wire_available) {
@@ -276,11 +289,6 @@ FrameDecode decode_ipv6(ByteView frame, std::size_t offset, std::size_t wire_ava
                 "IPv6 payload length " + std::to_string(payload_length) + " exceeds the " +
                     std::to_string(wire_available - ipv6_header) + " octets in the frame");
   }
-  Address src;
-  Address dst;
-  src.v6 = dst.v6 = true;
-  std::memcpy(src.bytes.data(), &ip[8], 16);
-  std::memcpy(dst.bytes.data(), &ip[24], 16);
 
   // Walk the extension header chain (RFC 8200 §4) up to TCP.
   std::uint8_t next = ip[6];
@@ -289,7 +297,8 @@ FrameDecode decode_ipv6(ByteView frame, std::size_t offset, std::size_t wire_ava
   for (;;) {
     switch (next) {
       case ip_proto_tcp:
-        return decode_tcp(frame, offset + pos, static_cast<std::uint32_t>(end - pos), src, dst);
+        return decode_tcp(frame, offset + pos, static_cast<std::uint32_t>(end - pos), &ip[8],
+                          &ip[24], true);
       case ip_proto_hop_by_hop:
       case ip_proto_routing:
       case ip_proto_dest_opts:
