@@ -5,8 +5,10 @@
 # the analysis goes on; a bad --limit is a usage error (exit 2) on analyze and live alike.
 #   limits_cli_test.py DDPSCOPE SAMPLES_DIR
 import json
+import os
 import subprocess
 import sys
+import tempfile
 
 
 class Failure(Exception):
@@ -79,6 +81,27 @@ def test_defaults_round_trip(ddpscope, samples):
     check(analyze(ddpscope, cap, *args) == analyze(ddpscope, cap), "explicit defaults differ")
 
 
+def exported(ddpscope, capture, *extra):
+    """The shadow buffers --export-dir writes: {file name: content}."""
+    with tempfile.TemporaryDirectory() as d:
+        p = run(ddpscope, "analyze", capture, "--export-dir", d, *extra)
+        check(p.returncode in (0, 1), f"analyze --export-dir {extra} exited {p.returncode}")
+        return {n: open(os.path.join(d, n), "rb").read() for n in sorted(os.listdir(d))}
+
+
+def test_retention_spellings(ddpscope, samples):
+    # payload_retention decides what the exported shadow buffers hold: --retain-mib (MiB) and
+    # --limit (octets, K/M/G) set the same cap; --limit is applied after --retain-mib.
+    cap = f"{samples}/synthetic/clean-rping.pcap"
+    full = exported(ddpscope, cap)
+    none = exported(ddpscope, cap, "--retain-mib", "0")
+    check(full != none, "retaining nothing should change the exported buffers")
+    check(exported(ddpscope, cap, "--limit", "payload_retention=0") == none,
+          "--limit payload_retention=0 differs from --retain-mib 0")
+    check(exported(ddpscope, cap, "--retain-mib", "0", "--limit", "payload_retention=1M") == full,
+          "--limit did not override --retain-mib")
+
+
 def test_usage_errors(ddpscope, samples):
     cap = f"{samples}/synthetic/fault-crc.pcap"
     for bad, says in (("no_such_cap=5", "unknown limit 'no_such_cap'"),
@@ -97,7 +120,7 @@ def main():
     ddpscope, samples = sys.argv[1], sys.argv[2]
     status = 0
     for t in (test_max_streams, test_max_message_records, test_defaults_round_trip,
-              test_usage_errors):
+              test_retention_spellings, test_usage_errors):
         try:
             t(ddpscope, samples)
             print(f"PASS {t.__name__}")
