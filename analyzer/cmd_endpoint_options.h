@@ -22,6 +22,10 @@ struct MpaFlags {
   int ord = 16;
   std::string private_data;
   bool rfc_terminate = true;
+  // Timers against peers that stall (SessionLimits; milliseconds).
+  std::int64_t handshake_timeout_ms = session::SessionLimits{}.handshake_timeout_ns / 1'000'000;
+  std::int64_t stall_timeout_ms = session::SessionLimits{}.stall_timeout_ns / 1'000'000;
+  std::int64_t teardown_timeout_ms = session::SessionLimits{}.teardown_timeout_ns / 1'000'000;
 };
 
 inline void add_mpa_flags(CLI::App* app, MpaFlags& f) {
@@ -37,6 +41,16 @@ inline void add_mpa_flags(CLI::App* app, MpaFlags& f) {
   app->add_option("--ord", f.ord, "outbound RDMA Read Requests outstanding at once")
       ->check(CLI::Range(0, 0x3FFF));
   app->add_option("--private-data", f.private_data, "ULP private data (text)");
+  app->add_option("--handshake-timeout-ms", f.handshake_timeout_ms,
+                  "fail a connection whose MPA handshake has not finished by then")
+      ->check(CLI::Range(1, 3'600'000));
+  app->add_option("--stall-timeout-ms", f.stall_timeout_ms,
+                  "reset a peer that sends no complete FPDU for this long in the middle of an "
+                  "FPDU or message")
+      ->check(CLI::Range(1, 3'600'000));
+  app->add_option("--teardown-timeout-ms", f.teardown_timeout_ms,
+                  "reset a terminated, failed or closed connection still open after this long")
+      ->check(CLI::Range(1, 3'600'000));
 }
 
 // An initiator's pause between the MPA Reply and its first message (rping -c, replay --side
@@ -65,6 +79,9 @@ inline session::SessionConfig make_session_config(const MpaFlags& f) {
   c.mpa.ird = static_cast<std::uint16_t>(f.ird);
   c.mpa.ord = static_cast<std::uint16_t>(f.ord);
   c.mpa.private_data.assign(f.private_data.begin(), f.private_data.end());
+  c.limits.handshake_timeout_ns = f.handshake_timeout_ms * 1'000'000;
+  c.limits.stall_timeout_ns = f.stall_timeout_ms * 1'000'000;
+  c.limits.teardown_timeout_ns = f.teardown_timeout_ms * 1'000'000;
   return c;
 }
 

@@ -173,6 +173,21 @@ class Endpoint(unittest.TestCase):
         self.assertEqual(client.returncode, 1)
         self.assertIn("rejected", client.stdout)
 
+    def test_endpoint_half_open_peer_times_out(self):
+        portfile = os.path.join(self.tmp.name, "port")
+        server = start("endpoint", "listen", "-p", 0, "--port-file", portfile,
+                       "--handshake-timeout-ms", 200, "--teardown-timeout-ms", 200)
+        port = wait_port_file(portfile)
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.settimeout(5)  # under the 10 s default: the option must have taken effect
+            # Never sends an MPA Request: the listener fails the handshake and closes.
+            try:
+                self.assertEqual(s.recv(16), b"")
+            except ConnectionResetError:
+                pass
+            out, err = server.communicate(timeout=30)
+        self.assertIn("MPA handshake timed out", out + err)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
