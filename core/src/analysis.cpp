@@ -303,7 +303,7 @@ struct Analyzer::Impl {
     const std::uint32_t seq = (seg.flags & net::tcp_flag::syn) ? seg.seq + 1 : seg.seq;
     Glue glue{*this, c, dir};
     // Callbacks may swap the connection's sides: count both directions' pending octets.
-    auto held = [&c] { return c.ds(0).reasm.pending_bytes() + c.ds(1).reasm.pending_bytes(); };
+    auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
     pending_total -= held();
     ds.reasm.segment(seq, seg.payload, frame, lost_tail, glue);
     if (pending_total + held() > options.limits.max_pending_total) {
