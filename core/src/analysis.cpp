@@ -120,6 +120,7 @@ struct Conn {
   std::array<std::unique_ptr<DirState>, 2> d;
   bool provisional = true;  // client side guessed, not yet proven by SYN or MPA Request
   std::optional<StreamHint> hint;
+  std::uint64_t reply_frame = 0;  // the MPA Reply's frame (0: none seen)
 };
 
 struct ConnKey {
@@ -532,6 +533,7 @@ struct Analyzer::Impl {
       return dir;
     }
     // Reply: the handshake is complete.
+    c.reply_frame = ctx.frame;
     const auto& req = sm.dirs[0].mpa_frame;
     if (f.reject) {
       report(FindingId::mpa_rejected, ctx,
@@ -572,6 +574,16 @@ struct Analyzer::Impl {
                  TerminateError{static_cast<std::uint8_t>(TermLayer::llp), llp_etype::mpa,
                                 mpa_code::no_matching_rtr});
         }
+      }
+      // RFC 6581: the responder's ORD must not exceed the initiator's IRD (0x3FFF: no value).
+      constexpr std::uint16_t none = wire::MpaEnhancedPd::kNoValue;
+      if (rp.ord != none && rq.ird != none && rp.ord > rq.ird) {
+        report(FindingId::mpa_handshake_invalid, ctx,
+               "the Reply's ORD " + std::to_string(rp.ord) + " exceeds the Request's IRD " +
+                   std::to_string(rq.ird),
+               false,
+               TerminateError{static_cast<std::uint8_t>(TermLayer::llp), llp_etype::mpa,
+                              mpa_code::insufficient_ird});
       }
     }
     sm.revision = f.revision;
@@ -672,9 +684,53 @@ struct Analyzer::Impl {
       return;
     }
     ev.ddp = seg.value();
+    if (dm.fpdus == 1) check_setup_order(c, dir, ev, ctx);
     analyze_ddp(c, dir, ev, ctx);
     if (ds.recent.size() >= kRecentHeaders) ds.recent.pop_front();
     ds.recent.push_back({seg->header, ctx.frame});
+  }
+
+  // The first FPDU of each direction against the connection setup order: the initiator sends
+  // none before the MPA Reply arrives (RFC 5044 §7.1); in peer-to-peer mode (RFC 6581) its
+  // first is the zero-length RTR the Reply chose, and the responder sends none before it. A
+  // capture shows an order the endpoints saw too: an FPDU captured before the Reply that
+  // enables it was sent before that Reply arrived.
+  void check_setup_order(Conn& c, int dir, const PduEvent& ev, const Ctx& ctx) {
+    const StreamModel& sm = model.streams[c.stream];
+    if (sm.mid_stream || c.reply_frame == 0) return;
+    if (dir == 0 && ctx.frame < c.reply_frame) {
+      report(FindingId::mpa_handshake_invalid, ctx,
+             "the initiator's first FPDU precedes the MPA Reply (frame " +
+                 std::to_string(c.reply_frame) + ")");
+    }
+    if (!sm.peer_to_peer || sm.rtr.empty()) return;
+    if (dir == 1) {
+      if (sm.dirs[0].fpdus == 0) {
+        report(FindingId::mpa_handshake_invalid, ctx,
+               "peer-to-peer: the responder's first FPDU precedes the initiator's RTR");
+      }
+      return;
+    }
+    const wire::DdpSegment& seg = *ev.ddp;
+    const auto& h = seg.header;
+    const auto opcode =
+        static_cast<wire::Opcode>(wire::RdmapControl::from_byte(h.rsvd_ulp0).opcode);
+    bool rtr = false;
+    if (sm.rtr == "write") {
+      rtr = h.control.tagged && opcode == wire::Opcode::rdma_write && seg.payload.empty();
+    } else if (sm.rtr == "read") {
+      const auto rr = wire::decode_read_request(seg.payload);
+      rtr = !h.control.tagged && opcode == wire::Opcode::read_request && rr && rr->size == 0;
+    } else if (sm.rtr == "send") {
+      rtr = !h.control.tagged && opcode == wire::Opcode::send && seg.payload.empty();
+    }
+    if (!rtr) {
+      report(FindingId::mpa_handshake_invalid, ctx,
+             "peer-to-peer: the initiator's first FPDU is " +
+                 std::string(wire::opcode_info(static_cast<std::uint8_t>(opcode)).name) +
+                 (seg.payload.empty() ? "" : " with payload") + ", not the zero-length " + sm.rtr +
+                 " RTR the Reply chose");
+    }
   }
 
   void check_markers(Conn& c, int dir, const RawPdu& p, const Ctx& ctx) {

@@ -35,21 +35,34 @@ class Conn {
   bool enhanced = true;
   std::uint16_t ird = 16, ord = 16;
 
+  // RFC 6581 words of the Request and the Reply when they are not {IRD ird, ORD ord}.
+  std::optional<wire::MpaEnhancedPd> request_pd, reply_pd;
+
   void handshake() {
-    wire::MpaReqRep req;
-    req.kind = wire::MpaFrameKind::request;
-    req.crc = crc;
-    req.markers = markers_s2c;
-    req.revision = revision;
-    req.enhanced = enhanced;
-    if (enhanced) req.enhanced_pd = wire::MpaEnhancedPd{false, false, ird, false, false, ord};
-    append(0, wire::encode_mpa_reqrep(req));
+    request();
+    reply();
+  }
+  void request() {
+    append(0, wire::encode_mpa_reqrep(reqrep(wire::MpaFrameKind::request)));
     s0_[0] = stream_[0].size();
-    wire::MpaReqRep rep = req;
-    rep.kind = wire::MpaFrameKind::reply;
-    rep.markers = markers_c2s;
-    append(1, wire::encode_mpa_reqrep(rep));
+  }
+  void reply() {
+    append(1, wire::encode_mpa_reqrep(reqrep(wire::MpaFrameKind::reply)));
     s0_[1] = stream_[1].size();
+  }
+  wire::MpaReqRep reqrep(wire::MpaFrameKind kind) const {
+    const bool is_req = kind == wire::MpaFrameKind::request;
+    wire::MpaReqRep f;
+    f.kind = kind;
+    f.crc = crc;
+    f.markers = is_req ? markers_s2c : markers_c2s;
+    f.revision = revision;
+    f.enhanced = enhanced;
+    if (enhanced) {
+      f.enhanced_pd = (is_req ? request_pd : reply_pd)
+                          .value_or(wire::MpaEnhancedPd{false, false, ird, false, false, ord});
+    }
+    return f;
   }
 
   // Appends one FPDU carrying `header` + `payload`; returns its stream offset.
@@ -378,6 +391,7 @@ TEST(Analysis, OpcodeQnAndVersionRules) {
 TEST(Analysis, ReadResponseRulesAndIrd) {
   Conn c;
   c.ird = 1;
+  c.ord = 1;  // both sides send IRD/ORD 1/1 (a Reply ORD above the Request's IRD is an error)
   c.handshake();
   Bytes rr1, rr2;
   ByteWriter w1(rr1), w2(rr2);
@@ -393,6 +407,90 @@ TEST(Analysis, ReadResponseRulesAndIrd) {
   EXPECT_EQ(codes(m),
             (std::vector<std::string>{"rdmap.ird-exceeded", "rdmap.read-response-size-mismatch",
                                       "ddp.tagged.invalid-stag", "rdmap.read-response-unmatched"}));
+}
+
+TEST(Analysis, ReplyOrdAboveRequestIrdIsInsufficientIrd) {
+  Conn c;
+  c.request_pd = wire::MpaEnhancedPd{false, false, 4, false, false, 4};
+  c.reply_pd = wire::MpaEnhancedPd{false, false, 4, false, false, 8};
+  c.handshake();
+  c.send(0, 1, pattern(10));
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  ASSERT_EQ(codes(m), std::vector<std::string>{"mpa.handshake-invalid"});
+  EXPECT_EQ(m.findings[0].frame, 4u);  // SYN, SYN-ACK, Request, Reply
+  ASSERT_TRUE(m.findings[0].terminate);
+  EXPECT_EQ(*m.findings[0].terminate, (TerminateError{2, 0, 6}));  // LLP / MPA / Insufficient IRD
+  // 0x3FFF is "no value" (Intel's convention), not a depth: no finding.
+  Conn d;
+  d.request_pd = wire::MpaEnhancedPd{false, false, 0x3FFF, false, false, 4};
+  d.reply_pd = wire::MpaEnhancedPd{false, false, 4, false, false, 0x3FFF};
+  d.handshake();
+  Analyzer b;
+  EXPECT_TRUE(codes(d.run(b, d.segments())).empty());
+}
+
+TEST(Analysis, InitiatorFpduBeforeTheReplyIsReported) {
+  Conn c;
+  c.request();
+  c.send(0, 1, pattern(10));  // in frame 3 with the Request, before the Reply (frame 4)
+  c.reply();
+  c.send(0, 2, pattern(10));
+  c.send(1, 1, pattern(10));
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  ASSERT_EQ(codes(m), std::vector<std::string>{"mpa.handshake-invalid"});
+  EXPECT_EQ(m.findings[0].frame, 3u);
+  EXPECT_NE(m.findings[0].message.find("precedes the MPA Reply (frame 4)"), std::string::npos)
+      << m.findings[0].message;
+  // Both Sends are still framed and delivered.
+  EXPECT_EQ(m.streams.at(0).dirs[0].fpdus, 2u);
+}
+
+// RFC 6581 peer-to-peer: the initiator's first FPDU is the RTR the Reply chose, and the
+// responder sends nothing before it.
+TEST(Analysis, PeerToPeerRtrOrder) {
+  const auto p2p = [](Conn& c, bool write, bool read) {
+    c.request_pd = wire::MpaEnhancedPd{true, false, 16, true, true, 16};
+    c.reply_pd = wire::MpaEnhancedPd{true, false, 16, write, read, 16};
+    c.handshake();
+  };
+  Bytes zero_read;
+  ByteWriter w(zero_read);
+  wire::encode_read_request({0x1, 0, 0, 0x1, 0}, w);
+  {  // clean: Write RTR (siw's: STag 1, TO 0), then traffic both ways
+    Conn c;
+    p2p(c, true, false);
+    c.fpdu(0, Conn::tagged(Opcode::rdma_write, 1, 0, true));
+    c.send(1, 1, pattern(10));
+    c.send(0, 1, pattern(10));
+    Analyzer a;
+    EXPECT_TRUE(codes(c.run(a, c.segments())).empty());
+  }
+  {  // clean: Read RTR (a zero-length Read Request)
+    Conn c;
+    p2p(c, false, true);
+    c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true), zero_read);
+    c.fpdu(1, Conn::tagged(Opcode::read_response, 0x1, 0, true));
+    c.send(1, 1, pattern(10));
+    Analyzer a;
+    EXPECT_TRUE(codes(c.run(a, c.segments())).empty());
+  }
+  {  // the responder speaks first; the initiator's first FPDU is a Send, not the Write RTR
+    Conn c;
+    p2p(c, true, false);
+    c.send(1, 1, pattern(10));  // in frame 4 with the Reply
+    c.send(0, 1, pattern(10));  // frame 5
+    Analyzer a;
+    const Model& m = c.run(a, c.segments());
+    ASSERT_EQ(codes(m),
+              (std::vector<std::string>{"mpa.handshake-invalid", "mpa.handshake-invalid"}));
+    EXPECT_EQ(m.findings[0].frame, 4u);
+    EXPECT_NE(m.findings[0].message.find("precedes the initiator's RTR"), std::string::npos);
+    EXPECT_EQ(m.findings[1].frame, 5u);
+    EXPECT_NE(m.findings[1].message.find("not the zero-length write RTR"), std::string::npos)
+        << m.findings[1].message;
+  }
 }
 
 TEST(Analysis, AdvertisedBoundsInvalidationAndWrongStream) {
