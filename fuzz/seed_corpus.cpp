@@ -32,27 +32,6 @@ Bytes with_prefix(std::initializer_list<std::uint8_t> prefix, ByteView body) {
   return b;
 }
 
-wire::DdpHeader untagged(wire::Opcode op, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo,
-                         bool last) {
-  wire::DdpHeader h;
-  h.control.last = last;
-  h.rsvd_ulp0 = wire::RdmapControl{1, 0, static_cast<std::uint8_t>(op)}.byte();
-  h.qn = qn;
-  h.msn = msn;
-  h.mo = mo;
-  return h;
-}
-
-wire::DdpHeader tagged(wire::Opcode op, std::uint32_t stag, std::uint64_t to, bool last) {
-  wire::DdpHeader h;
-  h.control.tagged = true;
-  h.control.last = last;
-  h.rsvd_ulp0 = wire::RdmapControl{1, 0, static_cast<std::uint8_t>(op)}.byte();
-  h.stag = stag;
-  h.to = to;
-  return h;
-}
-
 // ULPDUs of every opcode, for the wire and engine seeds.
 std::vector<std::pair<std::string, Bytes>> sample_ulpdus() {
   using wire::Opcode;
@@ -65,35 +44,36 @@ std::vector<std::pair<std::string, Bytes>> sample_ulpdus() {
     out.emplace_back(name, u);
   };
   const Bytes payload(40, 0x5A);
-  add("send", untagged(Opcode::send, 0, 1, 0, true), payload);
-  add("send-first", untagged(Opcode::send, 0, 2, 0, false), payload);
-  add("send-inv", untagged(Opcode::send_invalidate, 0, 3, 0, true), payload);
-  add("write", tagged(Opcode::rdma_write, 0x100, 0x1000, true), payload);
-  add("write-wrap", tagged(Opcode::rdma_write, 0x100, UINT64_MAX - 7, true), payload);
+  add("send", wire::untagged_header(Opcode::send, 0, 1, 0, true), payload);
+  add("send-first", wire::untagged_header(Opcode::send, 0, 2, 0, false), payload);
+  add("send-inv", wire::untagged_header(Opcode::send_invalidate, 0, 3, 0, true), payload);
+  add("write", wire::tagged_header(Opcode::rdma_write, 0x100, 0x1000, true), payload);
+  add("write-wrap", wire::tagged_header(Opcode::rdma_write, 0x100, UINT64_MAX - 7, true), payload);
   Bytes rr;
   ByteWriter rw(rr);
   wire::encode_read_request(wire::ReadRequest{0x200, 0x2000, 64, 0x100, 0x1000}, rw);
-  add("read-request", untagged(Opcode::read_request, 1, 1, 0, true), rr);
-  add("read-response", tagged(Opcode::read_response, 0x200, 0x2000, true), Bytes(64, 0xA5));
+  add("read-request", wire::untagged_header(Opcode::read_request, 1, 1, 0, true), rr);
+  add("read-response", wire::tagged_header(Opcode::read_response, 0x200, 0x2000, true),
+      Bytes(64, 0xA5));
   Bytes ar;
   ByteWriter aw(ar);
   wire::encode_atomic_request(wire::AtomicRequest{0, 0, 7, 0x100, 0x1000, 1, 2, 3, 4}, aw);
-  add("atomic-request", untagged(Opcode::atomic_request, 3, 1, 0, true), ar);
+  add("atomic-request", wire::untagged_header(Opcode::atomic_request, 3, 1, 0, true), ar);
   Bytes ap;
   ByteWriter pw(ap);
   wire::encode_atomic_response(wire::AtomicResponse{7, 42}, pw);
-  add("atomic-response", untagged(Opcode::atomic_response, 3, 1, 0, true), ap);
-  add("immediate", untagged(Opcode::immediate_data, 0, 4, 0, true), Bytes(8, 1));
+  add("atomic-response", wire::untagged_header(Opcode::atomic_response, 3, 1, 0, true), ap);
+  add("immediate", wire::untagged_header(Opcode::immediate_data, 0, 4, 0, true), Bytes(8, 1));
   for (auto layout : {wire::TerminateLayout::rfc, wire::TerminateLayout::siw_bitfield}) {
     wire::Terminate t;
     t.control = wire::TerminateControl{1, 2, 3, true, true, false, 0};
     t.ddp_segment_length = 58;
-    t.ddp_header = tagged(Opcode::rdma_write, 0x100, 0x1000, true);
+    t.ddp_header = wire::tagged_header(Opcode::rdma_write, 0x100, 0x1000, true);
     Bytes tb;
     ByteWriter tw(tb);
     wire::encode_terminate(t, layout, tw);
     add(layout == wire::TerminateLayout::rfc ? "terminate" : "terminate-siw",
-        untagged(Opcode::terminate, 2, 1, 0, true), tb);
+        wire::untagged_header(Opcode::terminate, 2, 1, 0, true), tb);
   }
   return out;
 }

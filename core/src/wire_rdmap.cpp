@@ -21,6 +21,28 @@ RdmapControl RdmapControl::from_byte(std::uint8_t b) {
   return c;
 }
 
+DdpHeader untagged_header(Opcode op, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo,
+                          bool last, std::uint32_t rsvd_ulp1) {
+  DdpHeader h;
+  h.control.last = last;
+  h.rsvd_ulp0 = RdmapControl{kRdmapVersion, 0, static_cast<std::uint8_t>(op)}.byte();
+  h.rsvd_ulp1 = rsvd_ulp1;
+  h.qn = qn;
+  h.msn = msn;
+  h.mo = mo;
+  return h;
+}
+
+DdpHeader tagged_header(Opcode op, std::uint32_t stag, std::uint64_t to, bool last) {
+  DdpHeader h;
+  h.control.tagged = true;
+  h.control.last = last;
+  h.rsvd_ulp0 = RdmapControl{kRdmapVersion, 0, static_cast<std::uint8_t>(op)}.byte();
+  h.stag = stag;
+  h.to = to;
+  return h;
+}
+
 namespace {
 
 // RFC 5040 §4.1 table, extended by RFC 7306. QNs of the RFC 7306 opcodes are (verify).

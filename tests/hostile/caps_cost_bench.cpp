@@ -56,7 +56,7 @@ const std::map<std::string, Scenario>& scenarios() {
          one_connection(an, [n](Wire& w) {
            const Bytes p(4, 9);
            for (std::uint32_t stag = 1; stag <= n; ++stag)
-             w.fpdu(0, tagged(Opcode::rdma_write, stag, 0, true), p);
+             w.fpdu(0, wire::tagged_header(Opcode::rdma_write, stag, 0, true), p);
          });
        }},
       // Sends, every MSN a gap: a finding and a message record each.
@@ -65,7 +65,7 @@ const std::map<std::string, Scenario>& scenarios() {
          one_connection(an, [n](Wire& w) {
            const Bytes p(4, 9);
            for (std::uint32_t k = 0; k < n; ++k)
-             w.fpdu(0, untagged(Opcode::send, 0, 2 + 2 * k, 0, true), p);
+             w.fpdu(0, wire::untagged_header(Opcode::send, 0, 2 + 2 * k, 0, true), p);
          });
        }},
       // Disjoint 1-octet Writes to one STag: a placed range each.
@@ -74,7 +74,7 @@ const std::map<std::string, Scenario>& scenarios() {
          one_connection(an, [n](Wire& w) {
            const Bytes p(1, 9);
            for (std::uint64_t i = 0; i < n; ++i)
-             w.fpdu(0, tagged(Opcode::rdma_write, 0x100, i * 2, true), p);
+             w.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0x100, i * 2, true), p);
          });
        }},
       // Read Requests never answered: an outstanding read and two learned regions each.
@@ -85,7 +85,10 @@ const std::map<std::string, Scenario>& scenarios() {
              Bytes rr;
              ByteWriter rw(rr);
              wire::encode_read_request(wire::ReadRequest{0x1000 + i, 0, 64, 0x100, 0}, rw);
-             w.fpdu(0, untagged(Opcode::read_request, wire::kQnReadRequest, i + 1, 0, true), rr);
+             w.fpdu(
+                 0,
+                 wire::untagged_header(Opcode::read_request, wire::kQnReadRequest, i + 1, 0, true),
+                 rr);
            }
          });
        }},
@@ -94,9 +97,9 @@ const std::map<std::string, Scenario>& scenarios() {
        [](Analyzer& an, std::uint32_t n) {
          one_connection(an, [n](Wire& w) {
            const Bytes p(4, 9);
-           w.fpdu(0, tagged(Opcode::rdma_write, 0x100, 0, false), p);
+           w.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0x100, 0, false), p);
            for (std::uint32_t msn = 1; msn <= n; ++msn)
-             w.fpdu(0, untagged(Opcode::send, 0, msn, 0, true), p);
+             w.fpdu(0, wire::untagged_header(Opcode::send, 0, msn, 0, true), p);
          });
        }},
       // Connections: SYNs and the MPA handshake only.
@@ -120,7 +123,8 @@ const std::map<std::string, Scenario>& scenarios() {
            w.crc = false;
            w.handshake();
            if (fpdu.empty())
-             fpdu = w.fpdu_bytes(untagged(Opcode::send, 0, 1, 0, true), Bytes(2000, 3));
+             fpdu =
+                 w.fpdu_bytes(wire::untagged_header(Opcode::send, 0, 1, 0, true), Bytes(2000, 3));
            w.send(0, fpdu);
            w.send(1, fpdu);
          }

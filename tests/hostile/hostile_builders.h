@@ -26,27 +26,6 @@ inline bool has_limit(const Model& m, const std::string& what) {
   return false;
 }
 
-inline wire::DdpHeader untagged(Opcode op, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo,
-                                bool last) {
-  wire::DdpHeader h;
-  h.control.last = last;
-  h.rsvd_ulp0 = wire::RdmapControl{1, 0, static_cast<std::uint8_t>(op)}.byte();
-  h.qn = qn;
-  h.msn = msn;
-  h.mo = mo;
-  return h;
-}
-
-inline wire::DdpHeader tagged(Opcode op, std::uint32_t stag, std::uint64_t to, bool last) {
-  wire::DdpHeader h;
-  h.control.tagged = true;
-  h.control.last = last;
-  h.rsvd_ulp0 = wire::RdmapControl{1, 0, static_cast<std::uint8_t>(op)}.byte();
-  h.stag = stag;
-  h.to = to;
-  return h;
-}
-
 inline Bytes ulpdu(const wire::DdpHeader& h, ByteView body) {
   Bytes u;
   ByteWriter w(u);

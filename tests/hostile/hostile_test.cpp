@@ -33,10 +33,13 @@ TEST(Hostile, TaggedOffsetsAtTheTopOf64Bits) {
   Wire w(an);
   w.handshake();
   const Bytes p16(16, 0xAB), p1(1, 0xCD);
-  w.fpdu(0, tagged(Opcode::rdma_write, 0x100, UINT64_MAX, true), p1);        // ends exactly at 2^64
-  w.fpdu(0, tagged(Opcode::rdma_write, 0x100, UINT64_MAX - 7, true), p16);   // wraps
-  w.fpdu(0, tagged(Opcode::rdma_write, 0x200, UINT64_MAX - 15, true), p16);  // fills the region
-  w.fpdu(0, tagged(Opcode::rdma_write, 0x200, UINT64_MAX - 3, true), p16);   // wraps past it
+  w.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0x100, UINT64_MAX, true),
+         p1);  // ends exactly at 2^64
+  w.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0x100, UINT64_MAX - 7, true), p16);  // wraps
+  w.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0x200, UINT64_MAX - 15, true),
+         p16);  // fills the region
+  w.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0x200, UINT64_MAX - 3, true),
+         p16);  // wraps past it
   // A Read Request whose ranges wrap: learned, shown, never trusted for arithmetic.
   Bytes rr;
   ByteWriter rw(rr);
@@ -49,8 +52,8 @@ TEST(Hostile, TaggedOffsetsAtTheTopOf64Bits) {
           UINT64_MAX,
       },
       rw);
-  w.fpdu(0, untagged(Opcode::read_request, wire::kQnReadRequest, 1, 0, true), rr);
-  w.fpdu(1, tagged(Opcode::read_response, 0x300, UINT64_MAX - 1, true), p16);
+  w.fpdu(0, wire::untagged_header(Opcode::read_request, wire::kQnReadRequest, 1, 0, true), rr);
+  w.fpdu(1, wire::tagged_header(Opcode::read_response, 0x300, UINT64_MAX - 1, true), p16);
   an.finish();
   const Model& m = an.model();
   EXPECT_EQ(count(m, FindingId::ddp_tagged_to_wrap), 3u);       // two Writes, the Read Response
@@ -70,12 +73,14 @@ TEST(Hostile, MessageOffsetsAndLengthsNear2To32) {
   w.crc = false;
   w.handshake();
   const Bytes p(200, 1);
-  w.fpdu(0, untagged(Opcode::send, 0, 1, 0, false), p);
-  w.fpdu(0, untagged(Opcode::send, 0, 1, UINT32_MAX - 99, true), p);  // MO wraps
-  w.fpdu(0, untagged(Opcode::send, 0, 2, UINT32_MAX, true), p);       // first MO at the top
-  w.fpdu(0, untagged(Opcode::send, 0, UINT32_MAX, 0, true), p);       // MSN 2^32-1 and 0: behind 3
-  w.fpdu(0, untagged(Opcode::send, 0, 0, 0, true), p);                // in serial (mod 2^32) order
-  w.fpdu(0, untagged(Opcode::send, 0, 0x80000002u, 0, true), p);      // ahead of 3 by 2^31-1
+  w.fpdu(0, wire::untagged_header(Opcode::send, 0, 1, 0, false), p);
+  w.fpdu(0, wire::untagged_header(Opcode::send, 0, 1, UINT32_MAX - 99, true), p);  // MO wraps
+  w.fpdu(0, wire::untagged_header(Opcode::send, 0, 2, UINT32_MAX, true), p);  // first MO at the top
+  w.fpdu(0, wire::untagged_header(Opcode::send, 0, UINT32_MAX, 0, true),
+         p);                                                         // MSN 2^32-1 and 0: behind 3
+  w.fpdu(0, wire::untagged_header(Opcode::send, 0, 0, 0, true), p);  // in serial (mod 2^32) order
+  w.fpdu(0, wire::untagged_header(Opcode::send, 0, 0x80000002u, 0, true),
+         p);  // ahead of 3 by 2^31-1
   // A TCP segment claiming 2^32-1 octets of payload, 10 captured: a loss, not an allocation.
   const Bytes ten(10, 0);
   w.segment(1, w.seq[1], ten, net::tcp_flag::ack, UINT32_MAX);
@@ -94,7 +99,7 @@ TEST(Hostile, SequenceNumbersWrapAround2To32) {
   w.seq = {UINT32_MAX - 40, UINT32_MAX - 2};
   w.handshake();
   for (std::uint32_t msn = 1; msn <= 20; ++msn)
-    w.fpdu(0, untagged(Opcode::send, 0, msn, 0, true), Bytes(30, 2));
+    w.fpdu(0, wire::untagged_header(Opcode::send, 0, msn, 0, true), Bytes(30, 2));
   an.finish();
   const Model& m = an.model();
   EXPECT_EQ(m.streams[0].dirs[0].fpdus, 20u);
@@ -106,7 +111,7 @@ TEST(Hostile, PrivateDataLength65535) {
   Analyzer an;
   Wire w(an);
   w.handshake(65535);
-  w.fpdu(0, untagged(Opcode::send, 0, 1, 0, true), Bytes(8, 3));
+  w.fpdu(0, wire::untagged_header(Opcode::send, 0, 1, 0, true), Bytes(8, 3));
   an.finish();
   const Model& m = an.model();
   ASSERT_EQ(m.streams.size(), 1u);
@@ -139,8 +144,8 @@ TEST(Hostile, ManyStagsHitMaxRegions) {
   w.handshake();
   const Bytes p(4, 9);
   for (std::uint32_t stag = 1; stag <= 20000; ++stag)
-    w.fpdu(0, tagged(Opcode::rdma_write, stag, 0, true), p);
-  w.fpdu(0, untagged(Opcode::send, 0, 7, 0, true), p);  // analysis goes on: an MSN gap
+    w.fpdu(0, wire::tagged_header(Opcode::rdma_write, stag, 0, true), p);
+  w.fpdu(0, wire::untagged_header(Opcode::send, 0, 7, 0, true), p);  // analysis goes on: an MSN gap
   an.finish();
   const Model& m = an.model();
   EXPECT_EQ(m.memory.buffers().size(), 500u);
@@ -159,7 +164,7 @@ TEST(Hostile, ManyDisjointPlacementsHitTheRangeCap) {
   w.handshake();
   const Bytes p(1, 9);
   for (std::uint64_t i = 0; i < 20000; ++i)
-    w.fpdu(0, tagged(Opcode::rdma_write, 0x100, i * 2, true), p);
+    w.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0x100, i * 2, true), p);
   an.finish();
   const Model& m = an.model();
   const ShadowBuffer* b = m.memory.find(RegionKey{*net::Address::parse("10.0.0.254"), 0x100});
@@ -201,9 +206,9 @@ TEST(Hostile, ManyMsnsHitMessageRecordsAndFindingsCaps) {
   const Bytes p(4, 9);
   const std::uint32_t n = 100000;
   for (std::uint32_t msn = 1; msn <= n; ++msn)  // in order: no findings
-    w.fpdu(0, untagged(Opcode::send, 0, msn, 0, true), p);
+    w.fpdu(0, wire::untagged_header(Opcode::send, 0, msn, 0, true), p);
   for (std::uint32_t k = 0; k < n; ++k)  // every one a gap of 2
-    w.fpdu(0, untagged(Opcode::send, 0, n + 2 + 2 * k, 0, true), p);
+    w.fpdu(0, wire::untagged_header(Opcode::send, 0, n + 2 + 2 * k, 0, true), p);
   an.finish();
   const Model& m = an.model();
   EXPECT_EQ(m.messages.size(), 2000u);
@@ -222,9 +227,10 @@ TEST(Hostile, UndeliveredMessagesHitMaxPendingMessages) {
   w.crc = false;
   w.handshake();
   const Bytes p(4, 9);
-  w.fpdu(0, tagged(Opcode::rdma_write, 0x100, 0, false), p);  // never completed: blocks delivery
+  w.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0x100, 0, false),
+         p);  // never completed: blocks delivery
   for (std::uint32_t msn = 1; msn <= 5000; ++msn)
-    w.fpdu(0, untagged(Opcode::send, 0, msn, 0, true), p);
+    w.fpdu(0, wire::untagged_header(Opcode::send, 0, msn, 0, true), p);
   an.finish();
   const Model& m = an.model();
   EXPECT_TRUE(has_limit(m, "max_pending_messages"));
@@ -245,10 +251,12 @@ TEST(Hostile, ReadRequestStormHitsMaxOutstandingReads) {
     Bytes rr;
     ByteWriter rw(rr);
     wire::encode_read_request(wire::ReadRequest{0x1000 + i, 0, 64, 0x100, 0}, rw);
-    w.fpdu(0, untagged(Opcode::read_request, wire::kQnReadRequest, i + 1, 0, true), rr);
+    w.fpdu(0, wire::untagged_header(Opcode::read_request, wire::kQnReadRequest, i + 1, 0, true),
+           rr);
   }
   // The newest are still matched; the first was forgotten at the cap.
-  w.fpdu(1, tagged(Opcode::read_response, 0x1000 + 20000 - 256, 0, true), Bytes(64, 1));
+  w.fpdu(1, wire::tagged_header(Opcode::read_response, 0x1000 + 20000 - 256, 0, true),
+         Bytes(64, 1));
   an.finish();
   const Model& m = an.model();
   EXPECT_TRUE(has_limit(m, "max_outstanding_reads"));
@@ -267,12 +275,13 @@ TEST(Hostile, AtomicStormHitsMaxOutstandingAtomics) {
     Bytes a;
     ByteWriter aw(a);
     wire::encode_atomic_request(wire::AtomicRequest{0, 0, i, 0x100, 0, 1, 0, 0, 0}, aw);
-    w.fpdu(0, untagged(Opcode::atomic_request, wire::kQnAtomicRequest, i + 1, 0, true), a);
+    w.fpdu(0, wire::untagged_header(Opcode::atomic_request, wire::kQnAtomicRequest, i + 1, 0, true),
+           a);
   }
   Bytes r;
   ByteWriter rw(r);
   wire::encode_atomic_response(wire::AtomicResponse{4999, 7}, rw);
-  w.fpdu(1, untagged(Opcode::atomic_response, wire::kQnAtomicResponse, 1, 0, true), r);
+  w.fpdu(1, wire::untagged_header(Opcode::atomic_response, wire::kQnAtomicResponse, 1, 0, true), r);
   an.finish();
   const Model& m = an.model();
   EXPECT_TRUE(has_limit(m, "max_outstanding_atomics"));
@@ -313,7 +322,8 @@ double tiny_segments(std::size_t octets, std::uint64_t* fpdus) {
   w.handshake();
   Bytes stream;
   for (std::uint32_t msn = 1; stream.size() < octets; ++msn) {
-    const Bytes f = w.fpdu_bytes(untagged(Opcode::send, 0, msn, 0, true), Bytes(976, 5));
+    const Bytes f =
+        w.fpdu_bytes(wire::untagged_header(Opcode::send, 0, msn, 0, true), Bytes(976, 5));
     stream.insert(stream.end(), f.begin(), f.end());
   }
   stream.resize(octets);

@@ -82,23 +82,10 @@ class Conn {
 
   static wire::DdpHeader untagged(Opcode op, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo,
                                   bool last, std::uint32_t inval = 0) {
-    wire::DdpHeader h;
-    h.control.last = last;
-    h.rsvd_ulp0 = wire::RdmapControl{1, 0, static_cast<std::uint8_t>(op)}.byte();
-    h.qn = qn;
-    h.msn = msn;
-    h.mo = mo;
-    h.rsvd_ulp1 = inval;
-    return h;
+    return wire::untagged_header(op, qn, msn, mo, last, inval);
   }
   static wire::DdpHeader tagged(Opcode op, std::uint32_t stag, std::uint64_t to, bool last) {
-    wire::DdpHeader h;
-    h.control.tagged = true;
-    h.control.last = last;
-    h.rsvd_ulp0 = wire::RdmapControl{1, 0, static_cast<std::uint8_t>(op)}.byte();
-    h.stag = stag;
-    h.to = to;
-    return h;
+    return wire::tagged_header(op, stag, to, last);
   }
 
   void send(int dir, std::uint32_t msn, ByteView payload) {

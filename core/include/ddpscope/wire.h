@@ -256,6 +256,12 @@ struct RdmapControl {
   bool operator==(const RdmapControl&) const = default;
 };
 
+// The DDP header of one RDMAP message segment (RDMAP version 1, reserved bits zero): untagged
+// on queue `qn` (`rsvd_ulp1`: the Invalidate STag of a Send with Invalidate), or tagged.
+DdpHeader untagged_header(Opcode op, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo,
+                          bool last, std::uint32_t rsvd_ulp1 = 0);
+DdpHeader tagged_header(Opcode op, std::uint32_t stag, std::uint64_t to, bool last);
+
 struct OpcodeInfo {
   std::string_view name;            // e.g. "RDMA Write"
   std::string_view key;             // e.g. "rdma_write" (JSON, filters)
