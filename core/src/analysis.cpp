@@ -95,7 +95,8 @@ struct HeaderEcho {
 };
 
 struct DirState {
-  DirState(const Limits& l) : reasm(l.reassembly_window, l.retransmission_history), framer(l) {}
+  DirState(const Limits& l, HistoryBudget* budget)
+      : reasm(l.reassembly_window, l.retransmission_history, budget), framer(l) {}
   TcpReassembler reasm;
   MpaFramer framer;
   std::map<std::uint32_t, QueueState> queues;
@@ -110,8 +111,8 @@ struct DirState {
 };
 
 struct Conn {
-  explicit Conn(const Limits& l)
-      : d{std::make_unique<DirState>(l), std::make_unique<DirState>(l)} {}
+  Conn(const Limits& l, HistoryBudget* budget)
+      : d{std::make_unique<DirState>(l, budget), std::make_unique<DirState>(l, budget)} {}
   // Direction states live behind pointers: swapping sides (once MPA tells which side is the
   // initiator) may happen while one of them is framing, and must not move it.
   DirState& ds(int i) { return *d[i]; }
@@ -150,6 +151,9 @@ struct Analyzer::Impl {
   std::vector<std::unique_ptr<AdvertisementDecoder>> advertisers;
   Model model;
   AnalysisObserver* observer = nullptr;
+  // Shared by every connection's reassemblers: declared before `conns`, which return their
+  // history to it when destroyed.
+  HistoryBudget history_budget{options.limits.max_history_total};
   std::map<ConnKey, std::size_t> conn_index;
   std::vector<std::unique_ptr<Conn>> conns;
   std::vector<RegionSpec> user_regions;
@@ -160,6 +164,7 @@ struct Analyzer::Impl {
   std::size_t last_conn = kNone;
   ShadowBuffer* last_region = nullptr;  // see find_region()
   bool ranges_capped = false;           // max_ranges_per_region reported
+  bool history_capped = false;          // max_history_total reported
   std::uint64_t pending_total = 0;      // out-of-order octets held by all reassemblers
 
   // The frame being processed and the PDU being built (findings attach to it).
@@ -243,7 +248,7 @@ struct Analyzer::Impl {
         limit_reached("max_streams", Ctx{UINT32_MAX, -1, frame, {}});
         return;
       }
-      auto c = std::make_unique<Conn>(options.limits);
+      auto c = std::make_unique<Conn>(options.limits, &history_budget);
       c->stream = static_cast<std::uint32_t>(model.streams.size());
       StreamModel sm;
       sm.id = c->stream;
@@ -307,6 +312,10 @@ struct Analyzer::Impl {
     auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
     pending_total -= held();
     ds.reasm.segment(seq, seg.payload, frame, lost_tail, glue);
+    if (!history_capped && ds.reasm.history_limited()) {
+      history_capped = true;
+      limit_reached("max_history_total", Ctx{c.stream, dir, frame, {}});
+    }
     if (pending_total + held() > options.limits.max_pending_total) {
       // Every direction may hold a window: past the global cap, this one stops waiting for
       // its holes (they become gaps).

@@ -15,6 +15,8 @@ constexpr std::array kFields{
                "out-of-order octets held by all TCP directions together"},
     LimitField{"retransmission_history", &Limits::retransmission_history, true,
                "delivered octets kept per TCP direction to compare retransmissions against"},
+    LimitField{"max_history_total", &Limits::max_history_total, true,
+               "retransmission history of all TCP directions together"},
     LimitField{"resync_buffer", &Limits::resync_buffer, true,
                "octets held per direction while searching for an FPDU boundary"},
     LimitField{"payload_retention", &Limits::payload_retention, true,

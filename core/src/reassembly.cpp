@@ -6,8 +6,12 @@
 
 namespace ddpscope {
 
-TcpReassembler::TcpReassembler(std::size_t window, std::size_t history)
-    : window_(window), history_cap_(history) {}
+TcpReassembler::TcpReassembler(std::size_t window, std::size_t history, HistoryBudget* budget)
+    : window_(window), history_cap_(history), budget_(budget) {}
+
+TcpReassembler::~TcpReassembler() {
+  if (budget_) budget_->used -= history_.size();
+}
 
 void TcpReassembler::syn(std::uint32_t isn) {
   if (!base_) base_ = isn + 1;
@@ -163,6 +167,11 @@ void TcpReassembler::deliver(std::uint64_t offset, ByteView data, std::uint64_t 
   const std::uint64_t wanted = std::min<std::uint64_t>(history_size_ + data.size(), history_cap_);
   if (history_.size() < wanted) grow_history(static_cast<std::size_t>(wanted));
   const std::size_t ring = history_.size();
+  if (ring == 0) {  // the shared budget left no room
+    history_end_ = next_;
+    history_size_ = 0;
+    return;
+  }
   ByteView keep = data.size() > ring ? data.last(ring) : data;
   std::uint64_t pos = next_ - keep.size();
   while (!keep.empty()) {
@@ -181,6 +190,16 @@ void TcpReassembler::grow_history(std::size_t wanted) {
   while (size < wanted)
     size *= 2;
   size = std::min(size, history_cap_);
+  const std::size_t old_size = history_.size();
+  if (budget_) {
+    const std::size_t room = budget_->cap > budget_->used ? budget_->cap - budget_->used : 0;
+    if (size - old_size > room) {
+      history_limited_ = true;
+      size = old_size + room;
+      if (size == old_size) return;
+    }
+    budget_->used += size - old_size;
+  }
   Bytes grown(size);
   // Re-lay the valid octets at their offsets modulo the new size.
   const std::size_t old = history_.size();

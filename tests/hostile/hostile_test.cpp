@@ -288,6 +288,33 @@ TEST(Hostile, AtomicStormHitsMaxOutstandingAtomics) {
   EXPECT_EQ(count(m, FindingId::rdmap_atomic_response_unmatched), 0u);
 }
 
+TEST(Hostile, BusyStreamsHitMaxHistoryTotal) {
+  // 100 streams each deliver 64 KiB both ways: 256 KiB of history per direction by default
+  // would be 12.5 MiB; 1 MiB for all of them caps it, and every message is still analysed.
+  AnalyzerOptions o;
+  o.limits.max_history_total = 1u << 20;
+  Analyzer an(o);
+  std::uint64_t frames = 0;
+  const Bytes body(1000, 9);
+  for (std::uint16_t i = 0; i < 100; ++i) {
+    Wire w(an, static_cast<std::uint16_t>(30000 + i));
+    w.frame_counter = &frames;
+    w.handshake();
+    for (std::uint32_t k = 1; k <= 64; ++k) {
+      w.fpdu(0, wire::untagged_header(Opcode::send, 0, k, 0, true), body);
+      w.fpdu(1, wire::untagged_header(Opcode::send, 0, k, 0, true), body);
+    }
+  }
+  an.finish();
+  const Model& m = an.model();
+  EXPECT_TRUE(has_limit(m, "max_history_total"));
+  EXPECT_EQ(m.streams.size(), 100u);
+  for (const auto& s : m.streams)
+    EXPECT_EQ(s.dirs[0].fpdus + s.dirs[1].fpdus, 128u);
+  for (const auto& f : m.findings)
+    EXPECT_NE(f.severity, Severity::error) << f.message;
+}
+
 TEST(Hostile, OutOfOrderOctetsOfManyStreamsHitMaxPendingTotal) {
   AnalyzerOptions o;
   o.limits.max_pending_total = 1u << 20;  // 1 MiB for all directions; 4 MiB each by default

@@ -148,5 +148,57 @@ TEST(Reassembly, RetransmissionsAreComparedWhileTheHistoryGrows) {
   EXPECT_EQ(rec.events.size(), before);
 }
 
+TEST(Reassembly, SharedHistoryBudgetBoundsAllHistories) {
+  // Two directions share 6000 octets of history: the first takes 4096 as it grows, the second
+  // gets the remaining 1904 and says it was limited; both still compare what they keep, and
+  // each gives its history back when it goes.
+  HistoryBudget budget{6000};
+  Bytes stream(20000);
+  for (std::size_t i = 0; i < stream.size(); ++i)
+    stream[i] = static_cast<std::uint8_t>(i * 5 + 1);
+  {
+    TcpReassembler a(kWindow, 4096, &budget);
+    Recorder ra;
+    a.syn(0);
+    a.segment(1, ByteView(stream).first(10000), 1, 0, ra);
+    EXPECT_EQ(budget.used, 4096u);
+    EXPECT_FALSE(a.history_limited());
+    {
+      TcpReassembler b(kWindow, 4096, &budget);
+      Recorder rb;
+      b.syn(0);
+      b.segment(1, ByteView(stream).first(10000), 1, 0, rb);
+      EXPECT_TRUE(b.history_limited());
+      EXPECT_EQ(budget.used, 6000u);
+      // Within b's 1904 newest octets a conflicting retransmission is still caught...
+      Bytes changed(stream.begin() + 9000, stream.begin() + 9100);
+      changed[5] ^= 1;
+      b.segment(1 + 9000, changed, 2, 0, rb);
+      ASSERT_EQ(rb.events.back().kind, 'c');
+      EXPECT_EQ(rb.events.back().offset, 9000u);
+      // ...older ones are not comparable (no conflict), where a's larger history catches them.
+      Bytes older(stream.begin() + 7000, stream.begin() + 7100);
+      older[5] ^= 1;
+      const std::size_t before = rb.events.size();
+      b.segment(1 + 7000, older, 3, 0, rb);
+      EXPECT_EQ(rb.events.size(), before);
+      a.segment(1 + 7000, older, 3, 0, ra);
+      ASSERT_EQ(ra.events.back().kind, 'c');
+    }
+    EXPECT_EQ(budget.used, 4096u);
+  }
+  EXPECT_EQ(budget.used, 0u);
+  // A budget already spent: no history at all, and delivery goes on.
+  HistoryBudget none{0};
+  TcpReassembler c(kWindow, 4096, &none);
+  Recorder rc;
+  c.syn(0);
+  c.segment(1, ByteView(stream).first(3000), 1, 0, rc);
+  c.segment(1 + 3000, ByteView(stream).subspan(3000, 3000), 2, 0, rc);
+  EXPECT_TRUE(c.history_limited());
+  EXPECT_EQ(c.next_offset(), 6000u);
+  EXPECT_EQ(none.used, 0u);
+}
+
 }  // namespace
 }  // namespace ddpscope

@@ -24,6 +24,9 @@ struct Limits {
   std::size_t max_pending_total = 64u << 20;
   // Delivered bytes remembered per TCP direction to compare retransmissions against.
   std::size_t retransmission_history = 256u << 10;
+  // Retransmission history of all directions together: past it, histories stop growing (fewer
+  // octets of later retransmissions are compared).
+  std::size_t max_history_total = 64u << 20;
   // Octets held while searching for an FPDU boundary (resync) or waiting for the MPA Reply.
   std::size_t resync_buffer = 256u << 10;
   // Placed payload kept in shadow buffers, all regions together. 0 = keep no content.

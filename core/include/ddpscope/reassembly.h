@@ -27,9 +27,20 @@ class ReassemblyListener {
   virtual void on_conflict(std::uint64_t offset, std::uint64_t length, std::uint64_t frame) = 0;
 };
 
+// Retransmission history octets that all reassemblers sharing it may hold together.
+struct HistoryBudget {
+  std::size_t cap = 0;
+  std::size_t used = 0;
+};
+
 class TcpReassembler {
  public:
-  TcpReassembler(std::size_t window, std::size_t history);
+  // `history` caps this direction's retransmission history; `budget`, when given, caps all
+  // histories sharing it (a history that cannot grow compares fewer retransmitted octets).
+  TcpReassembler(std::size_t window, std::size_t history, HistoryBudget* budget = nullptr);
+  ~TcpReassembler();
+  TcpReassembler(const TcpReassembler&) = delete;
+  TcpReassembler& operator=(const TcpReassembler&) = delete;
 
   // The SYN's sequence number: data starts at isn + 1.
   void syn(std::uint32_t isn);
@@ -52,6 +63,8 @@ class TcpReassembler {
   // Octets of payload actually buffered (lost ranges cost no memory): at most the window.
   std::uint64_t held_bytes() const { return held_bytes_; }
   std::uint64_t retransmitted_bytes() const { return retransmitted_; }
+  // The shared budget kept this direction's history below `history` (reported once).
+  bool history_limited() const { return history_limited_; }
 
  private:
   // An out-of-order range: captured octets, or (lost) a known loss held by its length only.
@@ -76,6 +89,8 @@ class TcpReassembler {
 
   std::size_t window_;
   std::size_t history_cap_;
+  HistoryBudget* budget_;
+  bool history_limited_ = false;
   std::optional<std::uint32_t> base_;  // sequence number of stream offset 0
   std::uint64_t next_ = 0;             // next in-order offset
   std::map<std::uint64_t, Pending> pending_;
