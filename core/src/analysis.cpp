@@ -166,6 +166,7 @@ struct Analyzer::Impl {
   bool ranges_capped = false;           // max_ranges_per_region reported
   bool history_capped = false;          // max_history_total reported
   std::uint64_t pending_total = 0;      // out-of-order octets held by all reassemblers
+  std::uint64_t resync_total = 0;       // octets held by all framers looking for a boundary
 
   // The frame being processed and the PDU being built (findings attach to it).
   std::uint64_t cur_frame = 0;
@@ -310,7 +311,9 @@ struct Analyzer::Impl {
     Glue glue{*this, c, dir};
     // Callbacks may swap the connection's sides: count both directions' pending octets.
     auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
+    auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
     pending_total -= held();
+    resync_total -= resyncing();
     ds.reasm.segment(seq, seg.payload, frame, lost_tail, glue);
     if (!history_capped && ds.reasm.history_limited()) {
       history_capped = true;
@@ -326,6 +329,26 @@ struct Analyzer::Impl {
       }
     }
     pending_total += held();
+    if (resync_total + resyncing() > options.limits.max_resync_total) {
+      // Past the budget, this connection's directions that are still looking for a boundary
+      // give up framing: what they hold, and what follows, is reported unframed.
+      limit_reached("max_resync_total", Ctx{c.stream, dir, frame, {}});
+      for (int d = 0; d < 2; ++d) {
+        if (resync_held(c.ds(d)) == 0) continue;
+        Glue g{*this, c, d};
+        c.ds(d).framer.stop(g, "not framed: max_resync_total reached while looking for a boundary");
+      }
+    }
+    resync_total += resyncing();
+  }
+
+  // Octets a direction's framer holds while it looks for an FPDU boundary or waits for the
+  // MPA Reply (a partial FPDU in order is bounded by the FPDU size, not counted).
+  static std::size_t resync_held(DirState& ds) {
+    const auto st = ds.framer.state();
+    return st == MpaFramer::State::resync || st == MpaFramer::State::wait_params
+               ? ds.framer.buffered()
+               : 0;
   }
 
   // Adapts reassembly and framing callbacks to one connection direction.

@@ -19,6 +19,8 @@ constexpr std::array kFields{
                "retransmission history of all TCP directions together"},
     LimitField{"resync_buffer", &Limits::resync_buffer, true,
                "octets held per direction while searching for an FPDU boundary"},
+    LimitField{"max_resync_total", &Limits::max_resync_total, true,
+               "octets held by all directions together while looking for an FPDU boundary"},
     LimitField{"payload_retention", &Limits::payload_retention, true,
                "placed payload kept in shadow buffers, all regions together (0 = none)"},
     LimitField{"max_streams", &Limits::max_streams, false, "TCP streams analysed"},

@@ -81,8 +81,9 @@ void MpaFramer::start_mid_stream(bool markers, bool crc, MpaFramerListener& out)
   if (!in_process_) process(out);
 }
 
-void MpaFramer::stop(MpaFramerListener& out) {
+void MpaFramer::stop(MpaFramerListener& out, const char* why) {
   state_ = State::off;
+  off_reason_ = why;
   if (!in_process_) process(out);
 }
 
@@ -120,7 +121,8 @@ void MpaFramer::process(MpaFramerListener& out) {
         progressed = try_resync(out);
         break;
       case State::off:
-        if (!buf_.empty()) emit_unframed(buf_.size(), out, "not framed (MPA handshake failed)");
+        if (!buf_.empty()) emit_unframed(buf_.size(), out, off_reason_);
+        if (buf_.capacity() > 0 && buf_.empty()) buf_.release();
         return;
     }
     if (!progressed || buf_.empty()) return;

@@ -315,6 +315,39 @@ TEST(Hostile, BusyStreamsHitMaxHistoryTotal) {
     EXPECT_NE(f.severity, Severity::error) << f.message;
 }
 
+TEST(Hostile, ManyStreamsResynchronisingHitMaxResyncTotal) {
+  // As below, out-of-order octets past max_pending_total move into the framers (they come
+  // after a hole, so each framer looks for a boundary in 60000 octets that hold none). With
+  // 1 MiB for the reassemblers and 1 MiB for all framers, about 17 streams wait in each during
+  // the feed; every later one gives up framing at once and is already reported unframed.
+  AnalyzerOptions o;
+  o.limits.max_pending_total = 1u << 20;
+  o.limits.max_resync_total = 1u << 20;
+  Analyzer an(o);
+  std::uint64_t frames = 0;
+  std::vector<std::unique_ptr<Wire>> conns;
+  const Bytes chunk(60000, 7);
+  for (std::uint16_t i = 0; i < 100; ++i) {
+    conns.push_back(std::make_unique<Wire>(an, static_cast<std::uint16_t>(21000 + i)));
+    Wire& w = *conns.back();
+    w.frame_counter = &frames;
+    w.crc = false;
+    w.handshake();
+    w.segment(0, w.seq[0] + 1, chunk);
+  }
+  std::uint64_t unframed = 0;
+  for (const auto& st : an.model().streams)
+    unframed += st.dirs[0].bytes_unframed;
+  EXPECT_GE(unframed, (100u - 2 * ((1u << 20) / 60000) - 2) * 60000u);
+  an.finish();
+  const Model& m = an.model();
+  EXPECT_TRUE(has_limit(m, "max_resync_total"));
+  EXPECT_EQ(m.streams.size(), 100u);
+  EXPECT_EQ(count(m, FindingId::tcp_gap), 100u);
+  for (const auto& st : m.streams)
+    EXPECT_EQ(st.dirs[0].bytes_unframed, 60000u);
+}
+
 TEST(Hostile, OutOfOrderOctetsOfManyStreamsHitMaxPendingTotal) {
   AnalyzerOptions o;
   o.limits.max_pending_total = 1u << 20;  // 1 MiB for all directions; 4 MiB each by default

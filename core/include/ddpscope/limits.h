@@ -29,6 +29,9 @@ struct Limits {
   std::size_t max_history_total = 64u << 20;
   // Octets held while searching for an FPDU boundary (resync) or waiting for the MPA Reply.
   std::size_t resync_buffer = 256u << 10;
+  // Octets held by all directions together while resynchronising or waiting for the MPA Reply;
+  // past it, the direction that grew gives up framing (its octets are reported unframed).
+  std::size_t max_resync_total = 64u << 20;
   // Placed payload kept in shadow buffers, all regions together. 0 = keep no content.
   std::size_t payload_retention = 64u << 20;
   std::size_t max_streams = 8192;

@@ -29,6 +29,8 @@ struct FrameSlice {
 // left before the caller's memory goes away.
 class ConsumeBuffer {
  public:
+  // Storage kept across FPDUs once empty (a partial FPDU of the largest size fits).
+  static constexpr std::size_t kKeepCapacity = 128u << 10;
   const std::uint8_t* data() const { return ext_ ? ext_ + ext_head_ : bytes_.data() + head_; }
   std::size_t size() const { return ext_ ? ext_size_ - ext_head_ : bytes_.size() - head_; }
   bool empty() const { return size() == 0; }
@@ -64,11 +66,19 @@ class ConsumeBuffer {
       return;
     }
     head_ += n;
-    if (head_ >= (64u << 10) && head_ * 2 >= bytes_.size()) {
+    if (head_ == bytes_.size() && bytes_.capacity() > kKeepCapacity) {
+      release();  // a resync or a large FPDU is over: give its memory back
+    } else if (head_ >= (64u << 10) && head_ * 2 >= bytes_.size()) {
       bytes_.erase(bytes_.begin(), bytes_.begin() + static_cast<std::ptrdiff_t>(head_));
       head_ = 0;
     }
   }
+  // Frees the storage of an empty buffer.
+  void release() {
+    Bytes().swap(bytes_);
+    head_ = 0;
+  }
+  std::size_t capacity() const { return bytes_.capacity(); }
 
  private:
   Bytes bytes_;
@@ -125,12 +135,15 @@ class MpaFramer {
   void set_params(bool markers, bool crc, MpaFramerListener& out);
   // Analyse without a handshake (capture starts mid-stream): find the first FPDU.
   void start_mid_stream(bool markers, bool crc, MpaFramerListener& out);
-  // Stop framing (handshake failed or rejected): later octets are reported unframed.
-  void stop(MpaFramerListener& out);
+  // Stop framing (handshake failed or rejected, or a memory budget spent): what is buffered and
+  // later octets are reported unframed, with `why`.
+  void stop(MpaFramerListener& out, const char* why = "not framed (MPA handshake failed)");
   // End of input: report what is left over.
   void finish(MpaFramerListener& out);
 
   State state() const { return state_; }
+  // Octets held: a partial FPDU, or while resynchronising or waiting for the MPA Reply.
+  std::size_t buffered() const { return buf_.size(); }
   std::optional<std::uint64_t> s0() const { return s0_; }
   bool markers() const { return markers_; }
   bool crc() const { return crc_; }
@@ -157,6 +170,7 @@ class MpaFramer {
 
   Limits limits_;
   State state_ = State::key;
+  const char* off_reason_ = "";  // why octets are unframed in State::off
   bool markers_ = false;
   bool crc_ = false;
   std::optional<std::uint64_t> s0_;
