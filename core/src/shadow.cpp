@@ -81,12 +81,7 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
   if (range.end <= range.begin) return r;
   if (range.violation) {
     // A compliant sink places nothing of a violating segment: keep the attempt, not the bytes.
-    if (buf.ranges_.size() < range_cap_) {
-      buf.ranges_.push_back(range);
-    } else {
-      ++buf.ranges_dropped_;
-      r.capped = true;
-    }
+    record_range(buf, range, r);
     return r;
   }
   const std::uint64_t len = range.end - range.begin;
@@ -124,13 +119,17 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
 
   range.overlap = r.overlap;
   range.conflict = r.conflict;
+  record_range(buf, range, r);
+  return r;
+}
+
+void ShadowMemory::record_range(ShadowBuffer& buf, const PlacedRange& range, PlaceResult& r) {
   if (buf.ranges_.size() < range_cap_) {
     buf.ranges_.push_back(range);
   } else {
     ++buf.ranges_dropped_;
     r.capped = true;
   }
-  return r;
 }
 
 void ShadowMemory::place_extent(ShadowBuffer& buf, const PlacedRange& range, std::uint64_t& covered,

@@ -123,6 +123,8 @@ class ShadowMemory {
                     bool& capped);
   // Compares `content` (placed at TO `begin`) with the retained octets and retains it.
   void place_content(ShadowBuffer& buf, std::uint64_t begin, ByteView content, PlaceResult& r);
+  // Keeps the placement in the region's list, or counts it dropped past the range cap.
+  void record_range(ShadowBuffer& buf, const PlacedRange& range, PlaceResult& r);
 
   std::map<RegionKey, ShadowBuffer> buffers_;
   std::size_t retention_cap_ = 64u << 20;
