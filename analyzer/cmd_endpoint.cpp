@@ -34,6 +34,7 @@ struct EndpointArgs {
   MpaFlags mpa;
   bool reject = false;
   bool quiet = false;
+  std::size_t max_connections = 0;  // 0: the process default (endpoint::max_connections())
 };
 
 struct LocalRegion {
@@ -302,6 +303,7 @@ int run_endpoint(const EndpointArgs& a) {
   };
   std::string err;
   if (a.listen) {
+    if (a.max_connections) endpoint::set_max_connections(a.max_connections);
     if (!loop.listen(a.addr, a.port, cfg, err)) {
       std::cerr << "endpoint: " << err << "\n";
       return 1;
@@ -379,6 +381,9 @@ void add_endpoint_command(CLI::App& app, std::function<int()>& run) {
       sc->add_flag("--forever", a->forever, "keep accepting connections");
       sc->add_flag("--reject", a->reject, "refuse connections (MPA Reply with R=1)");
       sc->add_option("--port-file", a->port_file, "write the listening port here");
+      sc->add_option("--max-connections", a->max_connections,
+                     "connections open at once; more are reset at accept (default 64)")
+          ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
     }
     add_mpa_flags(sc, a->mpa);
     sc->callback([a, listen, &run] {

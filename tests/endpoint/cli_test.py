@@ -188,6 +188,29 @@ class Endpoint(unittest.TestCase):
             out, err = server.communicate(timeout=30)
         self.assertIn("MPA handshake timed out", out + err)
 
+    def test_endpoint_max_connections(self):
+        portfile = os.path.join(self.tmp.name, "port")
+        server = start("endpoint", "listen", "-p", 0, "--port-file", portfile, "--forever",
+                       "--max-connections", 1, "--timeout", 20)
+        port = wait_port_file(portfile)
+        try:
+            with socket.create_connection(("127.0.0.1", port)) as first:
+                first.settimeout(1)
+                # The first connection holds the only slot (it sends nothing: the handshake
+                # timer, 10 s by default, keeps it open); a second one is reset at accept.
+                time.sleep(0.3)
+                with socket.create_connection(("127.0.0.1", port)) as second:
+                    second.settimeout(5)
+                    try:
+                        self.assertEqual(second.recv(16), b"")
+                    except ConnectionResetError:
+                        pass
+                with self.assertRaises(socket.timeout):
+                    first.recv(16)  # still open
+        finally:
+            server.kill()
+            server.communicate(timeout=30)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
