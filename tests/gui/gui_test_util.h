@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Captures the GUI tests run on: the rping capture and every sample in samples/.
+// Captures the GUI tests run on (the rping capture and every sample in samples/), and the
+// settings every GUI test keeps away from the user's.
 #pragma once
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QDirIterator>
 #include <QFileInfo>
+#include <QSettings>
 #include <QStringList>
+#include <QTemporaryDir>
 
 namespace ddpscope::gui::test {
 
@@ -28,6 +32,12 @@ inline QStringList allCaptures() {
   if (QFileInfo::exists(rping)) files << rping;
   files << sampleCaptures();
   return files;
+}
+
+// QSettings (recent files, dialog choices) go to `dir`, not to the user's configuration.
+inline void useTemporarySettings(const QTemporaryDir& dir) {
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
+  QCoreApplication::setOrganizationName(QStringLiteral("ddpscope-test"));
 }
 
 }  // namespace ddpscope::gui::test

@@ -27,6 +27,7 @@
 #include "capture_dialog.h"
 #include "endpoint/endpoint.h"
 #include "findings_model.h"
+#include "gui_test_util.h"
 #include "main_window.h"
 #include "stream_tree_model.h"
 
@@ -166,8 +167,7 @@ class LiveCaptureTest : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(tmp_.isValid());
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, tmp_.path());
-    QCoreApplication::setOrganizationName(QStringLiteral("ddpscope-test"));
+    test::useTemporarySettings(tmp_);
   }
 
   void captureFromTheMenuFollowsTrafficLive() {

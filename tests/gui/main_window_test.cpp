@@ -27,8 +27,7 @@ class MainWindowTest : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(tmp_.isValid());
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, tmp_.path());
-    QCoreApplication::setOrganizationName(QStringLiteral("ddpscope-test"));
+    test::useTemporarySettings(tmp_);
     QVERIFY(!test::allCaptures().isEmpty());
   }
 
