@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "ddpscope/session.h"
+#include "ddpscope/session/session.h"
 
 namespace ddpscope::cli {
 

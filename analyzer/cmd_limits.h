@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ddpscope/limits.h"
+#include "ddpscope/common/limits.h"
 
 namespace ddpscope::cli {
 

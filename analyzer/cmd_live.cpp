@@ -11,7 +11,7 @@
 
 #include "capture/live_capture.h"
 #include "cmd_limits.h"
-#include "ddpscope/analysis.h"
+#include "ddpscope/analysis/analyzer.h"
 
 namespace ddpscope::cli {
 namespace {

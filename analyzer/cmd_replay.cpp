@@ -16,8 +16,8 @@
 
 #include "capture/capture.h"
 #include "cmd_endpoint_options.h"
-#include "ddpscope/advert.h"
-#include "ddpscope/analysis.h"
+#include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/ulp/advert.h"
 #include "endpoint/endpoint.h"
 
 namespace ddpscope::cli {

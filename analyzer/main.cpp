@@ -11,9 +11,9 @@
 #include "capture/capture.h"
 #include "cmd_endpoint_commands.h"
 #include "cmd_limits.h"
-#include "ddpscope/analysis.h"
-#include "ddpscope/findings.h"
-#include "ddpscope/regions_file.h"
+#include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/analysis/regions_file.h"
+#include "ddpscope/findings/catalog.h"
 #include "report/report.h"
 #ifdef DDPSCOPE_HAVE_SYNTH
 #include "synth/synth.h"

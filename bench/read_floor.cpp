@@ -10,7 +10,7 @@
 #include <string>
 
 #include "capture/capture.h"
-#include "ddpscope/crc32c.h"
+#include "ddpscope/common/crc32c.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

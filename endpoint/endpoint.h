@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ddpscope/session.h"
+#include "ddpscope/session/session.h"
 
 namespace ddpscope::endpoint {
 

@@ -22,8 +22,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "ddpscope/bytes.h"
-#include "ddpscope/net.h"
+#include "ddpscope/common/bytes.h"
+#include "ddpscope/net/packet.h"
 
 namespace ddpscope::fuzz {
 

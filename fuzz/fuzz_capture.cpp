@@ -9,7 +9,7 @@
 #include <string>
 
 #include "capture/capture.h"
-#include "ddpscope/analysis.h"
+#include "ddpscope/analysis/analyzer.h"
 #include "fuzz_input.h"
 
 namespace {

@@ -5,8 +5,9 @@
 // views), and the model must respect the caps it was given.
 #include <cstdint>
 
-#include "ddpscope/analysis.h"
-#include "ddpscope/wire.h"
+#include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
 #include "engine_script.h"
 #include "fuzz_input.h"
 

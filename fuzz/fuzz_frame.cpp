@@ -5,7 +5,7 @@
 #include <array>
 #include <cstdint>
 
-#include "ddpscope/net.h"
+#include "ddpscope/net/packet.h"
 #include "fuzz_input.h"
 
 namespace {

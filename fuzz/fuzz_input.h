@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ddpscope/bytes.h"
+#include "ddpscope/common/bytes.h"
 
 namespace ddpscope::fuzz {
 

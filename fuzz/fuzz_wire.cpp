@@ -4,7 +4,8 @@
 // and where the format has one reading only, encode(decode(x)) gives back x's octets.
 #include <cstdint>
 
-#include "ddpscope/wire.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
 #include "fuzz_input.h"
 
 namespace {

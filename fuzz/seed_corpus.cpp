@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "capture/capture.h"
-#include "ddpscope/net.h"
-#include "ddpscope/wire.h"
+#include "ddpscope/net/packet.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
 #include "engine_script.h"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <exception>
 
-#include "ddpscope/errors.h"
+#include "ddpscope/wire/terminate_error.h"
 
 namespace ddpscope::plugin {
 

@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "ddpscope/errors.h"
-#include "ddpscope/shadow.h"
-#include "ddpscope/wire.h"
+#include "ddpscope/ddp/shadow.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
+#include "ddpscope/wire/terminate_error.h"
 
 namespace ddpscope::plugin {
 

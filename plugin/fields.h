@@ -7,7 +7,7 @@
 #include <epan/expert.h>
 #include <epan/proto.h>
 
-#include "ddpscope/findings.h"
+#include "ddpscope/findings/catalog.h"
 
 namespace ddpscope::plugin {
 

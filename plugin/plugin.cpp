@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "capture_state.h"
-#include "ddpscope/limits.h"
-#include "ddpscope/regions_file.h"
+#include "ddpscope/analysis/regions_file.h"
+#include "ddpscope/common/limits.h"
 #include "draw.h"
 #include "fields.h"
 #include "stats.h"

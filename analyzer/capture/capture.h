@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "ddpscope/bytes.h"
+#include "ddpscope/common/bytes.h"
 
 struct pcap;         // pcap_t
 struct pcap_dumper;  // pcap_dumper_t

@@ -7,8 +7,9 @@
 #include <ostream>
 #include <sstream>
 
-#include "ddpscope/errors.h"
-#include "ddpscope/wire.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
+#include "ddpscope/wire/terminate_error.h"
 
 namespace ddpscope::report {
 

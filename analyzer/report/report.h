@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ddpscope/analysis.h"
+#include "ddpscope/analysis/analyzer.h"
 
 namespace ddpscope::report {
 

@@ -8,9 +8,10 @@
 #include <set>
 #include <stdexcept>
 
-#include "ddpscope/findings.h"
-#include "ddpscope/net.h"
-#include "ddpscope/wire.h"
+#include "ddpscope/findings/catalog.h"
+#include "ddpscope/net/packet.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
 
 namespace ddpscope::synth {
 namespace {

@@ -12,9 +12,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "ddpscope/bytes.h"
-#include "ddpscope/net.h"
-#include "ddpscope/wire.h"
+#include "ddpscope/common/bytes.h"
+#include "ddpscope/net/packet.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
 
 namespace ddpscope::synth {
 

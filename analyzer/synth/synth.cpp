@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "capture/capture.h"
-#include "ddpscope/crc32c.h"
-#include "ddpscope/findings.h"
-#include "ddpscope/net.h"
+#include "ddpscope/common/crc32c.h"
+#include "ddpscope/findings/catalog.h"
+#include "ddpscope/net/packet.h"
 #include "generator.h"
 #include "scenario.h"
 

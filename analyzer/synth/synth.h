@@ -10,7 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "ddpscope/bytes.h"
+#include "ddpscope/common/bytes.h"
 
 namespace ddpscope::synth {
 

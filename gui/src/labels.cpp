@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "labels.h"
 
-#include "ddpscope/errors.h"
-#include "ddpscope/wire.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
+#include "ddpscope/wire/terminate_error.h"
 
 namespace ddpscope::gui {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "ddpscope/analysis.h"
+#include "ddpscope/analysis/analyzer.h"
 #include "region_geometry.h"
 
 namespace ddpscope::gui {

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "ddpscope/shadow.h"
+#include "ddpscope/ddp/shadow.h"
 
 namespace ddpscope::gui {
 

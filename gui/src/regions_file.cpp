@@ -3,7 +3,7 @@
 
 #include <QFileInfo>
 
-#include "ddpscope/regions_file.h"
+#include "ddpscope/analysis/regions_file.h"
 
 namespace ddpscope::gui {
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The regions file (core's format, ddpscope/regions_file.h) for the GUI: Qt strings, and a
+// The regions file (core's format, ddpscope/analysis/regions_file.h) for the GUI: Qt strings, and a
 // capture's sidecar NAME.regions.json picked up automatically.
 #pragma once
 
 #include <QString>
 #include <vector>
 
-#include "ddpscope/shadow.h"
+#include "ddpscope/ddp/shadow.h"
 
 namespace ddpscope::gui {
 

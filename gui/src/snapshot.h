@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ddpscope/analysis.h"
+#include "ddpscope/analysis/analyzer.h"
 
 namespace ddpscope::gui {
 

@@ -11,7 +11,8 @@
 #include <functional>
 #include <map>
 
-#include "ddpscope/wire.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
 #include "raw_peer.h"
 
 namespace ddpscope {

@@ -18,7 +18,7 @@
 
 #include "capture/capture.h"
 #include "capture/live_capture.h"
-#include "ddpscope/analysis.h"
+#include "ddpscope/analysis/analyzer.h"
 #include "endpoint/endpoint.h"
 #include "raw_peer.h"
 

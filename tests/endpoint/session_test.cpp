@@ -3,7 +3,7 @@
 // chunks), every operation under both MPA revisions, CRC and markers on and off; the traffic is
 // also fed to core's Analyzer, which must find no error. Then a hostile peer (raw ULPDUs) breaks
 // each Data Sink rule and the engine must answer with the right Terminate and place nothing.
-#include "ddpscope/session.h"
+#include "ddpscope/session/session.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <numeric>
 #include <random>
 
-#include "ddpscope/analysis.h"
+#include "ddpscope/analysis/analyzer.h"
 
 namespace ddpscope::session {
 namespace {

@@ -7,9 +7,10 @@
 #include <cstdint>
 #include <string>
 
-#include "ddpscope/analysis.h"
-#include "ddpscope/net.h"
-#include "ddpscope/wire.h"
+#include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/net/packet.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
 
 namespace ddpscope::hostile {
 

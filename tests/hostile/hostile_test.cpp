@@ -14,9 +14,10 @@
 #include <vector>
 
 #include "capture/capture.h"
-#include "ddpscope/analysis.h"
-#include "ddpscope/net.h"
-#include "ddpscope/wire.h"
+#include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/net/packet.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
 #include "hostile_builders.h"
 
 namespace ddpscope {

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <string_view>
 
-#include "ddpscope/net.h"
+#include "ddpscope/net/packet.h"
 
 namespace ddpscope::capture {
 namespace {

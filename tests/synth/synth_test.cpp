@@ -8,9 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "capture/capture.h"
-#include "ddpscope/crc32c.h"
-#include "ddpscope/net.h"
-#include "ddpscope/wire.h"
+#include "ddpscope/common/crc32c.h"
+#include "ddpscope/net/packet.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
 
 namespace ddpscope::synth {
 namespace {

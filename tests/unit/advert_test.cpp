@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "ddpscope/advert.h"
+#include "ddpscope/ulp/advert.h"
 
 #include <gtest/gtest.h>
 
-#include "ddpscope/wire.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
 
 namespace ddpscope {
 namespace {

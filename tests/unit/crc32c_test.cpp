@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "ddpscope/crc32c.h"
+#include "ddpscope/common/crc32c.h"
 
 #include <gtest/gtest.h>
 

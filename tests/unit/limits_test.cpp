@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Limits by name: the table every host shows (CLI flags, plugin preferences), values with K/M/G.
-#include "ddpscope/limits.h"
+#include "ddpscope/common/limits.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // TcpReassembler: lost tails (octets a segment claims but the capture lacks) are held by their
 // length only, become gaps at their place in sequence order, and let delivery resume after.
-#include "ddpscope/reassembly.h"
+#include "ddpscope/tcp/reassembly.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "ddpscope/regions_file.h"
+#include "ddpscope/analysis/regions_file.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "ddpscope/wire.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "ddpscope/crc32c.h"
+#include "ddpscope/common/crc32c.h"
 
 namespace ddpscope::wire {
 namespace {

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The analysis engine: what every host (CLI, plugin, GUI, live endpoint) reads.
+// Feed it TCP segments (or whole link-layer frames) in capture order; it reassembles each TCP
+// direction, frames MPA, places DDP segments into shadow buffers, tracks delivery and RDMAP
+// semantics, and records typed findings. Nothing here does I/O.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ddpscope/analysis/model.h"
+#include "ddpscope/analysis/pdu_event.h"
+#include "ddpscope/common/bytes.h"
+#include "ddpscope/common/limits.h"
+#include "ddpscope/ddp/shadow.h"
+#include "ddpscope/net/packet.h"
+
+namespace ddpscope {
+
+// A user's hint to analyse a stream that starts mid-stream (no MPA handshake in the capture).
+struct StreamHint {
+  std::optional<std::uint16_t> port;      // either endpoint's port
+  std::optional<net::Endpoint> endpoint;  // or one endpoint exactly (address and port)
+  bool crc = true;
+  bool markers = false;  // both directions
+};
+
+struct AnalyzerOptions {
+  Limits limits;
+  std::vector<StreamHint> hints;
+  bool decode_advertisements = true;  // learn regions from ULP advertisements (rping, ...)
+  bool check_crc = true;
+  // Size of the receive buffers posted for Sends (QN 0), when the user knows it.
+  std::optional<std::uint32_t> send_buffer_size;
+};
+
+class Analyzer {
+ public:
+  explicit Analyzer(AnalyzerOptions options = {});
+  ~Analyzer();
+  Analyzer(const Analyzer&) = delete;
+  Analyzer& operator=(const Analyzer&) = delete;
+
+  void set_observer(AnalysisObserver* observer);
+  // A region the user knows (e.g. from --regions FILE).
+  void add_region(const RegionSpec& region);
+
+  // Feed a whole captured frame (link-layer bytes).
+  void feed_frame(std::uint64_t frame, std::int64_t ts_ns, std::uint32_t link_type, ByteView data,
+                  std::uint32_t wire_length);
+  // Feed a decoded TCP segment (the plugin does this from Wireshark's TCP layer).
+  void feed_tcp(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment);
+  // The capture file ended in the middle of a record.
+  void note_truncated_file(std::uint64_t last_frame, const std::string& detail);
+  // End of input: flush reassembly, report what was left incomplete.
+  void finish();
+
+  const Model& model() const;
+  const AnalyzerOptions& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ddpscope

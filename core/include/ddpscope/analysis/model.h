@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The analysis model every host reads: streams and their directions, messages, findings and
+// the shadow memory. The Analyzer (analyzer.h) builds it; hosts only read it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+#include "ddpscope/common/bytes.h"
+#include "ddpscope/common/limits.h"
+#include "ddpscope/ddp/shadow.h"
+#include "ddpscope/findings/catalog.h"
+#include "ddpscope/mpa/framer.h"
+#include "ddpscope/net/packet.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
+
+namespace ddpscope {
+
+// MPA parameters of one direction (what its sender does).
+struct MpaDirectionParams {
+  bool markers = false;  // this direction's sender inserts markers (the peer asked with M)
+  bool crc = false;      // CRC in use on the connection
+  std::uint64_t s0 = 0;  // stream offset of the first octet after this side's Request/Reply
+  std::optional<wire::MarkerConvention> convention;  // as detected from the sender
+};
+
+struct OpcodeCounters {
+  std::uint64_t segments = 0;
+  std::uint64_t messages = 0;
+  std::uint64_t bytes = 0;  // DDP payload octets
+};
+
+struct QueueStats {
+  std::uint32_t qn = 0;
+  std::uint32_t first_msn = 0;
+  std::uint32_t last_msn = 0;
+  std::uint64_t messages = 0;  // completed messages
+  std::uint64_t segments = 0;
+};
+
+struct DirectionModel {
+  net::Endpoint from;
+  net::Endpoint to;
+  std::optional<wire::MpaReqRep> mpa_frame;  // this side's Request or Reply
+  std::uint64_t mpa_frame_number = 0;
+  MpaDirectionParams mpa;
+  std::optional<std::uint16_t> mss;  // MSS option in this side's SYN
+  std::uint64_t tcp_bytes = 0;       // TCP payload octets seen (captured)
+  std::uint64_t fpdus = 0;
+  std::uint64_t crc_errors = 0;
+  std::uint64_t bytes_lost = 0;      // capture loss
+  std::uint64_t bytes_unframed = 0;  // skipped while resynchronising
+  std::array<OpcodeCounters, wire::kOpcodeCount> opcodes{};
+  std::map<std::uint32_t, QueueStats> queues;
+  std::uint64_t bytes_placed = 0;  // tagged octets placed at the peer
+};
+
+enum class StreamState : std::uint8_t {
+  unknown,    // no payload yet: not known to be iWARP
+  handshake,  // MPA Request seen, waiting for the Reply
+  full,       // Full Operation Phase: FPDUs
+  rejected,   // MPA Reply with R
+  failed,     // handshake broken: no framing
+  not_iwarp,  // payload that is not MPA: ignored
+};
+std::string_view to_string(StreamState s);
+
+struct StreamModel {
+  std::uint32_t id = 0;
+  net::Endpoint client;  // initiator (sent the MPA Request, or the SYN)
+  net::Endpoint server;
+  StreamState state = StreamState::unknown;
+  bool mid_stream = false;  // analysed from a hint, no handshake seen
+  std::uint64_t first_frame = 0;
+  std::uint64_t last_frame = 0;
+  std::int64_t first_ts_ns = 0;
+  std::int64_t last_ts_ns = 0;
+  std::array<DirectionModel, 2> dirs;  // 0: client->server, 1: server->client
+  // RFC 6581 negotiation (when both frames had the enhanced word)
+  std::optional<std::uint8_t> revision;
+  bool enhanced = false;
+  bool peer_to_peer = false;
+  std::string rtr;      // "write", "read", "send", or empty
+  bool closed = false;  // FIN or RST seen
+};
+
+// One DDP message (tagged or untagged), for MSN charts and delivery views.
+struct MessageRecord {
+  std::uint32_t stream = 0;
+  int direction = 0;
+  std::uint8_t opcode = 0;
+  bool tagged = false;
+  std::uint32_t qn = 0;
+  std::uint32_t msn = 0;
+  std::uint32_t stag = 0;
+  std::uint64_t to = 0;
+  std::uint64_t length = 0;
+  std::uint32_t segments = 0;
+  std::uint64_t first_frame = 0;
+  std::int64_t first_ts_ns = 0;
+  std::uint64_t placed_frame = 0;  // frame where the last missing octet was placed; 0 = never
+  std::int64_t placed_ts_ns = 0;
+  std::uint64_t delivered_frame = 0;  // frame where it was delivered; 0 = never
+  std::int64_t delivered_ts_ns = 0;
+  bool complete = false;  // L=1 seen and every segment present
+  bool damaged_by_gap = false;
+};
+
+struct Model {
+  std::vector<StreamModel> streams;
+  std::vector<Finding> findings;
+  std::uint64_t findings_dropped = 0;  // beyond Limits::max_findings
+  std::array<std::uint64_t, kFindingCount> finding_counts{};
+  ShadowMemory memory;  // shadow buffers keyed by (owner host, STag)
+  std::vector<MessageRecord> messages;
+  std::uint64_t frames = 0;
+  std::uint64_t frames_not_tcp = 0;
+  std::uint64_t frames_unsupported = 0;
+  std::uint64_t frames_malformed = 0;
+  std::uint64_t bytes = 0;  // captured octets fed
+};
+
+}  // namespace ddpscope

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// One PDU as the engine framed and analysed it, handed to an AnalysisObserver (the plugin keeps
+// these per frame; the GUI and CLI may watch them).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+#include "ddpscope/analysis/model.h"
+#include "ddpscope/common/bytes.h"
+#include "ddpscope/common/limits.h"
+#include "ddpscope/ddp/shadow.h"
+#include "ddpscope/findings/catalog.h"
+#include "ddpscope/mpa/framer.h"
+#include "ddpscope/net/packet.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
+
+namespace ddpscope {
+
+enum class PduKind : std::uint8_t {
+  mpa_request,
+  mpa_reply,
+  fpdu,
+  unframed,  // octets skipped while framing was lost, or after a failed handshake
+};
+
+// The analysis of one FPDU's DDP segment, for the hosts to show.
+struct SegmentAnalysis {
+  bool placed = false;  // payload went into a shadow buffer or an untagged message
+  // Tagged:
+  std::optional<RegionKey> region;
+  RegionSource region_source = RegionSource::observed;
+  bool region_bounds_known = false;
+  std::uint64_t offset_in_region = 0;     // TO - base (or TO when base unknown)
+  std::uint64_t region_bytes_placed = 0;  // after this segment
+  // Untagged:
+  std::optional<std::uint32_t> expected_msn;
+  // Message this segment belongs to (index into Model::messages), when recorded.
+  std::optional<std::size_t> message;
+  // Read Request <-> Read Response / atomics: the frame of the other side, if known.
+  std::optional<std::uint64_t> request_frame;
+  std::optional<std::int64_t> response_time_ns;
+  // Terminate: the frame of the segment it quotes.
+  std::optional<std::uint64_t> quoted_frame;
+  // Messages completed (placed) and delivered when this segment was processed.
+  std::vector<std::size_t> messages_completed;
+  std::vector<std::size_t> messages_delivered;
+};
+
+// One PDU as the engine framed it, handed to observers (the plugin keeps these per frame).
+struct PduEvent {
+  std::uint32_t stream = 0;
+  int direction = 0;
+  PduKind kind = PduKind::fpdu;
+  std::uint64_t stream_offset = 0;  // of raw[0] in the direction's byte stream
+  ByteView raw;                     // octets as on the wire (markers included); valid in callback
+  std::vector<FrameSlice> slices;   // where raw came from, in order
+  // MPA Request/Reply
+  const wire::MpaReqRep* reqrep = nullptr;
+  // FPDU (markers removed): length, ULPDU, pad, CRC field
+  std::uint16_t ulpdu_length = 0;
+  ByteView ulpdu;  // demarkered ULPDU, valid in callback
+  std::uint32_t crc_field = 0;
+  std::optional<std::uint32_t> crc_expected;  // computed CRC when CRC is in use
+  bool crc_ok = true;
+  std::vector<wire::Marker> markers;        // markers inside raw (stream_pos relative to S0)
+  std::vector<std::size_t> marker_offsets;  // offset of each marker in raw
+  bool leading_marker = false;              // raw starts with a marker in front of the header
+  // DDP / RDMAP decode
+  std::optional<wire::DdpSegment> ddp;  // payload view valid in callback
+  std::optional<wire::ReadRequest> read_request;
+  std::optional<wire::Terminate> terminate;
+  std::optional<wire::AtomicRequest> atomic_request;
+  std::optional<wire::AtomicResponse> atomic_response;
+  std::optional<std::uint64_t> immediate_data;
+  SegmentAnalysis analysis;
+  std::vector<std::size_t> findings;  // indices into Model::findings raised by this PDU
+};
+
+class AnalysisObserver {
+ public:
+  virtual ~AnalysisObserver() = default;
+  virtual void on_pdu(const PduEvent& pdu) = 0;
+  // A finding not tied to one PDU (gaps, end-of-capture incompleteness, limits).
+  virtual void on_finding(std::size_t /*finding_index*/) {}
+};
+
+}  // namespace ddpscope

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Shadow buffers: our model of the Data Sink's memory. One per (owner host, STag): which byte
+// ranges were placed, by which frames, with which content (kept up to a global cap).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ddpscope/common/bytes.h"
+#include "ddpscope/net/packet.h"
+
+namespace ddpscope {
+
+struct RegionKey {
+  net::Address owner;  // host whose memory the STag names (the Data Sink of Writes)
+  std::uint32_t stag = 0;
+  auto operator<=>(const RegionKey&) const = default;
+};
+
+enum class RegionSource : std::uint8_t {
+  observed,             // only seen in tagged segments: bounds unknown
+  regions_file,         // the user's --regions file
+  advertisement,        // an upper layer advertised it (rping, ...)
+  read_request_sink,    // the Data Sink range of an RDMA Read Request
+  read_request_source,  // the Data Source range of an RDMA Read Request
+};
+std::string_view to_string(RegionSource s);
+
+struct RegionSpec {
+  std::uint32_t stag = 0;
+  std::uint64_t base = 0;
+  std::uint64_t length = 0;
+  std::optional<net::Address> owner;  // "sink" in the regions file; none = any host
+  std::string origin;                 // free text: "regions file", "rping advertisement", ...
+};
+
+// One placement: a segment's octets, with who placed them.
+struct PlacedRange {
+  std::uint64_t begin = 0;  // TO of the first octet
+  std::uint64_t end = 0;    // one past the last
+  std::uint64_t frame = 0;  // frame holding the segment's first octet
+  std::uint8_t opcode = 0;
+  std::uint32_t stream = 0;
+  bool overlap = false;    // placed over octets placed before
+  bool conflict = false;   // ... with different content (when content was retained)
+  bool violation = false;  // outside the region's known bounds
+};
+
+class ShadowBuffer {
+ public:
+  RegionKey key;
+  RegionSource source = RegionSource::observed;
+  std::string origin;
+  std::optional<std::uint64_t> base;  // known bounds
+  std::optional<std::uint64_t> length;
+  // Whether tagged segments are checked against base/length. Bounds learned from a Read
+  // Request describe one transfer, not the region, so they are shown but not enforced.
+  bool bounds_enforced = false;
+  std::optional<std::uint32_t> stream;  // stream the STag is associated with
+  std::uint64_t learned_frame = 0;
+  bool invalidated = false;
+  std::uint64_t invalidated_frame = 0;
+
+  // Coalesced placed extents [begin, end).
+  const std::map<std::uint64_t, std::uint64_t>& extents() const { return extents_; }
+  // Individual placements in arrival order (capped; see ranges_dropped()).
+  const std::vector<PlacedRange>& ranges() const { return ranges_; }
+  std::uint64_t ranges_dropped() const { return ranges_dropped_; }
+  std::uint64_t bytes_placed() const { return bytes_placed_; }  // distinct octets
+  std::uint64_t min_to() const { return min_to_; }
+  std::uint64_t max_end() const { return max_end_; }
+  bool contains(std::uint64_t to, std::uint64_t len) const;  // within base/length (if known)
+
+  // Content at [to, to+len): octets never placed or not retained are absent from `known`.
+  // Returns the octets (0 where unknown) and sets known[i].
+  Bytes read(std::uint64_t to, std::size_t len, std::vector<bool>* known = nullptr) const;
+  std::uint64_t bytes_retained() const { return retained_; }
+
+ private:
+  friend class ShadowMemory;
+  std::map<std::uint64_t, std::uint64_t> extents_;
+  std::vector<PlacedRange> ranges_;
+  std::uint64_t ranges_dropped_ = 0;
+  std::uint64_t bytes_placed_ = 0;
+  std::uint64_t min_to_ = UINT64_MAX;
+  std::uint64_t max_end_ = 0;
+  // Retained content in 4 KiB pages keyed by page index (TO / 4096).
+  struct Page {
+    std::vector<std::uint8_t> data;   // 4096
+    std::vector<std::uint8_t> valid;  // bitmap, 512 octets
+  };
+  std::map<std::uint64_t, Page> pages_;
+  std::uint64_t retained_ = 0;
+};
+
+struct PlaceResult {
+  std::uint64_t new_bytes = 0;  // octets not placed before
+  bool overlap = false;
+  bool conflict = false;
+  bool content_dropped = false;  // retention cap reached for this placement
+  bool capped = false;  // the placement or a new extent was not recorded (range cap reached)
+};
+
+class ShadowMemory {
+ public:
+  void set_retention_cap(std::size_t bytes) { retention_cap_ = bytes; }
+  void set_range_cap(std::size_t n) { range_cap_ = n; }
+  ShadowBuffer* find(const RegionKey& key);
+  const ShadowBuffer* find(const RegionKey& key) const;
+  // Creates the buffer if needed (returns nullptr when `max` buffers already exist).
+  ShadowBuffer* get_or_create(const RegionKey& key, std::size_t max);
+  PlaceResult place(ShadowBuffer& buf, const PlacedRange& range, ByteView content);
+  const std::map<RegionKey, ShadowBuffer>& buffers() const { return buffers_; }
+  std::uint64_t bytes_retained() const { return retained_; }
+
+ private:
+  // The general case of place(): merges `range` with the extents it touches.
+  void place_extent(ShadowBuffer& buf, const PlacedRange& range, std::uint64_t& covered,
+                    bool& capped);
+  // Compares `content` (placed at TO `begin`) with the retained octets and retains it.
+  void place_content(ShadowBuffer& buf, std::uint64_t begin, ByteView content, PlaceResult& r);
+  // Keeps the placement in the region's list, or counts it dropped past the range cap.
+  void record_range(ShadowBuffer& buf, const PlacedRange& range, PlaceResult& r);
+
+  std::map<RegionKey, ShadowBuffer> buffers_;
+  std::size_t retention_cap_ = 64u << 20;
+  std::size_t range_cap_ = 1u << 16;
+  std::uint64_t retained_ = 0;
+};
+
+}  // namespace ddpscope

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The one catalog of findings: every rule a capture can break, with a stable dotted code,
+// a severity, the layer, the RFC rule, and the Terminate (layer, type, code) a compliant Data
+// Sink would send. The plugin's expert infos, the CLI's --list-findings, the docs and the
+// coverage test all read this table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ddpscope/wire/terminate_error.h"
+
+namespace ddpscope {
+
+enum class Severity : std::uint8_t { note, warning, error };
+std::string_view to_string(Severity s);
+
+enum class FindingId : std::uint16_t {
+  // TCP and capture
+  tcp_gap,
+  tcp_retransmission_conflict,
+  capture_truncated_frame,
+  capture_truncated_file,
+  // MPA
+  mpa_handshake_invalid,
+  mpa_rejected,
+  mpa_crc_mismatch,
+  mpa_crc_unexpected,
+  mpa_marker_invalid,
+  mpa_marker_convention,
+  mpa_ulpdu_length_invalid,
+  mpa_fpdu_exceeds_mulpdu,
+  mpa_resync,
+  mpa_reserved_bits,
+  mpa_private_data_long,
+  // DDP
+  ddp_version_invalid,
+  ddp_reserved_nonzero,
+  ddp_tagged_invalid_stag,
+  ddp_tagged_bounds,
+  ddp_tagged_stag_wrong_stream,
+  ddp_tagged_to_wrap,
+  ddp_tagged_conflicting_placement,
+  ddp_untagged_invalid_qn,
+  ddp_untagged_msn_gap,
+  ddp_untagged_msn_duplicate,
+  ddp_untagged_invalid_mo,
+  ddp_untagged_message_too_long,
+  ddp_segment_after_last,
+  ddp_message_incomplete,
+  // RDMAP
+  rdmap_version_invalid,
+  rdmap_opcode_invalid,
+  rdmap_body_invalid,
+  rdmap_read_response_unmatched,
+  rdmap_read_response_size_mismatch,
+  rdmap_ird_exceeded,
+  rdmap_stag_invalidated_use,
+  rdmap_atomic_response_unmatched,
+  rdmap_terminate,
+  rdmap_terminate_nonconformant,
+  // Engine
+  engine_limit_reached,
+  count_
+};
+inline constexpr std::size_t kFindingCount = static_cast<std::size_t>(FindingId::count_);
+
+struct FindingSpec {
+  FindingId id;
+  std::string_view code;  // stable dotted name, e.g. "ddp.tagged.bounds"
+  Severity severity;
+  std::string_view layer;                   // "tcp", "capture", "mpa", "ddp", "rdmap", "engine"
+  std::string_view rfc;                     // the rule's home, e.g. "RFC 5041 §7.2"
+  std::optional<TerminateError> terminate;  // what a compliant Data Sink sends
+  std::string_view summary;                 // one line
+};
+
+const FindingSpec& finding_spec(FindingId id);
+std::span<const FindingSpec> finding_catalog();
+std::optional<FindingId> finding_by_code(std::string_view code);
+
+struct Finding {
+  FindingId id = FindingId::count_;
+  Severity severity = Severity::note;  // the catalog's, or note when caused by capture loss
+  std::uint64_t frame = 0;             // frame holding the first octet of the offending PDU
+  std::vector<std::uint64_t> frames;   // every frame the PDU spans
+  std::uint32_t stream = 0;            // stream id (0-based), UINT32_MAX when none
+  int direction = -1;                  // 0 = client->server, 1 = server->client, -1 = none
+  std::string message;                 // one line with the specifics
+  std::optional<TerminateError> terminate;
+  bool consequence_of_gap = false;  // raised only because capture loss hid what came before
+  std::string_view code() const { return finding_spec(id).code; }
+};
+
+}  // namespace ddpscope

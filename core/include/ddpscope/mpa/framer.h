@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// MPA framing for one direction of a stream (RFC 5044 §4, §7): a resumable state machine fed
+// with the reassembled byte stream. See docs/mpa-framer.md for the state diagram.
+//
+//   key ──Req/Rep──▶ wait_params ──set_params──▶ fpdu ◀──found──┐
+//    │                                             │  gap/bad    │
+//    └──not a key──▶ off                           └──────────▶ resync
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ddpscope/common/bytes.h"
+#include "ddpscope/common/limits.h"
+#include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/rdmap.h"
+
+namespace ddpscope {
+
+// Where an octet run came from: a frame and the offset in that frame's TCP payload.
+struct FrameSlice {
+  std::uint64_t frame = 0;
+  std::uint32_t offset = 0;  // in the frame's TCP payload
+  std::uint32_t length = 0;
+};
+
+// A byte buffer consumed from the front without moving the rest on every consume. It can
+// also borrow the caller's octets (no copy) while they are being framed; own() copies what is
+// left before the caller's memory goes away.
+class ConsumeBuffer {
+ public:
+  // Storage kept across FPDUs once empty (a partial FPDU of the largest size fits).
+  static constexpr std::size_t kKeepCapacity = 128u << 10;
+  const std::uint8_t* data() const { return ext_ ? ext_ + ext_head_ : bytes_.data() + head_; }
+  std::size_t size() const { return ext_ ? ext_size_ - ext_head_ : bytes_.size() - head_; }
+  bool empty() const { return size() == 0; }
+  const std::uint8_t* begin() const { return data(); }
+  const std::uint8_t* end() const { return data() + size(); }
+  std::uint8_t operator[](std::size_t i) const { return data()[i]; }
+  operator ByteView() const { return ByteView(data(), size()); }
+  // Frames `v` in place; valid until own() or append().
+  void borrow(ByteView v) {
+    bytes_.clear();
+    head_ = 0;
+    ext_ = v.data();
+    ext_size_ = v.size();
+    ext_head_ = 0;
+  }
+  void own() {
+    if (!ext_) return;
+    bytes_.assign(data(), data() + size());
+    head_ = 0;
+    ext_ = nullptr;
+  }
+  void append(ByteView v) {
+    own();
+    if (head_ > 0 && head_ == bytes_.size()) {
+      bytes_.clear();
+      head_ = 0;
+    }
+    bytes_.insert(bytes_.end(), v.begin(), v.end());
+  }
+  void consume(std::size_t n) {
+    if (ext_) {
+      ext_head_ += n;
+      return;
+    }
+    head_ += n;
+    if (head_ == bytes_.size() && bytes_.capacity() > kKeepCapacity) {
+      release();  // a resync or a large FPDU is over: give its memory back
+    } else if (head_ >= (64u << 10) && head_ * 2 >= bytes_.size()) {
+      bytes_.erase(bytes_.begin(), bytes_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+  }
+  // Frees the storage of an empty buffer.
+  void release() {
+    Bytes().swap(bytes_);
+    head_ = 0;
+  }
+  std::size_t capacity() const { return bytes_.capacity(); }
+
+ private:
+  Bytes bytes_;
+  std::size_t head_ = 0;
+  const std::uint8_t* ext_ = nullptr;
+  std::size_t ext_size_ = 0;
+  std::size_t ext_head_ = 0;
+};
+
+// One framed unit, with the octets as on the wire and where they came from.
+struct RawPdu {
+  enum class Kind : std::uint8_t { reqrep, fpdu, unframed, not_mpa };
+  Kind kind = Kind::fpdu;
+  std::uint64_t stream_offset = 0;
+  ByteView raw;  // octets as on the wire; valid during on_raw_pdu only
+  // The listener may move this list away; what it leaves here is reused for the next PDU.
+  std::vector<FrameSlice> slices;
+  // reqrep
+  std::optional<wire::MpaReqRep> reqrep;
+  std::optional<DecodeError> error;  // reqrep that failed to decode, or why unframed
+  // fpdu
+  ByteView plain;       // demarkered: ULPDU_Length, ULPDU, pad, CRC field (valid in the callback)
+  Bytes plain_storage;  // holds `plain` when markers had to be removed
+  bool leading_marker = false;
+  std::vector<wire::Marker> markers;
+  std::vector<std::size_t> marker_offsets;  // in raw
+  std::uint32_t crc_field = 0;
+  std::uint32_t crc_all = 0;      // over raw up to the CRC field (leading marker included)
+  std::uint32_t crc_no_lead = 0;  // the same without a leading marker
+  bool after_resync = false;      // first PDU after framing was found again
+  std::uint64_t resync_skipped = 0;
+  bool resync_after_gap = false;
+  bool resync_mid_stream = false;  // the first FPDU found in a capture that starts mid-stream
+};
+
+class MpaFramerListener {
+ public:
+  virtual ~MpaFramerListener() = default;
+  virtual void on_raw_pdu(RawPdu& pdu) = 0;
+};
+
+class MpaFramer {
+ public:
+  enum class State : std::uint8_t { key, wait_params, fpdu, resync, off };
+
+  explicit MpaFramer(const Limits& limits) : limits_(limits) {}
+
+  // Reassembled octets, in order.
+  void feed(std::uint64_t offset, ByteView data, std::uint64_t frame, std::uint32_t offset_in_frame,
+            MpaFramerListener& out);
+  // Octets lost from the capture.
+  void gap(std::uint64_t offset, std::uint64_t length, MpaFramerListener& out);
+  // The handshake finished: how this direction's sender frames FPDUs.
+  void set_params(bool markers, bool crc, MpaFramerListener& out);
+  // Analyse without a handshake (capture starts mid-stream): find the first FPDU.
+  void start_mid_stream(bool markers, bool crc, MpaFramerListener& out);
+  // Stop framing (handshake failed or rejected, or a memory budget spent): what is buffered and
+  // later octets are reported unframed, with `why`.
+  void stop(MpaFramerListener& out, const char* why = "not framed (MPA handshake failed)");
+  // End of input: report what is left over.
+  void finish(MpaFramerListener& out);
+
+  State state() const { return state_; }
+  // Octets held: a partial FPDU, or while resynchronising or waiting for the MPA Reply.
+  std::size_t buffered() const { return buf_.size(); }
+  std::optional<std::uint64_t> s0() const { return s0_; }
+  bool markers() const { return markers_; }
+  bool crc() const { return crc_; }
+
+ private:
+  struct Walk {
+    std::size_t raw_len = 0;
+    bool complete = false;
+  };
+  void process(MpaFramerListener& out);
+  bool try_reqrep(MpaFramerListener& out);
+  bool try_fpdu(MpaFramerListener& out);
+  bool try_resync(MpaFramerListener& out);
+  // Walks raw octets from buffer index `start`, collecting `plain_needed` demarkered octets.
+  Walk walk(std::size_t start, std::size_t plain_needed, std::uint8_t* plain,
+            std::vector<wire::Marker>* markers, std::vector<std::size_t>* marker_idx,
+            std::size_t* crc_raw_index) const;
+  bool plausible_at(std::size_t index, bool need_next, bool* need_more) const;
+  std::uint64_t pos_of(std::size_t index) const { return buf_offset_ + index; }
+  bool is_marker_at(std::size_t index) const;
+  void emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out);
+  void emit_unframed(std::size_t raw_len, MpaFramerListener& out, const char* why);
+  void consume(std::size_t n);
+
+  Limits limits_;
+  State state_ = State::key;
+  const char* off_reason_ = "";  // why octets are unframed in State::off
+  bool markers_ = false;
+  bool crc_ = false;
+  std::optional<std::uint64_t> s0_;
+  ConsumeBuffer buf_;
+  std::uint64_t buf_offset_ = 0;  // stream offset of buf_[0]
+  bool buf_started_ = false;
+  // Slices of buf_ (frame, offset in frame, length), in order.
+  std::vector<FrameSlice> slices_;
+  std::vector<FrameSlice> spare_slices_;  // storage for the next RawPdu::slices
+  std::uint64_t pending_skipped_ = 0;
+  bool pending_resync_ = false;
+  bool pending_after_gap_ = false;
+  bool in_process_ = false;  // listener callbacks may change state but not re-enter
+  bool mid_stream_ = false;
+  bool finishing_ = false;  // end of input: no look-ahead past the last FPDU
+};
+
+}  // namespace ddpscope

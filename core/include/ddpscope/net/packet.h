@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Link, IP and TCP header decoding (and encoding, for the synthetic capture generator).
+// Pure functions over bytes: capture files are read elsewhere (analyzer/ uses libpcap).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ddpscope/common/bytes.h"
+
+namespace ddpscope::net {
+
+// Link types, numbered as pcap LINKTYPE_* values.
+enum class LinkType : std::uint32_t {
+  null = 0,         // BSD loopback: 4-octet host-order address family
+  ethernet = 1,     // Ethernet II, with 802.1Q / 802.1ad (QinQ) tags
+  raw = 101,        // raw IPv4 or IPv6 (version nibble decides)
+  loop = 108,       // OpenBSD loopback: 4-octet network-order address family
+  linux_sll = 113,  // Linux cooked v1
+  ipv4 = 228,
+  ipv6 = 229,
+  linux_sll2 = 276,  // Linux cooked v2
+};
+// DLT_RAW is 12 or 14 on some platforms; both are accepted as raw.
+bool is_supported_link_type(std::uint32_t link_type);
+std::string_view link_type_name(std::uint32_t link_type);
+
+struct Address {
+  bool v6 = false;
+  std::array<std::uint8_t, 16> bytes{};  // IPv4 in the first 4 octets
+  std::string to_string() const;         // 10.0.0.1 / 2001:db8::1
+  static Address v4(std::uint32_t host_order);
+  static std::optional<Address> parse(std::string_view text);
+  auto operator<=>(const Address&) const = default;
+};
+
+struct Endpoint {
+  Address addr;
+  std::uint16_t port = 0;
+  std::string to_string() const;  // 10.0.0.1:4420 / [2001:db8::1]:4420
+  auto operator<=>(const Endpoint&) const = default;
+};
+
+namespace tcp_flag {
+inline constexpr std::uint8_t fin = 0x01;
+inline constexpr std::uint8_t syn = 0x02;
+inline constexpr std::uint8_t rst = 0x04;
+inline constexpr std::uint8_t psh = 0x08;
+inline constexpr std::uint8_t ack = 0x10;
+}  // namespace tcp_flag
+
+// One TCP segment as decoded from a frame.
+struct TcpSegment {
+  Endpoint src;
+  Endpoint dst;
+  std::uint32_t seq = 0;
+  std::uint32_t ack = 0;
+  std::uint8_t flags = 0;
+  std::uint16_t window = 0;
+  std::optional<std::uint16_t> mss;  // MSS option (SYN)
+  bool has_timestamps = false;       // TCP timestamp option present (affects EMSS)
+  std::uint8_t options_size = 0;     // octets of TCP options in this segment
+  ByteView payload;                  // the payload octets captured (view into the frame)
+  // Payload length per the IP header. Larger than payload.size() when the frame was cut
+  // by the capture's snaplen: the missing octets are capture loss, not a protocol fact.
+  std::uint32_t payload_length = 0;
+  bool truncated() const { return payload.size() < payload_length; }
+};
+
+enum class FrameStatus {
+  tcp,          // a TCP segment (possibly truncated by snaplen: see TcpSegment)
+  not_tcp,      // a valid frame that carries no TCP (ARP, UDP, ICMP, ...): ignored
+  unsupported,  // link type or encapsulation we do not decode (IP fragments, tunnels)
+  malformed,    // headers inconsistent or cut before the TCP header ended
+};
+
+struct FrameDecode {
+  FrameStatus status = FrameStatus::malformed;
+  TcpSegment tcp;
+  std::string detail;  // why, for anything but tcp / not_tcp
+};
+
+// Decodes a captured frame. `data` is what was captured (caplen octets); `wire_length` is the
+// frame's original length. Never reads past `data`.
+FrameDecode decode_frame(std::uint32_t link_type, ByteView data, std::uint32_t wire_length);
+
+// Builds an Ethernet II + IPv4/IPv6 + TCP frame with correct checksums and lengths.
+struct TcpFrameSpec {
+  Endpoint src;
+  Endpoint dst;
+  std::uint32_t seq = 0;
+  std::uint32_t ack = 0;
+  std::uint8_t flags = tcp_flag::ack;
+  std::uint16_t window = 65535;
+  std::optional<std::uint16_t> mss;  // MSS option, for SYNs
+  std::array<std::uint8_t, 6> src_mac{0x02, 0, 0, 0, 0, 1};
+  std::array<std::uint8_t, 6> dst_mac{0x02, 0, 0, 0, 0, 2};
+  std::optional<std::uint16_t> vlan;  // one 802.1Q tag
+};
+Bytes encode_tcp_frame(const TcpFrameSpec& spec, ByteView payload);
+
+}  // namespace ddpscope::net

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Wire codecs for DDP (RFC 5041 §4): the tagged and untagged headers.
+// Pure functions: no state, no I/O. Every decoder is bounds-checked and returns a Result;
+// every encoder appends to a byte vector. Facts whose source is uncertain are marked
+// "(verify)" in wire/ and nowhere else.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "ddpscope/common/bytes.h"
+#include "ddpscope/common/result.h"
+
+namespace ddpscope::wire {
+
+// ---------------------------------------------------------------------------------------------
+// DDP (RFC 5041 §4)
+// ---------------------------------------------------------------------------------------------
+
+inline constexpr std::uint8_t kDdpFlagTagged = 0x80;
+inline constexpr std::uint8_t kDdpFlagLast = 0x40;
+inline constexpr std::uint8_t kDdpReservedMask = 0x3C;
+inline constexpr std::uint8_t kDdpVersionMask = 0x03;
+inline constexpr std::uint8_t kDdpVersion = 1;
+inline constexpr std::size_t kDdpTaggedHeaderSize = 14;
+inline constexpr std::size_t kDdpUntaggedHeaderSize = 18;
+
+struct DdpControl {
+  bool tagged = false;
+  bool last = false;
+  std::uint8_t reserved = 0;  // the 4 Rsvd bits, shifted down
+  std::uint8_t version = kDdpVersion;
+  std::uint8_t byte() const;
+  static DdpControl from_byte(std::uint8_t b);
+  bool operator==(const DdpControl&) const = default;
+};
+
+// One DDP header, tagged or untagged. The first RsvdULP octet is RDMAP's control byte.
+struct DdpHeader {
+  DdpControl control;
+  std::uint8_t rsvd_ulp0 = 0;  // RDMAP control byte
+  // Tagged:
+  std::uint32_t stag = 0;
+  std::uint64_t to = 0;
+  // Untagged:
+  std::uint32_t rsvd_ulp1 = 0;  // RDMAP: Invalidate STag (Send with Invalidate) or 0
+  std::uint32_t qn = 0;
+  std::uint32_t msn = 0;
+  std::uint32_t mo = 0;
+
+  std::size_t size() const {
+    return control.tagged ? kDdpTaggedHeaderSize : kDdpUntaggedHeaderSize;
+  }
+  bool operator==(const DdpHeader&) const = default;
+};
+
+Result<DdpHeader> decode_ddp_header(ByteView data);
+void encode_ddp_header(const DdpHeader& header, ByteWriter& out);
+
+// A DDP segment: header + payload view (into the ULPDU).
+struct DdpSegment {
+  DdpHeader header;
+  ByteView payload;
+};
+Result<DdpSegment> decode_ddp_segment(ByteView ulpdu);
+
+}  // namespace ddpscope::wire

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "ddpscope/common/bytes.h"
+
+namespace ddpscope {
+
+// Lower-case hex, two digits per octet, no separators; "..." marks a cut at max_bytes.
+std::string to_hex(ByteView data, std::size_t max_bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const std::size_t n = data.size() < max_bytes ? data.size() : max_bytes;
+  std::string s;
+  s.reserve(2 * n + 3);
+  for (std::size_t i = 0; i < n; ++i) {
+    s.push_back(kDigits[data[i] >> 4]);
+    s.push_back(kDigits[data[i] & 0x0F]);
+  }
+  if (n < data.size()) s += "...";
+  return s;
+}
+
+}  // namespace ddpscope

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "ddpscope/ddp/shadow.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ddpscope {
+
+namespace {
+constexpr std::uint64_t kPage = 4096;
+}
+
+std::string_view to_string(RegionSource s) {
+  switch (s) {
+    case RegionSource::observed:
+      return "observed";
+    case RegionSource::regions_file:
+      return "regions-file";
+    case RegionSource::advertisement:
+      return "advertisement";
+    case RegionSource::read_request_sink:
+      return "read-request-sink";
+    case RegionSource::read_request_source:
+      return "read-request-source";
+  }
+  return "?";
+}
+
+bool ShadowBuffer::contains(std::uint64_t to, std::uint64_t len) const {
+  if (!base || !length) return true;
+  if (to < *base) return false;
+  const std::uint64_t off = to - *base;
+  return off <= *length && len <= *length - off;
+}
+
+Bytes ShadowBuffer::read(std::uint64_t to, std::size_t len, std::vector<bool>* known) const {
+  Bytes out(len, 0);
+  if (known) known->assign(len, false);
+  std::size_t i = 0;
+  while (i < len) {
+    const std::uint64_t pos = to + i;
+    const std::uint64_t page = pos / kPage;
+    const std::size_t in_page = static_cast<std::size_t>(pos % kPage);
+    const std::size_t n = std::min<std::size_t>(len - i, kPage - in_page);
+    auto it = pages_.find(page);
+    if (it != pages_.end()) {
+      for (std::size_t k = 0; k < n; ++k) {
+        const std::size_t b = in_page + k;
+        if (it->second.valid[b / 8] & (1u << (b % 8))) {
+          out[i + k] = it->second.data[b];
+          if (known) (*known)[i + k] = true;
+        }
+      }
+    }
+    i += n;
+    if (pos + n < pos) break;  // TO wrapped
+  }
+  return out;
+}
+
+ShadowBuffer* ShadowMemory::find(const RegionKey& key) {
+  auto it = buffers_.find(key);
+  return it == buffers_.end() ? nullptr : &it->second;
+}
+const ShadowBuffer* ShadowMemory::find(const RegionKey& key) const {
+  auto it = buffers_.find(key);
+  return it == buffers_.end() ? nullptr : &it->second;
+}
+
+ShadowBuffer* ShadowMemory::get_or_create(const RegionKey& key, std::size_t max) {
+  if (auto* b = find(key)) return b;
+  if (buffers_.size() >= max) return nullptr;
+  ShadowBuffer& b = buffers_[key];
+  b.key = key;
+  return &b;
+}
+
+PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, ByteView content) {
+  PlaceResult r;
+  PlacedRange range = range_in;
+  if (range.end <= range.begin) return r;
+  if (range.violation) {
+    // A compliant sink places nothing of a violating segment: keep the attempt, not the bytes.
+    record_range(buf, range, r);
+    return r;
+  }
+  const std::uint64_t len = range.end - range.begin;
+
+  // Coalesced extents: count new octets, detect overlap.
+  std::uint64_t covered = 0;
+  auto& ext = buf.extents_;
+  // Fast path, O(1): a placement at or past the end of the highest extent (in-order segments of
+  // a message, the common case) extends that extent in place or starts a new last one.
+  const auto last = ext.empty() ? ext.end() : std::prev(ext.end());
+  if (last != ext.end() && last->first <= range.begin && last->second == range.begin) {
+    last->second = range.end;
+  } else if (last == ext.end() || last->second < range.begin) {
+    if (ext.size() < range_cap_) {
+      ext.emplace_hint(ext.end(), range.begin, range.end);
+    } else {
+      r.capped = true;
+    }
+  } else {
+    place_extent(buf, range, covered, r.capped);
+  }
+  r.new_bytes = len - covered;
+  r.overlap = covered > 0;
+  buf.bytes_placed_ += r.new_bytes;
+  buf.min_to_ = std::min(buf.min_to_, range.begin);
+  buf.max_end_ = std::max(buf.max_end_, range.end);
+
+  // Content: compare with what is retained, then keep the new octets while the cap allows.
+  const std::size_t n = std::min<std::size_t>(content.size(), len);
+  if (n > 0 && buf.pages_.empty() && retained_ + kPage > retention_cap_) {
+    r.content_dropped = true;  // nothing of this region is retained, and nothing more can be
+  } else {
+    place_content(buf, range.begin, content.first(n), r);
+  }
+
+  range.overlap = r.overlap;
+  range.conflict = r.conflict;
+  record_range(buf, range, r);
+  return r;
+}
+
+void ShadowMemory::record_range(ShadowBuffer& buf, const PlacedRange& range, PlaceResult& r) {
+  if (buf.ranges_.size() < range_cap_) {
+    buf.ranges_.push_back(range);
+  } else {
+    ++buf.ranges_dropped_;
+    r.capped = true;
+  }
+}
+
+void ShadowMemory::place_extent(ShadowBuffer& buf, const PlacedRange& range, std::uint64_t& covered,
+                                bool& capped) {
+  auto& ext = buf.extents_;
+  auto it = ext.upper_bound(range.begin);
+  if (it != ext.begin()) --it;
+  std::uint64_t new_begin = range.begin;
+  std::uint64_t new_end = range.end;
+  bool merged = false;
+  while (it != ext.end() && it->first <= range.end) {
+    const std::uint64_t b = it->first;
+    const std::uint64_t e = it->second;
+    if (e < range.begin) {
+      ++it;
+      continue;
+    }
+    const std::uint64_t ob = std::max(b, range.begin);
+    const std::uint64_t oe = std::min(e, range.end);
+    if (oe > ob) covered += oe - ob;
+    new_begin = std::min(new_begin, b);
+    new_end = std::max(new_end, e);
+    merged = true;
+    it = ext.erase(it);
+  }
+  // Disjoint extents are capped like ranges: past the cap a new island is not remembered
+  // (its octets still count as placed; a later overlap with it goes unseen).
+  if (merged || ext.size() < range_cap_) {
+    ext.emplace(new_begin, new_end);
+  } else {
+    capped = true;
+  }
+}
+
+void ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin, ByteView content,
+                                 PlaceResult& r) {
+  const std::size_t n = content.size();
+  for (std::size_t i = 0; i < n;) {
+    const std::uint64_t pos = begin + i;
+    const std::uint64_t page = pos / kPage;
+    const std::size_t in_page = static_cast<std::size_t>(pos % kPage);
+    const std::size_t chunk = std::min<std::size_t>(n - i, kPage - in_page);
+    auto pit = buf.pages_.find(page);
+    if (pit == buf.pages_.end()) {
+      if (retained_ + kPage > retention_cap_) {
+        r.content_dropped = true;
+        i += chunk;
+        continue;
+      }
+      ShadowBuffer::Page p;
+      p.data.assign(kPage, 0);
+      p.valid.assign(kPage / 8, 0);
+      pit = buf.pages_.emplace(page, std::move(p)).first;
+      retained_ += kPage;
+      buf.retained_ += kPage;
+    }
+    auto& pg = pit->second;
+    for (std::size_t k = 0; k < chunk; ++k) {
+      const std::size_t b = in_page + k;
+      const std::uint8_t v = content[i + k];
+      const bool had = pg.valid[b / 8] & (1u << (b % 8));
+      if (had) {
+        if (pg.data[b] != v) r.conflict = true;  // memory holds the latest, as the sink's would
+      }
+      pg.data[b] = v;
+      pg.valid[b / 8] = static_cast<std::uint8_t>(pg.valid[b / 8] | (1u << (b % 8)));
+    }
+    i += chunk;
+  }
+}
+
+}  // namespace ddpscope

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "ddpscope/tcp/reassembly.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ddpscope {
+
+TcpReassembler::TcpReassembler(std::size_t window, std::size_t history, HistoryBudget* budget)
+    : window_(window), history_cap_(history), budget_(budget) {}
+
+TcpReassembler::~TcpReassembler() {
+  if (budget_) budget_->used -= history_.size();
+}
+
+void TcpReassembler::syn(std::uint32_t isn) {
+  if (!base_) base_ = isn + 1;
+}
+
+// Sequence numbers wrap at 2^32; a segment is placed relative to the next expected octet.
+std::int64_t TcpReassembler::relative(std::uint32_t seq) const {
+  const std::uint32_t next_seq = *base_ + static_cast<std::uint32_t>(next_);
+  const auto diff = static_cast<std::int32_t>(seq - next_seq);
+  return static_cast<std::int64_t>(next_) + diff;
+}
+
+void TcpReassembler::segment(std::uint32_t seq, ByteView payload, std::uint64_t frame,
+                             std::uint32_t lost_tail, ReassemblyListener& out) {
+  if (payload.empty() && lost_tail == 0) return;
+  if (!base_) base_ = seq;  // capture started mid-connection: first octet seen is offset 0
+  std::int64_t rel = relative(seq);
+  std::uint32_t offset_in_frame = 0;
+  if (rel < static_cast<std::int64_t>(next_)) {
+    // Retransmission of octets already delivered (wholly or partly).
+    const std::uint64_t old = std::min<std::uint64_t>(next_ - rel, payload.size());
+    compare_history(static_cast<std::uint64_t>(rel), payload.first(old), frame, out);
+    retransmitted_ += old;
+    payload = payload.subspan(old);
+    offset_in_frame = static_cast<std::uint32_t>(old);
+    rel += static_cast<std::int64_t>(old);
+    if (payload.empty()) {
+      if (lost_tail == 0 || rel + lost_tail <= static_cast<std::int64_t>(next_)) return;
+    }
+  }
+  const auto off = static_cast<std::uint64_t>(rel);
+  if (off == next_ && pending_.empty()) {
+    deliver(off, payload, frame, offset_in_frame, out);
+  } else {
+    insert_pending(off, payload.size(), payload, frame, offset_in_frame, out);
+  }
+  if (lost_tail > 0) {
+    // A hostile header may claim up to 2^32 octets: take at most a window's worth of the loss
+    // (the rest becomes a hole, declared a gap like any other). Held by length: no memory.
+    const std::uint64_t lost = std::min<std::uint64_t>(lost_tail, window_ + 1);
+    insert_pending(off + payload.size(), lost, {}, frame,
+                   offset_in_frame + static_cast<std::uint32_t>(payload.size()), out);
+  }
+  drain(out);
+  while (pending_bytes_ > window_ && !pending_.empty()) {
+    declare_gap(out);
+    drain(out);
+  }
+}
+
+void TcpReassembler::insert_pending(std::uint64_t offset, std::uint64_t length, ByteView data,
+                                    std::uint64_t frame, std::uint32_t offset_in_frame,
+                                    ReassemblyListener& out) {
+  const bool lost = data.empty();
+  // First copy wins: cut the new range around what is already pending.
+  std::uint64_t pos = offset;
+  const std::uint64_t end = offset + length;
+  auto it = pending_.upper_bound(pos);
+  if (it != pending_.begin()) --it;
+  while (pos < end) {
+    // Find the first pending entry overlapping or after pos.
+    while (it != pending_.end() && it->first + it->second.length <= pos)
+      ++it;
+    const std::uint64_t chunk_end = (it == pending_.end()) ? end : std::min(end, it->first);
+    if (pos < chunk_end) {
+      Pending p;
+      const std::uint64_t from = pos - offset;
+      p.length = chunk_end - pos;
+      if (!lost) p.data.assign(data.begin() + from, data.begin() + (chunk_end - offset));
+      p.frame = frame;
+      p.offset_in_frame = offset_in_frame + static_cast<std::uint32_t>(from);
+      p.lost = lost;
+      pending_bytes_ += p.length;
+      held_bytes_ += p.data.size();
+      it = pending_.emplace(pos, std::move(p)).first;
+      ++it;
+      pos = chunk_end;
+      continue;
+    }
+    if (it == pending_.end()) break;
+    // Overlap with an existing pending entry.
+    const std::uint64_t ov_end = std::min(end, it->first + it->second.length);
+    if (!lost && !it->second.lost) {
+      const std::size_t a = pos - offset;
+      const std::size_t b = pos - it->first;
+      if (std::memcmp(data.data() + a, it->second.data.data() + b, ov_end - pos) != 0)
+        out.on_conflict(pos, ov_end - pos, frame);
+    }
+    retransmitted_ += ov_end - pos;
+    pos = ov_end;
+  }
+}
+
+void TcpReassembler::drain(ReassemblyListener& out) {
+  while (!pending_.empty()) {
+    auto it = pending_.begin();
+    if (it->first > next_) return;
+    Pending p = std::move(it->second);
+    const std::uint64_t off = it->first;
+    pending_.erase(it);
+    pending_bytes_ -= p.length;
+    held_bytes_ -= p.data.size();
+    if (off + p.length <= next_) continue;  // already delivered
+    const std::uint64_t skip = next_ - off;
+    if (p.lost) {
+      out.on_gap(next_, p.length - skip, p.frame);
+      next_ = off + p.length;
+      continue;
+    }
+    deliver(next_, ByteView(p.data).subspan(skip), p.frame,
+            p.offset_in_frame + static_cast<std::uint32_t>(skip), out);
+  }
+}
+
+void TcpReassembler::declare_gap(ReassemblyListener& out) {
+  auto it = pending_.begin();
+  if (it == pending_.end() || it->first <= next_) return;
+  out.on_gap(next_, it->first - next_, it->second.frame);
+  next_ = it->first;
+}
+
+void TcpReassembler::fin(std::uint32_t seq, std::uint64_t frame) {
+  if (!base_) base_ = seq;
+  const std::int64_t rel = relative(seq);
+  if (rel < static_cast<std::int64_t>(next_)) return;
+  if (!fin_offset_ || static_cast<std::uint64_t>(rel) > *fin_offset_) {
+    fin_offset_ = static_cast<std::uint64_t>(rel);
+    fin_frame_ = frame;
+  }
+}
+
+void TcpReassembler::flush(ReassemblyListener& out) {
+  drain(out);
+  while (!pending_.empty()) {
+    declare_gap(out);
+    drain(out);
+  }
+  if (fin_offset_ && *fin_offset_ > next_) {
+    out.on_gap(next_, *fin_offset_ - next_, fin_frame_);
+    next_ = *fin_offset_;
+  }
+}
+
+void TcpReassembler::deliver(std::uint64_t offset, ByteView data, std::uint64_t frame,
+                             std::uint32_t offset_in_frame, ReassemblyListener& out) {
+  if (data.empty()) return;
+  out.on_data(offset, data, frame, offset_in_frame);
+  next_ = offset + data.size();
+  if (history_cap_ == 0) return;
+  if (history_end_ != offset) history_size_ = 0;  // a gap: older octets are not contiguous
+  // Keep the newest history_cap_ octets in a ring indexed by stream offset. The ring grows with
+  // what was delivered (a stream that carries little costs little), up to the cap.
+  const std::uint64_t wanted = std::min<std::uint64_t>(history_size_ + data.size(), history_cap_);
+  if (history_.size() < wanted) grow_history(static_cast<std::size_t>(wanted));
+  const std::size_t ring = history_.size();
+  if (ring == 0) {  // the shared budget left no room
+    history_end_ = next_;
+    history_size_ = 0;
+    return;
+  }
+  ByteView keep = data.size() > ring ? data.last(ring) : data;
+  std::uint64_t pos = next_ - keep.size();
+  while (!keep.empty()) {
+    const std::size_t at = static_cast<std::size_t>(pos % ring);
+    const std::size_t n = std::min(keep.size(), ring - at);
+    std::memcpy(history_.data() + at, keep.data(), n);
+    keep = keep.subspan(n);
+    pos += n;
+  }
+  history_end_ = next_;
+  history_size_ = std::min<std::uint64_t>(history_size_ + data.size(), ring);
+}
+
+void TcpReassembler::grow_history(std::size_t wanted) {
+  std::size_t size = std::max<std::size_t>(history_.size(), 4096);
+  while (size < wanted)
+    size *= 2;
+  size = std::min(size, history_cap_);
+  const std::size_t old_size = history_.size();
+  if (budget_) {
+    const std::size_t room = budget_->cap > budget_->used ? budget_->cap - budget_->used : 0;
+    if (size - old_size > room) {
+      history_limited_ = true;
+      size = old_size + room;
+      if (size == old_size) return;
+    }
+    budget_->used += size - old_size;
+  }
+  Bytes grown(size);
+  // Re-lay the valid octets at their offsets modulo the new size.
+  const std::size_t old = history_.size();
+  for (std::uint64_t pos = history_end_ - history_size_; pos < history_end_; ++pos)
+    grown[static_cast<std::size_t>(pos % size)] = history_[static_cast<std::size_t>(pos % old)];
+  history_ = std::move(grown);
+}
+
+void TcpReassembler::compare_history(std::uint64_t offset, ByteView data, std::uint64_t frame,
+                                     ReassemblyListener& out) {
+  const std::uint64_t hist_begin = history_end_ - history_size_;
+  const std::uint64_t begin = std::max(offset, hist_begin);
+  const std::uint64_t end = std::min<std::uint64_t>(offset + data.size(), history_end_);
+  if (begin >= end) return;
+  const std::size_t ring = history_.size();
+  for (std::uint64_t pos = begin; pos < end;) {
+    const std::size_t at = static_cast<std::size_t>(pos % ring);
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(end - pos, ring - at));
+    if (std::memcmp(data.data() + (pos - offset), history_.data() + at, n) != 0) {
+      out.on_conflict(begin, end - begin, frame);
+      return;
+    }
+    pos += n;
+  }
+}
+
+}  // namespace ddpscope

@@ -1,0 +1,649 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The engine fed with TCP segments built here: a small connection builder writes the MPA
+// handshake and FPDUs into each direction's byte stream, then cuts it into segments.
+#include "ddpscope/analysis/analyzer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "ddpscope/common/crc32c.h"
+
+namespace ddpscope {
+namespace {
+
+using wire::Opcode;
+
+struct Seg {
+  int dir;
+  std::uint32_t seq;
+  Bytes data;
+  std::uint8_t flags = net::tcp_flag::ack;
+};
+
+// Builds one iWARP connection's byte streams and turns them into TCP segments.
+class Conn {
+ public:
+  Conn() {
+    ep_[0] = {*net::Address::parse("10.0.0.1"), 40000};
+    ep_[1] = {*net::Address::parse("10.0.0.2"), 4791};
+  }
+  bool crc = false;
+  bool markers_c2s = false;  // the server asks for markers (Reply's M)
+  bool markers_s2c = false;  // the client asks (Request's M)
+  std::uint8_t revision = 2;
+  bool enhanced = true;
+  std::uint16_t ird = 16, ord = 16;
+
+  // RFC 6581 words of the Request and the Reply when they are not {IRD ird, ORD ord}.
+  std::optional<wire::MpaEnhancedPd> request_pd, reply_pd;
+
+  void handshake() {
+    request();
+    reply();
+  }
+  void request() {
+    append(0, wire::encode_mpa_reqrep(reqrep(wire::MpaFrameKind::request)));
+    s0_[0] = stream_[0].size();
+  }
+  void reply() {
+    append(1, wire::encode_mpa_reqrep(reqrep(wire::MpaFrameKind::reply)));
+    s0_[1] = stream_[1].size();
+  }
+  wire::MpaReqRep reqrep(wire::MpaFrameKind kind) const {
+    const bool is_req = kind == wire::MpaFrameKind::request;
+    wire::MpaReqRep f;
+    f.kind = kind;
+    f.crc = crc;
+    f.markers = is_req ? markers_s2c : markers_c2s;
+    f.revision = revision;
+    f.enhanced = enhanced;
+    if (enhanced) {
+      f.enhanced_pd = (is_req ? request_pd : reply_pd)
+                          .value_or(wire::MpaEnhancedPd{false, false, ird, false, false, ord});
+    }
+    return f;
+  }
+
+  // Appends one FPDU carrying `header` + `payload`; returns its stream offset.
+  std::size_t fpdu(int dir, const wire::DdpHeader& h, ByteView payload = {}) {
+    Bytes ulpdu;
+    ByteWriter w(ulpdu);
+    wire::encode_ddp_header(h, w);
+    w.bytes(payload);
+    wire::FpduEncodeOptions o;
+    o.crc = crc;
+    o.markers = dir == 0 ? markers_c2s : markers_s2c;
+    o.stream_pos = stream_[dir].size() - s0_[dir];
+    const std::size_t at = stream_[dir].size();
+    append(dir, wire::encode_fpdu(ulpdu, o));
+    return at;
+  }
+
+  static wire::DdpHeader untagged(Opcode op, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo,
+                                  bool last, std::uint32_t inval = 0) {
+    return wire::untagged_header(op, qn, msn, mo, last, inval);
+  }
+  static wire::DdpHeader tagged(Opcode op, std::uint32_t stag, std::uint64_t to, bool last) {
+    return wire::tagged_header(op, stag, to, last);
+  }
+
+  void send(int dir, std::uint32_t msn, ByteView payload) {
+    fpdu(dir, untagged(Opcode::send, 0, msn, 0, true), payload);
+  }
+
+  // Segments of each direction cut at `mss` octets, in causal order: a segment goes out once
+  // its last octet was written (so a Read Response never precedes its Read Request).
+  std::vector<Seg> segments(std::size_t mss = 1460) const {
+    std::vector<std::pair<std::uint64_t, Seg>> timed;
+    for (int d = 0; d < 2; ++d) {
+      for (std::size_t pos = 0, n = 0; pos < stream_[d].size(); pos += n) {
+        n = std::min(mss, stream_[d].size() - pos);
+        // A sender that waits for its peer cannot have sent what it wrote after the wait in the
+        // same segment: cut where the other side wrote in between.
+        for (std::size_t k = pos; k + 1 < pos + n; ++k) {
+          if (time_[d][k + 1] > time_[d][k] + 1 &&
+              other_wrote_between(d, time_[d][k], time_[d][k + 1])) {
+            n = k + 1 - pos;
+            break;
+          }
+        }
+        timed.push_back({time_[d][pos + n - 1],
+                         Seg{d, isn_[d] + 1 + static_cast<std::uint32_t>(pos),
+                             Bytes(stream_[d].begin() + pos, stream_[d].begin() + pos + n)}});
+      }
+    }
+    std::stable_sort(timed.begin(), timed.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Seg> out;
+    for (auto& t : timed)
+      out.push_back(std::move(t.second));
+    return out;
+  }
+
+  // Feeds SYN, SYN-ACK, then `segs`, numbering frames from 1.
+  const Model& run(Analyzer& a, const std::vector<Seg>& segs) {
+    std::uint64_t frame = 0;
+    feed(a, ++frame, Seg{0, isn_[0], {}, net::tcp_flag::syn});
+    feed(a, ++frame, Seg{1, isn_[1], {}, net::tcp_flag::syn | net::tcp_flag::ack});
+    for (const auto& s : segs)
+      feed(a, ++frame, s);
+    a.finish();
+    return a.model();
+  }
+
+  const Bytes& stream(int dir) const { return stream_[dir]; }
+
+  bool other_wrote_between(int d, std::uint64_t t1, std::uint64_t t2) const {
+    const auto& o = time_[1 - d];
+    auto it = std::upper_bound(o.begin(), o.end(), t1);
+    return it != o.end() && *it < t2;
+  }
+
+ private:
+  void append(int dir, const Bytes& b) {
+    stream_[dir].insert(stream_[dir].end(), b.begin(), b.end());
+    time_[dir].insert(time_[dir].end(), b.size(), ++clock_);
+  }
+  void feed(Analyzer& a, std::uint64_t frame, const Seg& s) const {
+    net::TcpSegment t;
+    t.src = ep_[s.dir];
+    t.dst = ep_[1 - s.dir];
+    t.seq = s.seq;
+    t.flags = s.flags;
+    if (s.flags & net::tcp_flag::syn) t.mss = 1460;
+    t.payload = s.data;
+    t.payload_length = static_cast<std::uint32_t>(s.data.size());
+    a.feed_tcp(frame, static_cast<std::int64_t>(frame) * 1000, t);
+  }
+
+  net::Endpoint ep_[2];
+  std::uint32_t isn_[2] = {1000, 0xFFFFFF00u};  // the server's sequence numbers wrap
+  Bytes stream_[2];
+  std::vector<std::uint64_t> time_[2];  // when each octet was written
+  std::uint64_t clock_ = 0;
+  std::size_t s0_[2] = {0, 0};
+};
+
+// Flips one octet of the client's byte stream (client ISN 1000: stream offset 0 is seq 1001).
+void corrupt(std::vector<Seg>& segs, int dir, std::size_t offset) {
+  for (auto& s : segs) {
+    const std::size_t rel = s.seq - 1001u;
+    if (s.dir == dir && offset >= rel && offset < rel + s.data.size()) s.data[offset - rel] ^= 1;
+  }
+}
+
+Bytes pattern(std::size_t n, std::uint8_t seed = 3) {
+  Bytes b(n);
+  for (std::size_t i = 0; i < n; ++i)
+    b[i] = static_cast<std::uint8_t>(seed + i * 13);
+  return b;
+}
+
+std::vector<std::string> codes(const Model& m, Severity at_least = Severity::warning) {
+  std::vector<std::string> c;
+  for (const auto& f : m.findings)
+    if (f.severity >= at_least) c.emplace_back(f.code());
+  return c;
+}
+
+// A clean exchange: Sends both ways, an RDMA Write in several segments, a Read and its
+// Response. Nothing to report; placed content is what was written.
+void clean_exchange(Conn& c) {
+  c.handshake();
+  c.send(0, 1, pattern(64));
+  c.send(1, 1, pattern(32));
+  const Bytes w = pattern(3000, 9);
+  for (std::size_t off = 0; off < w.size(); off += 1000)
+    c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x100, 0x5000 + off, off + 1000 >= w.size()),
+           ByteView(w).subspan(off, 1000));
+  Bytes rr;
+  ByteWriter bw(rr);
+  wire::encode_read_request({0x200, 0x9000, 2000, 0x300, 0x1000}, bw);
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true), rr);
+  const Bytes r = pattern(2000, 77);
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, false), ByteView(r).first(1200));
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000 + 1200, true),
+         ByteView(r).subspan(1200));
+  c.send(0, 2, pattern(10));
+}
+
+TEST(Analysis, CleanExchangeHasNoFindingsAndPlacesTheWrittenBytes) {
+  for (bool crc : {false, true}) {
+    Conn c;
+    c.crc = crc;
+    clean_exchange(c);
+    Analyzer a;
+    const Model& m = c.run(a, c.segments(700));  // FPDUs straddle segments
+    EXPECT_TRUE(codes(m, Severity::note).empty())
+        << ::testing::PrintToString(codes(m, Severity::note));
+    ASSERT_EQ(m.streams.size(), 1u);
+    const auto& s = m.streams[0];
+    EXPECT_EQ(s.state, StreamState::full);
+    EXPECT_EQ(s.dirs[0].opcodes[0].messages, 1u);  // one RDMA Write message
+    EXPECT_EQ(s.dirs[0].opcodes[0].segments, 3u);
+    EXPECT_EQ(s.dirs[0].queues.at(0).last_msn, 2u);
+    const ShadowBuffer* b = m.memory.find({*net::Address::parse("10.0.0.2"), 0x100});
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->bytes_placed(), 3000u);
+    EXPECT_EQ(b->read(0x5000, 3000), pattern(3000, 9));
+    const ShadowBuffer* rb = m.memory.find({*net::Address::parse("10.0.0.1"), 0x200});
+    ASSERT_NE(rb, nullptr);
+    EXPECT_EQ(rb->read(0x9000, 2000), pattern(2000, 77));
+    // Every message was placed and delivered.
+    for (const auto& msg : m.messages) {
+      EXPECT_TRUE(msg.complete);
+      EXPECT_NE(msg.delivered_frame, 0u);
+    }
+  }
+}
+
+TEST(Analysis, OneSegmentPerOctetStillFramesEverything) {
+  Conn c;
+  c.crc = true;
+  clean_exchange(c);
+  Analyzer a;
+  const Model& m = c.run(a, c.segments(1));
+  EXPECT_TRUE(codes(m, Severity::note).empty());
+  EXPECT_EQ(m.streams[0].dirs[0].fpdus, 6u);
+}
+
+TEST(Analysis, ReorderedAndExactlyRetransmittedSegmentsAreNotErrors) {
+  Conn c;
+  clean_exchange(c);
+  auto segs = c.segments(500);
+  std::swap(segs[3], segs[5]);             // reordered in the capture
+  segs.insert(segs.begin() + 7, segs[6]);  // exact retransmission
+  Analyzer a;
+  const Model& m = c.run(a, segs);
+  EXPECT_TRUE(codes(m, Severity::note).empty())
+      << ::testing::PrintToString(codes(m, Severity::note));
+}
+
+TEST(Analysis, ConflictingRetransmissionIsReportedAndFirstCopyWins) {
+  Conn c;
+  clean_exchange(c);
+  auto segs = c.segments(500);
+  Seg bad = segs[4];
+  bad.data[bad.data.size() / 2] ^= 0xFF;
+  segs.insert(segs.begin() + 5, bad);
+  Analyzer a;
+  const Model& m = c.run(a, segs);
+  EXPECT_EQ(codes(m), std::vector<std::string>{"tcp.retransmission-conflict"});
+  EXPECT_EQ(m.findings[0].frame, 2u + 6u);
+}
+
+TEST(Analysis, CrcMismatchIsAnErrorWithTheMpaTerminate) {
+  Conn c;
+  c.crc = true;
+  c.handshake();
+  c.send(0, 1, pattern(64));
+  const std::size_t at = c.stream(0).size();
+  c.send(0, 2, pattern(64));
+  c.send(0, 3, pattern(64));
+  auto segs = c.segments(4096);
+  // Corrupt one payload octet of the second Send.
+  corrupt(segs, 0, at + 30);
+  Analyzer a;
+  const Model& m = c.run(a, segs);
+  ASSERT_EQ(codes(m), std::vector<std::string>{"mpa.crc-mismatch"});
+  ASSERT_TRUE(m.findings[0].terminate);
+  EXPECT_EQ(*m.findings[0].terminate, (TerminateError{2, 0, 2}));
+  // The damaged FPDU is dropped, as a compliant sink would; the MSN jump that follows is
+  // reported as its consequence (a note), not as a second error.
+  ASSERT_EQ(m.findings.size(), 2u);
+  EXPECT_EQ(m.findings[1].code(), "ddp.untagged.msn-gap");
+  EXPECT_TRUE(m.findings[1].consequence_of_gap);
+}
+
+TEST(Analysis, CrcMismatchOnTheLastFpduOfTheCaptureIsReported) {
+  Conn c;
+  c.crc = true;
+  c.handshake();
+  c.send(0, 1, pattern(64));
+  const std::size_t at = c.stream(0).size();
+  c.send(0, 2, pattern(64));
+  auto segs = c.segments(4096);
+  corrupt(segs, 0, at + 30);
+  Analyzer a;
+  const Model& m = c.run(a, segs);
+  EXPECT_EQ(codes(m), std::vector<std::string>{"mpa.crc-mismatch"});
+  EXPECT_EQ(m.streams[0].dirs[0].fpdus, 2u);
+}
+
+TEST(Analysis, CaptureLossIsAGapWhoseConsequencesAreNotes) {
+  Conn c;
+  c.handshake();
+  c.send(0, 1, pattern(64));
+  c.send(0, 2, pattern(3000));  // spans several segments
+  c.send(0, 3, pattern(64));
+  c.send(0, 4, pattern(64));
+  auto segs = c.segments(1000);
+  // Drop the client's third segment (inside MSN 2).
+  int seen = 0;
+  segs.erase(std::remove_if(segs.begin(), segs.end(),
+                            [&](const Seg& s) { return s.dir == 0 && ++seen == 3; }),
+             segs.end());
+  Analyzer a;
+  const Model& m = c.run(a, segs);
+  EXPECT_EQ(codes(m), std::vector<std::string>{"tcp.gap"});
+  bool resync = false;
+  for (const auto& f : m.findings)
+    if (f.code() == "mpa.resync" || f.code() == "ddp.message-incomplete") {
+      EXPECT_TRUE(f.consequence_of_gap);
+      resync = true;
+    }
+  EXPECT_TRUE(resync);
+  EXPECT_EQ(m.streams[0].dirs[0].queues.at(0).last_msn, 4u);
+}
+
+TEST(Analysis, MsnGapDuplicateAndBadMo) {
+  Conn c;
+  c.handshake();
+  c.send(0, 1, pattern(8));
+  c.send(0, 3, pattern(8));  // gap: 2 missing
+  c.send(0, 3, pattern(8));  // duplicate
+  c.fpdu(0, Conn::untagged(Opcode::send, 0, 4, 0, false), pattern(8));
+  c.fpdu(0, Conn::untagged(Opcode::send, 0, 4, 9, true), pattern(8));  // MO should be 8
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  EXPECT_EQ(codes(m),
+            (std::vector<std::string>{"ddp.untagged.msn-gap", "ddp.untagged.msn-duplicate",
+                                      "ddp.untagged.invalid-mo"}));
+}
+
+TEST(Analysis, OpcodeQnAndVersionRules) {
+  Conn c;
+  c.handshake();
+  c.fpdu(0, Conn::untagged(Opcode::send, 1, 1, 0, true), pattern(8));  // Send on QN 1
+  auto h = Conn::untagged(Opcode::send, 0, 1, 0, true);
+  h.rsvd_ulp0 = wire::RdmapControl{1, 0, 0xD}.byte();  // reserved opcode
+  c.fpdu(0, h, pattern(8));
+  auto t = Conn::tagged(Opcode::send, 5, 0, true);  // Send on the tagged model
+  c.fpdu(0, t, pattern(8));
+  auto v = Conn::untagged(Opcode::send, 0, 1, 0, true);
+  v.control.version = 2;
+  c.fpdu(0, v, pattern(8));
+  auto rv = Conn::untagged(Opcode::send, 0, 1, 0, true);
+  rv.rsvd_ulp0 = wire::RdmapControl{2, 0, 3}.byte();
+  c.fpdu(0, rv, pattern(8));
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  EXPECT_EQ(codes(m), (std::vector<std::string>{"ddp.untagged.invalid-qn", "rdmap.opcode-invalid",
+                                                "rdmap.opcode-invalid", "ddp.version-invalid",
+                                                "rdmap.version-invalid"}));
+  EXPECT_EQ(*m.findings[3].terminate, (TerminateError{1, 2, 6}));  // untagged: code 0x06
+}
+
+TEST(Analysis, ReadResponseRulesAndIrd) {
+  Conn c;
+  c.ird = 1;
+  c.ord = 1;  // both sides send IRD/ORD 1/1 (a Reply ORD above the Request's IRD is an error)
+  c.handshake();
+  Bytes rr1, rr2;
+  ByteWriter w1(rr1), w2(rr2);
+  wire::encode_read_request({0x200, 0x9000, 100, 0x300, 0}, w1);
+  wire::encode_read_request({0x201, 0xA000, 100, 0x300, 0}, w2);
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true), rr1);
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 2, 0, true), rr2);               // beyond IRD 1
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, true), pattern(90));  // short
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x999, 0xA000, true), pattern(100));  // wrong STag
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, true), pattern(100));  // unmatched
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  EXPECT_EQ(codes(m),
+            (std::vector<std::string>{"rdmap.ird-exceeded", "rdmap.read-response-size-mismatch",
+                                      "ddp.tagged.invalid-stag", "rdmap.read-response-unmatched"}));
+}
+
+TEST(Analysis, ReplyOrdAboveRequestIrdIsInsufficientIrd) {
+  Conn c;
+  c.request_pd = wire::MpaEnhancedPd{false, false, 4, false, false, 4};
+  c.reply_pd = wire::MpaEnhancedPd{false, false, 4, false, false, 8};
+  c.handshake();
+  c.send(0, 1, pattern(10));
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  ASSERT_EQ(codes(m), std::vector<std::string>{"mpa.handshake-invalid"});
+  EXPECT_EQ(m.findings[0].frame, 4u);  // SYN, SYN-ACK, Request, Reply
+  ASSERT_TRUE(m.findings[0].terminate);
+  EXPECT_EQ(*m.findings[0].terminate, (TerminateError{2, 0, 6}));  // LLP / MPA / Insufficient IRD
+  // 0x3FFF is "no value" (Intel's convention), not a depth: no finding.
+  Conn d;
+  d.request_pd = wire::MpaEnhancedPd{false, false, 0x3FFF, false, false, 4};
+  d.reply_pd = wire::MpaEnhancedPd{false, false, 4, false, false, 0x3FFF};
+  d.handshake();
+  Analyzer b;
+  EXPECT_TRUE(codes(d.run(b, d.segments())).empty());
+}
+
+TEST(Analysis, InitiatorFpduBeforeTheReplyIsReported) {
+  Conn c;
+  c.request();
+  c.send(0, 1, pattern(10));  // in frame 3 with the Request, before the Reply (frame 4)
+  c.reply();
+  c.send(0, 2, pattern(10));
+  c.send(1, 1, pattern(10));
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  ASSERT_EQ(codes(m), std::vector<std::string>{"mpa.handshake-invalid"});
+  EXPECT_EQ(m.findings[0].frame, 3u);
+  EXPECT_NE(m.findings[0].message.find("precedes the MPA Reply (frame 4)"), std::string::npos)
+      << m.findings[0].message;
+  // Both Sends are still framed and delivered.
+  EXPECT_EQ(m.streams.at(0).dirs[0].fpdus, 2u);
+}
+
+// RFC 6581 peer-to-peer: the initiator's first FPDU is the RTR the Reply chose, and the
+// responder sends nothing before it.
+TEST(Analysis, PeerToPeerRtrOrder) {
+  const auto p2p = [](Conn& c, bool write, bool read) {
+    c.request_pd = wire::MpaEnhancedPd{true, false, 16, true, true, 16};
+    c.reply_pd = wire::MpaEnhancedPd{true, false, 16, write, read, 16};
+    c.handshake();
+  };
+  Bytes zero_read;
+  ByteWriter w(zero_read);
+  wire::encode_read_request({0x1, 0, 0, 0x1, 0}, w);
+  {  // clean: Write RTR (siw's: STag 1, TO 0), then traffic both ways
+    Conn c;
+    p2p(c, true, false);
+    c.fpdu(0, Conn::tagged(Opcode::rdma_write, 1, 0, true));
+    c.send(1, 1, pattern(10));
+    c.send(0, 1, pattern(10));
+    Analyzer a;
+    EXPECT_TRUE(codes(c.run(a, c.segments())).empty());
+  }
+  {  // clean: Read RTR (a zero-length Read Request)
+    Conn c;
+    p2p(c, false, true);
+    c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true), zero_read);
+    c.fpdu(1, Conn::tagged(Opcode::read_response, 0x1, 0, true));
+    c.send(1, 1, pattern(10));
+    Analyzer a;
+    EXPECT_TRUE(codes(c.run(a, c.segments())).empty());
+  }
+  {  // the responder speaks first; the initiator's first FPDU is a Send, not the Write RTR
+    Conn c;
+    p2p(c, true, false);
+    c.send(1, 1, pattern(10));  // in frame 4 with the Reply
+    c.send(0, 1, pattern(10));  // frame 5
+    Analyzer a;
+    const Model& m = c.run(a, c.segments());
+    ASSERT_EQ(codes(m),
+              (std::vector<std::string>{"mpa.handshake-invalid", "mpa.handshake-invalid"}));
+    EXPECT_EQ(m.findings[0].frame, 4u);
+    EXPECT_NE(m.findings[0].message.find("precedes the initiator's RTR"), std::string::npos);
+    EXPECT_EQ(m.findings[1].frame, 5u);
+    EXPECT_NE(m.findings[1].message.find("not the zero-length write RTR"), std::string::npos)
+        << m.findings[1].message;
+  }
+}
+
+TEST(Analysis, AdvertisedBoundsInvalidationAndWrongStream) {
+  Conn c;
+  c.handshake();
+  Bytes adv;
+  ByteWriter w(adv);
+  w.be64(0x7000);
+  w.be32(0xAB);
+  w.be32(4096);
+  c.send(1, 1, adv);  // the server advertises STag 0xAB = [0x7000, +4096) on its side
+  for (std::uint64_t off = 0; off < 4096; off += 1024)  // fits
+    c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0xAB, 0x7000 + off, off == 3072), pattern(1024));
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0xAB, 0x7F00, true), pattern(512));  // overruns
+  c.fpdu(0, Conn::untagged(Opcode::send_invalidate, 0, 1, 0, true, 0xAB), pattern(4));
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0xAB, 0x7000, true), pattern(16));  // invalidated
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x1, 0xFFFFFFFFFFFFFFF0ull, true), pattern(32));
+  // zero-length tagged message with an arbitrary STag and TO: not checked.
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0xDEAD, 0xFFFFFFFFFFFFFFFFull, true), {});
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  EXPECT_EQ(codes(m), (std::vector<std::string>{"ddp.tagged.bounds", "rdmap.stag-invalidated-use",
+                                                "ddp.tagged.to-wrap"}));
+  const ShadowBuffer* b = m.memory.find({*net::Address::parse("10.0.0.2"), 0xAB});
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->bytes_placed(), 4096u);  // the violating segments placed nothing
+  EXPECT_EQ(b->source, RegionSource::advertisement);
+  // The overrunning Write is neither placed nor delivered; the one that fits is both.
+  for (const auto& msg : m.messages) {
+    if (!msg.tagged || msg.stag != 0xAB) continue;
+    if (msg.to == 0x7F00) {
+      EXPECT_EQ(msg.placed_frame, 0u);
+      EXPECT_EQ(msg.delivered_frame, 0u);
+    } else if (msg.to == 0x7000 && msg.length == 4096) {
+      EXPECT_NE(msg.placed_frame, 0u);
+      EXPECT_NE(msg.delivered_frame, 0u);
+    }
+  }
+}
+
+TEST(Analysis, SiwTerminateIsDecodedLinkedAndFlaggedNonconformant) {
+  Conn c;
+  c.handshake();
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x77, 0x10, true), pattern(16));
+  wire::Terminate t;
+  t.control = {0, rdmap_etype::remote_protection, rdmap_code::invalid_stag, true, true, false, 0};
+  t.ddp_segment_length = 30;
+  t.ddp_header = Conn::tagged(Opcode::rdma_write, 0x77, 0x10, true);
+  Bytes body;
+  ByteWriter w(body);
+  wire::encode_terminate(t, wire::TerminateLayout::siw_bitfield, w);
+  c.fpdu(1, Conn::untagged(Opcode::terminate, 2, 1, 0, true), body);
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  EXPECT_EQ(codes(m),
+            (std::vector<std::string>{"rdmap.terminate", "rdmap.terminate-nonconformant"}));
+  ASSERT_TRUE(m.findings[0].terminate);
+  EXPECT_EQ(*m.findings[0].terminate, (TerminateError{0, 1, 0}));
+  EXPECT_NE(m.findings[0].message.find("frame 5"), std::string::npos) << m.findings[0].message;
+}
+
+TEST(Analysis, MarkersInOneDirectionFrameCleanly) {
+  for (bool crc : {false, true}) {
+    Conn c;
+    c.crc = crc;
+    c.markers_c2s = true;
+    clean_exchange(c);
+    Analyzer a;
+    const Model& m = c.run(a, c.segments(333));
+    EXPECT_TRUE(codes(m).empty()) << ::testing::PrintToString(codes(m));
+    EXPECT_TRUE(m.streams[0].dirs[0].mpa.markers);
+    EXPECT_FALSE(m.streams[0].dirs[1].mpa.markers);
+    const ShadowBuffer* b = m.memory.find({*net::Address::parse("10.0.0.2"), 0x100});
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->read(0x5000, 3000), pattern(3000, 9));
+  }
+}
+
+// Feeds segments as captured without the connection's SYNs (client 10.0.0.1:40000).
+void feed_without_syn(Analyzer& a, const std::vector<Seg>& segs) {
+  std::uint64_t frame = 0;
+  for (const auto& s : segs) {
+    net::TcpSegment t;
+    const bool from_client = s.dir == 0;
+    t.src = {*net::Address::parse(from_client ? "10.0.0.1" : "10.0.0.2"),
+             static_cast<std::uint16_t>(from_client ? 40000 : 4791)};
+    t.dst = {*net::Address::parse(from_client ? "10.0.0.2" : "10.0.0.1"),
+             static_cast<std::uint16_t>(from_client ? 4791 : 40000)};
+    t.seq = s.seq;
+    t.flags = net::tcp_flag::ack;
+    t.payload = s.data;
+    t.payload_length = static_cast<std::uint32_t>(s.data.size());
+    a.feed_tcp(++frame, 0, t);
+  }
+  a.finish();
+}
+
+// The capture starts mid-stream (no handshake, first segments missing): with a hint the engine
+// finds the FPDU boundaries itself and raises no error.
+void expect_mid_stream_analysis(const StreamHint& hint) {
+  Conn c;
+  c.crc = true;
+  clean_exchange(c);
+  auto segs = c.segments(600);
+  segs.erase(segs.begin(), segs.begin() + 4);
+  AnalyzerOptions o;
+  o.hints.push_back(hint);
+  Analyzer a(o);
+  feed_without_syn(a, segs);
+  const Model& m = a.model();
+  ASSERT_EQ(m.streams.size(), 1u);
+  EXPECT_TRUE(m.streams[0].mid_stream);
+  EXPECT_GT(m.streams[0].dirs[0].fpdus + m.streams[0].dirs[1].fpdus, 2u);
+  for (const auto& f : m.findings)
+    EXPECT_NE(f.severity, Severity::error) << f.code() << f.message;
+}
+
+TEST(Analysis, MidStreamCaptureWithPortHint) {
+  expect_mid_stream_analysis(StreamHint{4791, std::nullopt, true, false});
+}
+
+TEST(Analysis, MidStreamCaptureWithEndpointHint) {
+  expect_mid_stream_analysis(
+      StreamHint{std::nullopt, net::Endpoint{*net::Address::parse("10.0.0.2"), 4791}, true, false});
+}
+
+// No SYN in the capture and the responder's pure ACK first: the engine first guesses the
+// wrong client and swaps sides when the MPA Request shows up, in the middle of framing the
+// segment that also carries the first FPDUs (a regression found by corrupted-capture fuzzing).
+TEST(Analysis, SidesSwapWhileFramingWhenTheCaptureMissesTheSyn) {
+  Conn c;
+  c.handshake();
+  c.send(0, 1, pattern(40));
+  c.send(0, 2, pattern(40));
+  c.send(1, 1, pattern(40));
+  auto segs = c.segments(100000);  // the client's Request and Sends in one segment
+  Seg ack = segs.front();
+  ack.dir = 1;
+  ack.data.clear();
+  ack.seq = 0xFFFFFF01u;
+  std::vector<Seg> all{ack};
+  all.insert(all.end(), segs.begin(), segs.end());
+  Analyzer a;
+  feed_without_syn(a, all);
+  const Model& m = a.model();
+  ASSERT_EQ(m.streams.size(), 1u);
+  EXPECT_EQ(m.streams[0].client.port, 40000);
+  EXPECT_TRUE(codes(m, Severity::note).empty())
+      << ::testing::PrintToString(codes(m, Severity::note));
+  EXPECT_EQ(m.streams[0].dirs[0].queues.at(0).last_msn, 2u);
+  EXPECT_EQ(m.streams[0].dirs[1].queues.at(0).last_msn, 1u);
+}
+
+TEST(Analysis, NonIwarpTcpIsIgnored) {
+  Analyzer a;
+  net::TcpSegment t;
+  t.src = {*net::Address::parse("10.0.0.1"), 1234};
+  t.dst = {*net::Address::parse("10.0.0.2"), 80};
+  const std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  t.payload = ByteView(reinterpret_cast<const std::uint8_t*>(http.data()), http.size());
+  t.payload_length = static_cast<std::uint32_t>(http.size());
+  a.feed_tcp(1, 0, t);
+  a.finish();
+  EXPECT_EQ(a.model().streams[0].state, StreamState::not_iwarp);
+  EXPECT_TRUE(a.model().findings.empty());
+}
+
+}  // namespace
+}  // namespace ddpscope
