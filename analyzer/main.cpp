@@ -114,8 +114,7 @@ int analyze(const AnalyzeArgs& a) {
       std::cerr << "ddpscope: " << err << "\n";
       return kExitUsage;
     }
-    for (const auto& r : regions)
-      analyzer.add_region(r);
+    analyzer.add_regions(regions);
   }
   std::string err;
   auto reader = capture::CaptureReader::open(a.file, err);

@@ -126,7 +126,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Analyzer an(o);
   TouchingObserver obs(an.model());
   an.set_observer(&obs);
-  if (config & kRegions) an.add_region(RegionSpec{0x100, 0x1000, 0x1000, std::nullopt, "fuzz"});
+  if (config & kRegions) {
+    const RegionSpec r{0x100, 0x1000, 0x1000, std::nullopt, "fuzz"};
+    an.add_regions({&r, 1});
+  }
   Script sc{an};
   for (auto& c : sc.next)
     c = {1000, 5000};

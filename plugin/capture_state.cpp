@@ -96,8 +96,7 @@ std::string describe_pdu(const PduRecord& p) {
 CaptureState::CaptureState(PluginOptions options)
     : options_(std::move(options)), analyzer_(options_.analyzer) {
   analyzer_.set_observer(this);
-  for (const RegionSpec& r : options_.regions)
-    analyzer_.add_region(r);
+  if (options_.regions) analyzer_.add_regions(*options_.regions);
 }
 
 CaptureState::~CaptureState() = default;

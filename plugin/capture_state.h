@@ -85,7 +85,7 @@ struct FrameRecord {
 
 struct PluginOptions {
   AnalyzerOptions analyzer;
-  std::vector<RegionSpec> regions;
+  std::optional<std::vector<RegionSpec>> regions;  // the regions file, when one is given
 };
 
 class CaptureState final : private AnalysisObserver {

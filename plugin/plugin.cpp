@@ -105,17 +105,17 @@ bool is_hinted(std::uint32_t port) {
 }
 
 // The regions file preference, in core's format (regions_file.h). A file that does not parse
-// gives no regions, as before.
-std::vector<RegionSpec> load_regions(const char* path) noexcept {
-  std::vector<RegionSpec> out;
-  if (path == nullptr || *path == '\0') return out;
+// gives no regions file (and the analysis does not take unknown STags as invalid).
+std::optional<std::vector<RegionSpec>> load_regions(const char* path) noexcept {
+  if (path == nullptr || *path == '\0') return std::nullopt;
   try {
+    std::vector<RegionSpec> out;
     std::string error;
-    if (!load_regions_file(path, out, error)) out.clear();
+    if (!load_regions_file(path, out, error)) return std::nullopt;
+    return out;
   } catch (...) {
-    out.clear();
+    return std::nullopt;
   }
-  return out;
 }
 
 std::optional<net::Address> to_address(const address& a) {

@@ -36,7 +36,9 @@ void AnalysisWorker::analyze(const QString& path, const QString& regions, quint6
     emit finished(job, failedSnapshot(path.toStdString(), err));
     return;
   }
-  auto snap = std::const_pointer_cast<Snapshot>(analyze_capture(path.toStdString(), cb, {}, specs));
+  std::optional<std::vector<RegionSpec>> given;
+  if (!regions.isEmpty()) given = std::move(specs);
+  auto snap = std::const_pointer_cast<Snapshot>(analyze_capture(path.toStdString(), cb, {}, given));
   snap->regions_file = regions.toStdString();
   emit finished(job, SnapshotPtr(std::move(snap)));
 }

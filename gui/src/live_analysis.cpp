@@ -31,7 +31,7 @@ QString filterError(const QString& filter) {
 }
 
 SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks& cb,
-                         const std::vector<RegionSpec>& regions) {
+                         const std::optional<std::vector<RegionSpec>>& regions) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   capture::LiveOptions lo;
@@ -63,8 +63,7 @@ SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks&
     return snap;
   }
   Analyzer analyzer(options);
-  for (const auto& r : regions)
-    analyzer.add_region(r);
+  if (regions) analyzer.add_regions(*regions);
 
   const auto base = std::chrono::milliseconds(std::max(cb.snapshot_interval_ms, 1));
   auto interval = base;

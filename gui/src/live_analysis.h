@@ -31,7 +31,7 @@ QString filterError(const QString& filter);
 // frames arrived), counters to cb.live_status. The final snapshot has `error` set when the
 // capture could not start (frames_read 0), failed midway, or its savefile could not be written.
 SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks& cb = {},
-                         const std::vector<RegionSpec>& regions = {});
+                         const std::optional<std::vector<RegionSpec>>& regions = std::nullopt);
 
 }  // namespace ddpscope::gui
 

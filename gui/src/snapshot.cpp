@@ -84,7 +84,7 @@ std::optional<std::size_t> Snapshot::series_of_frame(std::uint64_t frame,
 
 SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb,
                             const AnalyzerOptions& options,
-                            const std::vector<RegionSpec>& regions) {
+                            const std::optional<std::vector<RegionSpec>>& regions) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   auto finish = [&](Analyzer* an, capture::CaptureReader* reader, std::uint64_t frames) {
@@ -110,8 +110,7 @@ SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb
     return snap;
   }
   Analyzer analyzer(options);
-  for (const auto& r : regions)
-    analyzer.add_region(r);
+  if (regions) analyzer.add_regions(*regions);
   capture::Frame frame;
   std::uint64_t frames = 0;
   std::uint64_t last_frame = 0;

@@ -89,9 +89,9 @@ struct AnalysisCallbacks {
 
 // Reads the capture with ddpscope::capture and feeds core's Analyzer; returns the final
 // snapshot (final = true; cancelled or error set when it stopped early).
-// `regions`: bounds the user knows (regions file), as Analyzer::add_region.
+// `regions`: the regions file's regions, when the user gave one (Analyzer::add_regions).
 SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb = {},
                             const AnalyzerOptions& options = {},
-                            const std::vector<RegionSpec>& regions = {});
+                            const std::optional<std::vector<RegionSpec>>& regions = std::nullopt);
 
 }  // namespace ddpscope::gui

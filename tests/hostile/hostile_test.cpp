@@ -30,7 +30,8 @@ namespace fs = std::filesystem;
 
 TEST(Hostile, TaggedOffsetsAtTheTopOf64Bits) {
   Analyzer an;
-  an.add_region(RegionSpec{0x200, UINT64_MAX - 15, 16, std::nullopt, "top"});
+  const RegionSpec top_region{0x200, UINT64_MAX - 15, 16, std::nullopt, "top"};
+  an.add_regions({&top_region, 1});
   Wire w(an);
   w.handshake();
   const Bytes p16(16, 0xAB), p1(1, 0xCD);

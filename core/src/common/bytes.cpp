@@ -17,4 +17,17 @@ std::string to_hex(ByteView data, std::size_t max_bytes) {
   return s;
 }
 
+std::string hex_number(std::uint64_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  char buf[16];
+  std::size_t n = 0;
+  do {
+    buf[n++] = kDigits[v & 15];
+    v >>= 4;
+  } while (v != 0);
+  std::string s = "0x";
+  while (n > 0) s += buf[--n];
+  return s;
+}
+
 }  // namespace ddpscope

@@ -17,20 +17,6 @@ constexpr std::uint32_t kRtrStag = 1;  // siw's zero-length RTR STag (STag 0 is 
 constexpr std::uint32_t kMinMulpdu = 128;
 }  // namespace
 
-std::string_view to_string(RtrType t) {
-  switch (t) {
-    case RtrType::none:
-      return "none";
-    case RtrType::send:
-      return "send";
-    case RtrType::write:
-      return "write";
-    case RtrType::read:
-      return "read";
-  }
-  return "?";
-}
-
 std::string_view to_string(EventKind k) {
   switch (k) {
     case EventKind::connected:
@@ -106,6 +92,10 @@ std::string_view Session::state_name(State s) {
 Session::Session(MemoryTable& memory, SessionConfig config)
     : memory_(memory), config_(std::move(config)) {
   stream_id_ = memory_.new_stream_id();
+  rdmap::SinkConfig sc;
+  sc.stream = ddp::StreamFacts{stream_id_, config_.pd};
+  sc.rfc7306 = config_.rfc7306;
+  sink_ = rdmap::DataSink(sc);
   set_emss(config_.emss);
 }
 
@@ -124,13 +114,14 @@ SessionUsage Session::usage() const {
   u.rx_bytes = rx_.size() - rx_head_;
   u.tx_bytes = output_size();
   u.events = events_.size();
-  u.inbound_reads = irq_.size();
-  u.outbound_reads = orq_.size() + read_queue_.size();
+  u.inbound_reads = sink_.irq().size();
+  u.outbound_reads = sink_.orq().size() + read_queue_.size();
   u.posted_recvs = recvs_.size();
   u.held_bytes = rx_.capacity() + scratch_.capacity() + tx_.capacity() +
-                 events_.size() * sizeof(Event) + irq_.size() * sizeof(InboundRead) +
-                 orq_.size() * sizeof(OutstandingRead) + read_queue_.size() * sizeof(QueuedRead) +
-                 recvs_.size() * sizeof(RecvBuffer) + atomics_.capacity() * sizeof(PendingAtomic);
+                 events_.size() * sizeof(Event) + sink_.irq().size() * sizeof(wire::ReadRequest) +
+                 sink_.orq().size() * sizeof(rdmap::OutstandingRead) +
+                 read_queue_.size() * sizeof(QueuedRead) + recvs_.size() * sizeof(RecvBuffer) +
+                 sink_.atomics().size() * sizeof(rdmap::PendingAtomic);
   return u;
 }
 
@@ -192,7 +183,8 @@ void Session::on_timer(std::int64_t now_ns) {
       } else {
         // The half FPDU or message is dropped, never delivered; the peer is taken as gone.
         drop_partial_input();
-        irq_.clear();
+        sink_.clear_inbound_reads();
+        irq_sent_ = 0;
         state_ = State::closed;
         want_shutdown_ = true;
         want_abort_ = true;
@@ -258,20 +250,22 @@ void Session::queue_reqrep(bool reject) {
   }
   const Bytes raw = wire::encode_mpa_reqrep(f);
   tx_.insert(tx_.end(), raw.begin(), raw.end());
+  own_frame_ = f;
   tx_full_ = true;  // S0: the next octet we send is the first of Full Operation Phase
   tx_pos_ = 0;
 }
 
 void Session::handle_handshake() {
   const ByteView avail = ByteView(rx_).subspan(rx_head_);
+  const auto bad_frame = [&](const std::string& why) {
+    // RFC 5044 §7.1: the initiator reports a bad Reply in a Terminate; the responder closes.
+    if (config_.role == Role::initiator)
+      fatal(mpa::frame_invalid(why), nullptr, {});
+    else
+      fail(why);
+  };
   if (!wire::could_be_mpa_key(avail.first(std::min<std::size_t>(avail.size(), 16)))) {
-    if (config_.role == Role::initiator) {
-      fatal({TerminateError{static_cast<std::uint8_t>(TermLayer::llp), llp_etype::mpa,
-                            mpa_code::invalid_reqrep}},
-            nullptr, {});
-    } else {
-      fail("not an MPA Request");  // RFC 5044 §7.1: the responder closes
-    }
+    bad_frame(config_.role == Role::initiator ? "not an MPA Reply" : "not an MPA Request");
     return;
   }
   // Bound what we buffer: header + the largest private data we accept.
@@ -281,25 +275,16 @@ void Session::handle_handshake() {
       if (config_.role == Role::responder) {
         neg_.revision = std::min<std::uint8_t>(config_.mpa.revision, 2);
         queue_reqrep(true);
-        fail("MPA Request private data too long");
-        state_ = State::failed;
-      } else {
-        fatal({TerminateError{static_cast<std::uint8_t>(TermLayer::llp), llp_etype::mpa,
-                              mpa_code::invalid_reqrep}},
-              nullptr, {});
       }
+      bad_frame("MPA private data of " + std::to_string(pd_len) + " octets (max " +
+                std::to_string(config_.mpa.max_private_data) + ")");
       return;
     }
   }
   auto r = wire::decode_mpa_reqrep(avail);
   if (r.status() == DecodeStatus::need_more) return;
   if (!r) {
-    if (config_.role == Role::initiator)
-      fatal({TerminateError{static_cast<std::uint8_t>(TermLayer::llp), llp_etype::mpa,
-                            mpa_code::invalid_reqrep}},
-            nullptr, {});
-    else
-      fail("malformed MPA Request: " + r.error().message);
+    bad_frame("malformed MPA frame: " + r.error().message);
     return;
   }
   rx_head_ += r.consumed();
@@ -312,8 +297,17 @@ void Session::handle_handshake() {
     handle_reply(*r);
 }
 
+mpa::Policy Session::frame_policy(std::uint8_t max_revision) const {
+  mpa::Policy p;
+  p.min_revision = 1;
+  p.max_revision = max_revision;
+  p.max_private_data = config_.mpa.max_private_data;
+  p.accept_markers = config_.mpa.accept_markers;
+  return p;
+}
+
 bool Session::handle_request(const wire::MpaReqRep& req) {
-  const auto refuse = [&](const char* why) {
+  const auto refuse = [&](const std::string& why) {
     neg_.revision = std::clamp<std::uint8_t>(req.revision, 1, 2);
     neg_.enhanced = false;
     queue_reqrep(true);
@@ -321,10 +315,9 @@ bool Session::handle_request(const wire::MpaReqRep& req) {
     return false;
   };
   if (req.kind != wire::MpaFrameKind::request) return refuse("expected an MPA Request");
-  if (req.revision < 1 || req.revision > 2) return refuse("unsupported MPA revision");
-  if (req.revision == 2 && req.enhanced && !req.enhanced_pd)
-    return refuse("enhanced MPA Request without the IRD/ORD word");
-  if (req.markers && !config_.mpa.accept_markers) return refuse("peer asks for markers");
+  // We answer any revision we know with ours or lower (RFC 5044 §7.1).
+  const auto checks = mpa::check_frame(req, frame_policy(2));
+  if (const Violation* v = mpa::first_fatal(checks)) return refuse(v->detail);
 
   neg_.revision = std::min(req.revision, config_.mpa.revision);
   neg_.enhanced = neg_.revision == 2 && req.enhanced && req.enhanced_pd && config_.mpa.enhanced;
@@ -354,6 +347,7 @@ bool Session::handle_request(const wire::MpaReqRep& req) {
     neg_.ird = config_.mpa.ird;
     neg_.ord = config_.mpa.ord;
   }
+  sink_.set_ird(neg_.ird);
   if (config_.mpa.reject) {
     queue_reqrep(true);
     state_ = State::failed;
@@ -371,7 +365,7 @@ bool Session::handle_request(const wire::MpaReqRep& req) {
   queue_reqrep(false);
   if (neg_.peer_to_peer) {
     state_ = State::wait_rtr;
-    rtr_pending_ = true;
+    sink_.expect_rtr(neg_.rtr);
   } else {
     enter_full_operation();
   }
@@ -379,13 +373,13 @@ bool Session::handle_request(const wire::MpaReqRep& req) {
 }
 
 bool Session::handle_reply(const wire::MpaReqRep& rep) {
-  const auto bad = [&](std::uint8_t code) {
-    fatal({TerminateError{static_cast<std::uint8_t>(TermLayer::llp), llp_etype::mpa, code}},
-          nullptr, {});
+  const auto bad = [&](const Violation& v) {
+    fatal(v, nullptr, {});
     return false;
   };
-  if (rep.kind != wire::MpaFrameKind::reply) return bad(mpa_code::invalid_reqrep);
-  if (rep.revision < 1 || rep.revision > config_.mpa.revision) return bad(mpa_code::invalid_reqrep);
+  if (rep.kind != wire::MpaFrameKind::reply) return bad(mpa::frame_invalid("expected an MPA Reply"));
+  const auto checks = mpa::check_frame(rep, frame_policy(config_.mpa.revision));
+  if (const Violation* v = mpa::first_fatal(checks)) return bad(*v);
   if (rep.reject) {
     state_ = State::failed;
     deadline_.reset();
@@ -399,40 +393,24 @@ bool Session::handle_reply(const wire::MpaReqRep& rep) {
     push(std::move(e));
     return false;
   }
-  const bool asked_enhanced = config_.mpa.revision == 2 && config_.mpa.enhanced;
-  if (rep.revision == 2 && rep.enhanced && !rep.enhanced_pd) return bad(mpa_code::invalid_reqrep);
-  if (rep.markers && !config_.mpa.accept_markers) return bad(mpa_code::invalid_reqrep);
-  neg_.revision = rep.revision;
-  neg_.enhanced = asked_enhanced && rep.revision == 2 && rep.enhanced_pd.has_value();
-  neg_.crc = config_.mpa.crc || rep.crc;
-  neg_.tx_markers = rep.markers;
-  neg_.rx_markers = config_.mpa.markers;
+  const mpa::Settlement s = mpa::settle(own_frame_, rep);
+  if (const Violation* v = mpa::first_fatal(s.violations)) return bad(*v);
+  const mpa::Parameters& p = s.parameters;
+  neg_.revision = p.revision;
+  neg_.enhanced = p.enhanced;
+  neg_.crc = p.crc;
+  neg_.tx_markers = p.markers_to_responder;
+  neg_.rx_markers = p.markers_to_initiator;
+  neg_.peer_to_peer = p.peer_to_peer;
+  neg_.rtr = p.rtr;
   set_emss(config_.emss);
   neg_.ird = config_.mpa.ird;
   neg_.ord = config_.mpa.ord;
   if (neg_.enhanced) {
-    const auto& pd = *rep.enhanced_pd;
-    neg_.peer_enhanced = pd;
-    neg_.ord = std::min<std::uint16_t>(config_.mpa.ord, pd.ird);
-    // The responder's ORD must fit our IRD (RFC 6581 §9.1).
-    if (pd.ord > config_.mpa.ird && pd.ord != wire::MpaEnhancedPd::kNoValue)
-      return bad(mpa_code::insufficient_ird);
-    if (config_.mpa.peer_to_peer) {
-      if (!pd.peer_to_peer) return bad(mpa_code::no_matching_rtr);
-      const int picked = int{pd.zero_length_send_rtr} + int{pd.zero_length_write_rtr} +
-                         int{pd.zero_length_read_rtr};
-      if (picked != 1) return bad(mpa_code::no_matching_rtr);
-      RtrType t = pd.zero_length_write_rtr  ? RtrType::write
-                  : pd.zero_length_read_rtr ? RtrType::read
-                                            : RtrType::send;
-      const std::uint8_t bit = t == RtrType::write  ? rtr_offer::write
-                               : t == RtrType::read ? rtr_offer::read
-                                                    : rtr_offer::send;
-      if (!(config_.mpa.rtr_types & bit)) return bad(mpa_code::no_matching_rtr);
-      neg_.peer_to_peer = true;
-      neg_.rtr = t;
-    }
+    neg_.peer_enhanced = *rep.enhanced_pd;
+    neg_.ord = std::min<std::uint16_t>(config_.mpa.ord, rep.enhanced_pd->ird);
   }
+  sink_.set_ird(neg_.ird);
   enter_full_operation();
   if (neg_.peer_to_peer) send_rtr();
   return true;
@@ -462,7 +440,10 @@ void Session::send_rtr() {
       Bytes body;
       ByteWriter w(body);
       wire::encode_read_request(rr, w);
-      orq_.push_back(OutstandingRead{kRtrStag, 0, 0, 0, 0, true});
+      rdmap::OutstandingRead o;
+      o.req = rr;
+      o.rtr = true;
+      sink_.read_requested(o);
       emit_untagged(op(wire::Opcode::read_request), wire::kQnReadRequest, 0, body, {});
       break;
     }
@@ -662,43 +643,46 @@ PostStatus Session::rdma_read(std::uint32_t local_stag, std::uint64_t local_to, 
 }
 
 void Session::pump_reads() {
-  while (!read_queue_.empty() && orq_.size() < neg_.ord &&
+  while (!read_queue_.empty() && sink_.orq().size() < neg_.ord &&
          (state_ == State::established || state_ == State::closing)) {
     const QueuedRead q = read_queue_.front();
     read_queue_.pop_front();
     Bytes body;
     ByteWriter w(body);
     wire::encode_read_request(q.req, w);
-    orq_.push_back(OutstandingRead{q.req.sink_stag, q.req.sink_to, q.req.size, 0, q.wr_id, false});
+    rdmap::OutstandingRead o;
+    o.req = q.req;
+    o.wr_id = q.wr_id;
+    sink_.read_requested(o);
     emit_untagged(op(wire::Opcode::read_request), wire::kQnReadRequest, 0, body, {});
   }
 }
 
 void Session::pump_read_responses() {
-  while (!irq_.empty() && output_size() < config_.limits.tx_low_water &&
+  while (!sink_.irq().empty() && output_size() < config_.limits.tx_low_water &&
          (state_ == State::established || state_ == State::closing || state_ == State::wait_rtr)) {
-    InboundRead& ir = irq_.front();
+    const wire::ReadRequest rr = sink_.irq().front();
     const std::uint32_t chunk =
-        std::min<std::uint32_t>(ir.req.size - ir.sent, static_cast<std::uint32_t>(256u << 10));
+        std::min<std::uint32_t>(rr.size - irq_sent_, static_cast<std::uint32_t>(256u << 10));
     ByteView data;
     if (chunk > 0) {
-      const Region* r = memory_.find(ir.req.source_stag);
+      const Region* r = memory_.find(rr.source_stag);
       // Validated on arrival; a local deregistration since is a local catastrophic error.
-      if (!r || ir.req.source_to + ir.sent < r->base ||
-          ir.req.source_to + ir.sent - r->base + chunk > r->mem.size()) {
-        irq_.clear();
-        fatal({TerminateError{static_cast<std::uint8_t>(TermLayer::rdmap),
-                              rdmap_etype::local_catastrophic, 0}},
-              nullptr, {});
+      if (!r || rr.source_to + irq_sent_ < r->base ||
+          rr.source_to + irq_sent_ - r->base + chunk > r->mem.size()) {
+        fatal(rdmap::local_catastrophic());
         return;
       }
-      data = ByteView(r->mem.data() + (ir.req.source_to + ir.sent - r->base), chunk);
+      data = ByteView(r->mem.data() + (rr.source_to + irq_sent_ - r->base), chunk);
     }
-    const bool last = ir.sent + chunk == ir.req.size;
-    emit_tagged_part(op(wire::Opcode::read_response), ir.req.sink_stag, ir.req.sink_to + ir.sent,
-                     data, last);
-    ir.sent += chunk;
-    if (last) irq_.pop_front();
+    const bool last = irq_sent_ + chunk == rr.size;
+    emit_tagged_part(op(wire::Opcode::read_response), rr.sink_stag, rr.sink_to + irq_sent_, data,
+                     last);
+    irq_sent_ += chunk;
+    if (last) {
+      sink_.read_answered();
+      irq_sent_ = 0;
+    }
   }
   if (state_ == State::wait_rtr) return;
   maybe_finish_close();
@@ -725,7 +709,8 @@ PostStatus Session::send_immediate(std::uint64_t data, bool solicited, std::uint
 PostStatus Session::atomic_fetch_add(std::uint32_t remote_stag, std::uint64_t remote_to,
                                      std::uint64_t add, std::uint64_t wr_id) {
   if (!can_post()) return PostStatus::not_connected;
-  if (atomics_.size() >= config_.limits.max_outstanding_atomics) return PostStatus::no_resources;
+  if (sink_.atomics().size() >= config_.limits.max_outstanding_atomics)
+    return PostStatus::no_resources;
   wire::AtomicRequest a;
   a.atomic_opcode = static_cast<std::uint8_t>(wire::AtomicOp::fetch_add);
   a.request_id = next_atomic_id_++;
@@ -735,7 +720,10 @@ PostStatus Session::atomic_fetch_add(std::uint32_t remote_stag, std::uint64_t re
   Bytes body;
   ByteWriter w(body);
   wire::encode_atomic_request(a, w);
-  atomics_.push_back(PendingAtomic{a.request_id, wr_id});
+  rdmap::PendingAtomic pending;
+  pending.request_id = a.request_id;
+  pending.wr_id = wr_id;
+  sink_.atomic_requested(pending);
   emit_untagged(op(wire::Opcode::atomic_request), wire::kQnAtomicRequest, 0, body, {});
   return PostStatus::ok;
 }
@@ -744,7 +732,8 @@ PostStatus Session::atomic_compare_swap(std::uint32_t remote_stag, std::uint64_t
                                         std::uint64_t compare, std::uint64_t swap,
                                         std::uint64_t wr_id) {
   if (!can_post()) return PostStatus::not_connected;
-  if (atomics_.size() >= config_.limits.max_outstanding_atomics) return PostStatus::no_resources;
+  if (sink_.atomics().size() >= config_.limits.max_outstanding_atomics)
+    return PostStatus::no_resources;
   wire::AtomicRequest a;
   a.atomic_opcode = static_cast<std::uint8_t>(wire::AtomicOp::compare_swap);
   a.request_id = next_atomic_id_++;
@@ -757,19 +746,22 @@ PostStatus Session::atomic_compare_swap(std::uint32_t remote_stag, std::uint64_t
   Bytes body;
   ByteWriter w(body);
   wire::encode_atomic_request(a, w);
-  atomics_.push_back(PendingAtomic{a.request_id, wr_id});
+  rdmap::PendingAtomic pending;
+  pending.request_id = a.request_id;
+  pending.wr_id = wr_id;
+  sink_.atomic_requested(pending);
   emit_untagged(op(wire::Opcode::atomic_request), wire::kQnAtomicRequest, 0, body, {});
   return PostStatus::ok;
 }
 
 void Session::terminate(const TerminateError& error) {
   if (state_ != State::established && state_ != State::closing && state_ != State::wait_rtr) return;
-  fatal({error}, nullptr, {});
+  fatal(error);
 }
 
 bool Session::idle() const {
-  return output_size() == 0 && orq_.empty() && read_queue_.empty() && irq_.empty() &&
-         atomics_.empty();
+  return output_size() == 0 && sink_.orq().empty() && read_queue_.empty() && sink_.irq().empty() &&
+         sink_.atomics().empty();
 }
 
 void Session::close() {
@@ -785,7 +777,9 @@ void Session::close() {
 
 void Session::maybe_finish_close() {
   if (state_ != State::closing) return;
-  if (!orq_.empty() || !read_queue_.empty() || !irq_.empty() || !atomics_.empty()) return;
+  if (!sink_.orq().empty() || !read_queue_.empty() || !sink_.irq().empty() ||
+      !sink_.atomics().empty())
+    return;
   state_ = State::closed;
   want_shutdown_ = true;
   stall_deadline_.reset();
@@ -801,7 +795,8 @@ void Session::abort() {
   deadline_.reset();
   stall_deadline_.reset();
   teardown_deadline_.reset();
-  irq_.clear();
+  sink_.clear_inbound_reads();
+  irq_sent_ = 0;
   drop_partial_input();
   tx_.clear();
   tx_head_ = 0;

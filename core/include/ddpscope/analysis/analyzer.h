@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,10 @@ class Analyzer {
   Analyzer& operator=(const Analyzer&) = delete;
 
   void set_observer(AnalysisObserver* observer);
-  // A region the user knows (e.g. from --regions FILE).
-  void add_region(const RegionSpec& region);
+  // The regions the user knows (a regions file, --regions FILE). Giving them, even none, says
+  // the list is complete: an STag the Data Sinks have not registered, advertised or named in a
+  // Read Request is then invalid (RFC 5041 §7.2).
+  void add_regions(std::span<const RegionSpec> regions);
 
   // Feed a whole captured frame (link-layer bytes).
   void feed_frame(std::uint64_t frame, std::int64_t ts_ns, std::uint32_t link_type, ByteView data,

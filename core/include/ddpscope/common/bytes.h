@@ -84,5 +84,7 @@ class ByteWriter {
 };
 
 std::string to_hex(ByteView data, std::size_t max_bytes = SIZE_MAX);
+// "0x1f": a number in lowercase hexadecimal, no leading zeros (the form findings use).
+std::string hex_number(std::uint64_t v);
 
 }  // namespace ddpscope

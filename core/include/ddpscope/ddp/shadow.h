@@ -36,6 +36,11 @@ struct RegionSpec {
   std::uint64_t length = 0;
   std::optional<net::Address> owner;  // "sink" in the regions file; none = any host
   std::string origin;                 // free text: "regions file", "rping advertisement", ...
+  // What the user knows of its registration (RFC 5040 §5.3), checked when given.
+  std::optional<std::uint32_t> pd;      // protection domain
+  std::optional<std::uint8_t> access;   // ddp::access rights
+  bool valid = true;                    // false: already invalidated
+  bool invalidatable = true;            // remote invalidation allowed
 };
 
 // One placement: a segment's octets, with who placed them.
@@ -61,6 +66,9 @@ class ShadowBuffer {
   // Request describe one transfer, not the region, so they are shown but not enforced.
   bool bounds_enforced = false;
   std::optional<std::uint32_t> stream;  // stream the STag is associated with
+  std::optional<std::uint32_t> pd;      // protection domain, when the user gave it
+  std::optional<std::uint8_t> access;   // ddp::access rights, when the user gave them
+  bool invalidatable = true;
   std::uint64_t learned_frame = 0;
   bool invalidated = false;
   std::uint64_t invalidated_frame = 0;

@@ -8,19 +8,15 @@
 #include <optional>
 #include <span>
 
+#include "ddpscope/ddp/rules.h"
+
 namespace ddpscope::session {
 
 // ---------------------------------------------------------------------------------------------
 // Memory: protection domains, registered regions, STags (RFC 5040 §5.3, RFC 5041 §5.1)
 // ---------------------------------------------------------------------------------------------
 
-namespace access {
-inline constexpr std::uint8_t local_write = 0x01;
-inline constexpr std::uint8_t remote_read = 0x02;
-inline constexpr std::uint8_t remote_write = 0x04;
-inline constexpr std::uint8_t remote_atomic = 0x08;
-inline constexpr std::uint8_t all = 0x0F;
-}  // namespace access
+namespace access = ddp::access;  // rights, as the rule layer checks them (ddp/rules.h)
 
 struct Region {
   std::uint32_t stag = 0;  // 24-bit index << 8 | 8-bit key (as Linux siw)

@@ -8,9 +8,10 @@
 //                      ▼                                                      ▼
 //                   failed            terminated ◀──violation / Terminate── closing ─▶ closed
 //
-// Every incoming DDP segment is validated before one octet is placed; a violation queues a
-// Terminate (RFC 5040 §4.8, codes as Linux siw sends them) and the stream stops processing
-// input (RFC 5040 §5.4: after a fatal error the stream stays until the local side aborts it).
+// Every incoming DDP segment goes through the Data Sink model (rdmap/data_sink.h) before one
+// octet is placed; a violation queues the Terminate the rule layer names (RFC 5040 §4.8) — the
+// same one the analyzer reports for the same segment — and the stream stops processing input
+// (RFC 5040 §5.4: after a fatal error the stream stays until the local side aborts it).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,9 @@
 #include <vector>
 
 #include "ddpscope/common/bytes.h"
+#include "ddpscope/llp/boundary.h"
+#include "ddpscope/mpa/negotiate.h"
+#include "ddpscope/rdmap/data_sink.h"
 #include "ddpscope/session/memory.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
@@ -34,14 +38,9 @@ namespace ddpscope::session {
 // ---------------------------------------------------------------------------------------------
 
 enum class Role : std::uint8_t { initiator, responder };
-enum class RtrType : std::uint8_t { none, send, write, read };
-std::string_view to_string(RtrType t);
-
-namespace rtr_offer {
-inline constexpr std::uint8_t send = 0x1;
-inline constexpr std::uint8_t write = 0x2;
-inline constexpr std::uint8_t read = 0x4;
-}  // namespace rtr_offer
+using RtrType = llp::RtrType;
+using llp::to_string;
+namespace rtr_offer = mpa::rtr_offer;
 
 struct MpaConfig {
   std::uint8_t revision = 2;  // 1 = RFC 5044, 2 = RFC 6581
@@ -256,7 +255,7 @@ class Session {
   const SessionConfig& config() const { return config_; }
   // The peer's Request or Reply, once received.
   const std::optional<wire::MpaReqRep>& peer_frame() const { return peer_frame_; }
-  std::size_t outstanding_reads() const { return orq_.size(); }
+  std::size_t outstanding_reads() const { return sink_.orq().size(); }
   std::size_t posted_recvs() const { return recvs_.size(); }
   bool idle() const;  // nothing queued or outstanding
   std::uint64_t bytes_placed() const { return bytes_placed_; }
@@ -272,68 +271,42 @@ class Session {
     std::span<std::uint8_t> mem;
     std::uint64_t wr_id;
   };
-  struct OutstandingRead {
-    std::uint32_t sink_stag;
-    std::uint64_t sink_to;
-    std::uint32_t size;
-    std::uint32_t received;
-    std::uint64_t wr_id;
-    bool rtr;  // the zero-length RTR Read (no completion event)
-  };
   struct QueuedRead {
     wire::ReadRequest req;
     std::uint64_t wr_id;
   };
-  struct InboundRead {  // IRQ entry: a Read Request we respond to
-    wire::ReadRequest req;
-    std::uint32_t sent;
-  };
-  struct UntaggedRx {
-    std::uint32_t expected_msn = 1;
-    bool in_progress = false;
-    std::uint32_t mo = 0;
-  };
-  struct TaggedRx {
-    bool in_progress = false;
-    std::uint8_t opcode = 0;
-    std::uint32_t stag = 0;
-    std::uint64_t next_to = 0;
-    std::uint64_t first_to = 0;
-    std::uint64_t length = 0;
-  };
-  struct PendingAtomic {
-    std::uint32_t request_id;
-    std::uint64_t wr_id;
-  };
-  struct Violation {
-    TerminateError error;
-    bool quote_ddp = false;
-    bool quote_rdmap = false;
+  // What the Data Sink model asks of our memory: registered regions and posted buffers.
+  class SinkView final : public rdmap::SinkMemory {
+   public:
+    explicit SinkView(Session& s) : s_(s) {}
+    const ddp::RegionFacts* region(std::uint32_t stag) override;
+    bool regions_known() const override { return true; }
+    ddp::UntaggedBuffer send_buffer() override;
+
+   private:
+    Session& s_;
+    ddp::RegionFacts facts_;
   };
 
   void queue_reqrep(bool reject);
   void handle_handshake();
   bool handle_request(const wire::MpaReqRep& req);
   bool handle_reply(const wire::MpaReqRep& rep);
+  mpa::Policy frame_policy(std::uint8_t max_revision) const;
   void enter_full_operation();
   void send_rtr();
   void process_fpdus();
   // Returns the ULPDU of the next complete FPDU (markers stripped), or empty with `need_more`.
   bool next_fpdu(ByteView& ulpdu, std::size_t& raw_len, bool& fatal);
   void handle_ulpdu(ByteView ulpdu);
-  std::optional<Violation> handle_tagged(const wire::DdpSegment& seg);
-  std::optional<Violation> handle_untagged(const wire::DdpSegment& seg);
-  std::optional<Violation> handle_send(const wire::DdpSegment& seg, UntaggedRx& q);
-  std::optional<Violation> handle_read_request(const wire::DdpSegment& seg, UntaggedRx& q);
-  std::optional<Violation> handle_atomic(const wire::DdpSegment& seg, UntaggedRx& q);
-  std::optional<Violation> handle_immediate(const wire::DdpSegment& seg, UntaggedRx& q);
+  // An accepted segment: placement into our memory, completions and events.
+  void place_tagged(const wire::DdpSegment& seg, const rdmap::SegmentStep& step);
+  void place_untagged(const wire::DdpSegment& seg, const rdmap::SegmentStep& step);
   void handle_terminate(const wire::DdpSegment& seg);
-  // Checks a region for an access by the peer (RDMAP Remote Protection codes when `rdmap`,
-  // DDP Tagged Buffer codes otherwise).
-  std::optional<TerminateError> check_region(std::uint32_t stag, std::uint64_t to,
-                                             std::uint64_t len, std::uint8_t need, bool rdmap,
-                                             Region** out);
+  // RFC 5040 §4.8 / §5.4: the Terminate for `v` (quoting `seg` as it says), then stop.
   void fatal(const Violation& v, const wire::DdpSegment* seg, ByteView ulpdu);
+  // A local failure: a Terminate with `error`, no header quoted.
+  void fatal(const TerminateError& error);
   void receive_framed(ByteView data);
   bool receiving() const;
   bool partial_input() const;  // a partial FPDU or an unfinished message
@@ -381,15 +354,12 @@ class Session {
   bool direct_mode_ = false;
   bool input_paused_ = false;
   std::uint64_t fpdus_in_ = 0;  // complete FPDUs framed (progress for the stall timer)
-  bool rtr_pending_ = false;    // responder waits for the RTR
-  UntaggedRx rx_q_[5];
-  TaggedRx rx_tagged_;
+  rdmap::DataSink sink_;  // our Data Sink: MSNs, the tagged message, ORQ, IRQ, atomics, RTR
   std::deque<RecvBuffer> recvs_;
-  std::deque<OutstandingRead> orq_;
   std::deque<QueuedRead> read_queue_;
-  std::deque<InboundRead> irq_;
-  std::vector<PendingAtomic> atomics_;
+  std::uint32_t irq_sent_ = 0;  // octets of the IRQ head answered so far
   std::uint32_t next_atomic_id_ = 1;
+  wire::MpaReqRep own_frame_;  // the Request or Reply we sent
 
   // Transmit
   Bytes tx_;

@@ -124,7 +124,7 @@ void encode_atomic_response(const AtomicResponse& r, ByteWriter& out);
 inline constexpr std::size_t kImmediateDataSize = 8;
 Result<std::uint64_t> decode_immediate_data(ByteView body);
 
-// Terminate (RFC 5040 §4.8). Layer / error type / code values are in errors.h.
+// Terminate (RFC 5040 §4.8). Layer / error type / code values are in terminate_error.h.
 struct TerminateControl {
   std::uint8_t layer = 0;  // 4 bits
   std::uint8_t etype = 0;  // 4 bits

@@ -75,6 +75,32 @@ struct TerminateError {
   bool operator==(const TerminateError&) const = default;
 };
 
+// The triples by table (RFC 5040 §7, RFC 5041 §7, RFC 5044 §8). Only the rule layer
+// (ddp/rules.h, rdmap/rules.h, mpa/negotiate.h) and the catalog use these.
+namespace term {
+constexpr TerminateError rdmap_local_catastrophic() {
+  return {static_cast<std::uint8_t>(TermLayer::rdmap), rdmap_etype::local_catastrophic, 0};
+}
+constexpr TerminateError rdmap_protection(std::uint8_t code) {
+  return {static_cast<std::uint8_t>(TermLayer::rdmap), rdmap_etype::remote_protection, code};
+}
+constexpr TerminateError rdmap_operation(std::uint8_t code) {
+  return {static_cast<std::uint8_t>(TermLayer::rdmap), rdmap_etype::remote_operation, code};
+}
+constexpr TerminateError ddp_local_catastrophic() {
+  return {static_cast<std::uint8_t>(TermLayer::ddp), ddp_etype::local_catastrophic, 0};
+}
+constexpr TerminateError ddp_tagged(std::uint8_t code) {
+  return {static_cast<std::uint8_t>(TermLayer::ddp), ddp_etype::tagged_buffer, code};
+}
+constexpr TerminateError ddp_untagged(std::uint8_t code) {
+  return {static_cast<std::uint8_t>(TermLayer::ddp), ddp_etype::untagged_buffer, code};
+}
+constexpr TerminateError mpa(std::uint8_t code) {
+  return {static_cast<std::uint8_t>(TermLayer::llp), llp_etype::mpa, code};
+}
+}  // namespace term
+
 std::string_view term_layer_name(std::uint8_t layer);
 std::string_view term_etype_name(std::uint8_t layer, std::uint8_t etype);
 // Name of the code, or empty when the triple is not in the tables.

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The analysis engine behind the Analyzer facade (analyzer.h), in three parts that follow the
+// pipeline:
+//   engine_tcp.cpp   connections, TCP reassembly, capture loss, budgets across streams
+//   engine_mpa.cpp   the MPA LLP: handshake (mpa/negotiate.h), FPDU framing, CRC, markers,
+//                    MULPDU, setup order — hands each DDP segment over the LLP boundary
+//   engine_sink.cpp  each DDP segment through the Data Sink model (rdmap/data_sink.h) of its
+//                    direction: findings from its Violations, placement into shadow buffers,
+//                    message records and delivery, what completed RDMAP messages teach
+// Internal to core/src/analysis.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/findings/violation.h"
+#include "ddpscope/mpa/framer.h"
+#include "ddpscope/rdmap/data_sink.h"
+#include "ddpscope/tcp/reassembly.h"
+#include "ddpscope/ulp/advert.h"
+
+namespace ddpscope {
+
+inline constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
+
+// One queue's message being recorded (what the Data Sink model does not keep).
+struct MessageTrack {
+  std::size_t record = kNoIndex;  // index into Model::messages
+  std::uint64_t fifo_id = 0;      // place in the delivery queue
+  Bytes body;                     // the first octets of an untagged message, for decoding
+};
+
+struct FifoEntry {
+  std::size_t record = kNoIndex;
+  bool complete = false;
+};
+
+struct HeaderEcho {
+  wire::DdpHeader header;
+  std::uint64_t frame = 0;
+};
+
+// The analysis of one direction of a stream: what its sender sent, and the Data Sink of its
+// receiver.
+struct DirectionState {
+  DirectionState(const Limits& l, HistoryBudget* budget);
+  TcpReassembler reasm;
+  MpaFramer framer;
+  rdmap::DataSink sink;  // the receiver's Data Sink model
+  MessageTrack tagged;   // the tagged message in progress
+  FindingId tagged_violation = FindingId::count_;  // the open tagged message's last finding
+  std::array<MessageTrack, rdmap::DataSink::kQueues> queues;
+  std::deque<FifoEntry> fifo;  // messages in arrival order, awaiting delivery
+  std::uint64_t fifo_base = 0;  // id of fifo.front()
+  std::deque<HeaderEcho> recent;  // DDP headers sent, for Terminates that quote them
+  std::set<FindingId> once;       // noisy findings reported once per direction
+  bool truncated_reported = false;
+};
+
+struct Connection {
+  Connection(const Limits& l, HistoryBudget* budget)
+      : d{std::make_unique<DirectionState>(l, budget),
+          std::make_unique<DirectionState>(l, budget)} {}
+  // Direction states live behind pointers: swapping sides (once MPA tells which side is the
+  // initiator) may happen while one of them is framing, and must not move it.
+  DirectionState& ds(int i) { return *d[i]; }
+  int index_of(const DirectionState* s) const { return d[0].get() == s ? 0 : 1; }
+  std::uint32_t stream = 0;
+  std::array<std::unique_ptr<DirectionState>, 2> d;
+  bool provisional = true;  // client side guessed, not yet proven by SYN or MPA Request
+  std::optional<StreamHint> hint;
+  std::uint64_t reply_frame = 0;  // the MPA Reply's frame (0: none seen)
+};
+
+struct ConnectionKey {
+  net::Endpoint a, b;
+  auto operator<=>(const ConnectionKey&) const = default;
+};
+
+struct Analyzer::Impl {
+  explicit Impl(AnalyzerOptions o);
+
+  AnalyzerOptions options;
+  std::vector<std::unique_ptr<AdvertisementDecoder>> advertisers;
+  Model model;
+  AnalysisObserver* observer = nullptr;
+  // Shared by every connection's reassemblers: declared before `conns`, which return their
+  // history to it when destroyed.
+  HistoryBudget history_budget{options.limits.max_history_total};
+  std::map<ConnectionKey, std::size_t> conn_index;
+  std::vector<std::unique_ptr<Connection>> conns;
+  std::vector<RegionSpec> user_regions;
+  bool regions_known = false;  // the user gave a regions file (even an empty one)
+  std::set<std::string, std::less<>> limits_reported;
+  // The connection of the previous segment: captures are runs of one connection's segments.
+  ConnectionKey last_key;
+  std::size_t last_conn = kNoIndex;
+  ShadowBuffer* last_region = nullptr;  // see find_region()
+  bool ranges_capped = false;           // max_ranges_per_region reported
+  bool history_capped = false;          // max_history_total reported
+  std::uint64_t pending_total = 0;      // out-of-order octets held by all reassemblers
+  std::uint64_t resync_total = 0;       // octets held by all framers looking for a boundary
+
+  // The frame being processed and the PDU being built (findings attach to it).
+  std::uint64_t cur_frame = 0;
+  std::int64_t cur_ts = 0;
+  PduEvent* cur_ev = nullptr;
+
+  // ---- findings (engine_tcp.cpp) ----
+  struct Ctx {
+    std::uint32_t stream = UINT32_MAX;
+    int dir = -1;
+    std::uint64_t frame = 0;
+    const std::vector<FrameSlice>* slices = nullptr;  // the PDU's octets, when there is one
+  };
+  // A PDU's context: its first octet's frame (or `fallback`), every frame it spans.
+  static Ctx ctx_of(const Connection& c, int dir, const std::vector<FrameSlice>& slices,
+                    std::uint64_t fallback);
+  class ShadowView;  // the Data Sink model's view of the shadow buffers (engine_sink.cpp)
+  std::size_t report(FindingId id, const Ctx& ctx, std::string message, bool consequence = false,
+                     std::optional<TerminateError> term = std::nullopt);
+  // A rule-layer Violation as a finding: its id, detail and Terminate.
+  std::size_t report(const Violation& v, const Ctx& ctx, bool consequence = false);
+  // Reported once per limit. Called for every item past a cap, so the repeat costs a lookup.
+  void limit_reached(std::string_view what, const Ctx& ctx);
+  bool once(DirectionState& ds, FindingId id) { return ds.once.insert(id).second; }
+
+  // ---- TCP (engine_tcp.cpp) ----
+  void feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
+  Connection* connection_for(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
+  void on_data(Connection& c, int dir, std::uint64_t offset, ByteView data, std::uint64_t frame,
+               std::uint32_t offset_in_frame);
+  void on_gap(Connection& c, int dir, std::uint64_t offset, std::uint64_t length,
+              std::uint64_t next_frame);
+  static std::size_t resync_held(DirectionState& ds);
+  void finish();
+  void add_regions(std::span<const RegionSpec> regions);
+  void install_region(const RegionSpec& r, const net::Address& owner);
+  void ensure_ownerless_regions(const net::Address& host);
+
+  // Adapts reassembly and framing callbacks to one connection direction. The direction is
+  // looked up from the state object on every call: sides may be swapped while a callback chain
+  // is running.
+  struct Glue : ReassemblyListener, MpaFramerListener {
+    Glue(Impl& i, Connection& c, int d) : impl(i), conn(c), state(&c.ds(d)) {}
+    Impl& impl;
+    Connection& conn;
+    const DirectionState* state;
+    int dir() const { return conn.index_of(state); }
+    void on_data(std::uint64_t offset, ByteView data, std::uint64_t frame,
+                 std::uint32_t offset_in_frame) override;
+    void on_gap(std::uint64_t offset, std::uint64_t length, std::uint64_t next_frame) override;
+    void on_conflict(std::uint64_t offset, std::uint64_t length, std::uint64_t frame) override;
+    void on_raw_pdu(RawPdu& pdu) override;
+  };
+
+  // ---- MPA (engine_mpa.cpp) ----
+  void on_raw_pdu(Connection& c, int dir, RawPdu& p);
+  void on_not_mpa(Connection& c, int dir, const Ctx& ctx);
+  int on_reqrep(Connection& c, int dir, const wire::MpaReqRep& f, const Ctx& ctx);
+  void settle(Connection& c, const wire::MpaReqRep& reply, const Ctx& ctx);
+  void on_fpdu(Connection& c, int dir, RawPdu& p, PduEvent& ev, const Ctx& ctx);
+  void check_setup_order(Connection& c, int dir, const Ctx& ctx);
+  void check_markers(Connection& c, int dir, const RawPdu& p, const Ctx& ctx);
+  void swap_sides(Connection& c);
+  void start_mid_stream(Connection& c, int dir, bool markers, bool crc);
+  // Octets of this direction were lost (capture gap) or dropped (CRC, unframed).
+  void lost_input(Connection& c, int dir);
+
+  // ---- DDP / RDMAP (engine_sink.cpp): the LLP boundary ----
+  void on_ddp_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx);
+  void tagged_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
+                      const rdmap::SegmentStep& step, const ddp::TaggedRx& before);
+  void untagged_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
+                        const rdmap::SegmentStep& step);
+  void untagged_message(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
+                        const rdmap::SegmentStep& step, const MessageTrack& m);
+  void learn_from_read_request(Connection& c, int dir, const wire::ReadRequest& rr,
+                               const Ctx& ctx);
+  void advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t op, ByteView body);
+  void terminate(Connection& c, int dir, PduEvent& ev, const Ctx& ctx, ByteView body);
+  std::size_t new_record(Connection& c, int dir, std::uint8_t opcode, bool is_tagged);
+  std::uint64_t fifo_push(Connection& c, int dir, std::size_t record);
+  void complete(Connection& c, int dir, std::uint64_t fifo_id, std::size_t record, PduEvent& ev,
+                bool placed);
+  void abandon(Connection& c, int dir, std::uint64_t fifo_id);
+  ShadowBuffer* find_region(const RegionKey& key);
+  ShadowBuffer* region_for(Connection& c, int dir, const RegionKey& key);
+  void finish_direction(Connection& c, int dir);
+};
+
+// Endpoint equality for the per-segment path: a fixed-size compare the compiler inlines (the
+// defaulted operators go through a lexicographic memcmp call).
+bool same_address(const net::Address& x, const net::Address& y);
+bool same_endpoint(const net::Endpoint& x, const net::Endpoint& y);
+
+}  // namespace ddpscope

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The MPA LLP of the analysis (RFC 5044, RFC 6581): the connection setup through
+// mpa/negotiate.h, FPDU framing (mpa/framer.h), CRC and markers through mpa/rules.h, MULPDU, and
+// the setup order. Each FPDU that holds a DDP segment crosses the LLP boundary into
+// on_ddp_segment (engine_sink.cpp), which knows nothing of MPA.
+#include "ddpscope/common/bytes.h"
+#include "ddpscope/ddp/rules.h"
+#include "ddpscope/mpa/negotiate.h"
+#include "ddpscope/mpa/rules.h"
+#include "engine.h"
+
+namespace ddpscope {
+
+namespace {
+
+constexpr std::size_t kRecentHeaders = 256;
+
+// What an analysis accepts of a frame: all the RFCs allow, and revision 0 as siw does.
+const mpa::Policy kAnalysisPolicy{};
+
+}  // namespace
+
+Analyzer::Impl::Ctx Analyzer::Impl::ctx_of(const Connection& c, int dir,
+                                           const std::vector<FrameSlice>& slices,
+                                           std::uint64_t fallback) {
+  Ctx ctx{c.stream, dir, fallback, &slices};
+  if (!slices.empty()) ctx.frame = slices.front().frame;
+  return ctx;
+}
+
+void Analyzer::Impl::swap_sides(Connection& c) {
+  StreamModel& sm = model.streams[c.stream];
+  std::swap(sm.client, sm.server);
+  std::swap(sm.dirs[0], sm.dirs[1]);
+  std::swap(c.d[0], c.d[1]);
+}
+
+void Analyzer::Impl::lost_input(Connection& c, int dir) {
+  c.ds(dir).sink.lost_input();
+}
+
+void Analyzer::Impl::start_mid_stream(Connection& c, int dir, bool markers, bool crc) {
+  StreamModel& sm = model.streams[c.stream];
+  Glue glue{*this, c, dir};
+  c.ds(dir).sink.start_mid_stream();
+  c.ds(dir).framer.start_mid_stream(markers, crc, glue);
+  sm.dirs[dir].mpa.crc = crc;
+  sm.dirs[dir].mpa.markers = markers;
+}
+
+void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
+  StreamModel& sm = model.streams[c.stream];
+  PduEvent ev;
+  ev.stream = c.stream;
+  ev.direction = dir;
+  ev.stream_offset = p.stream_offset;
+  ev.raw = p.raw;
+  ev.slices = std::move(p.slices);
+  const Ctx ctx = ctx_of(c, dir, ev.slices, cur_frame);
+  // Framing one direction can complete the handshake and frame the other: keep the outer
+  // event's place.
+  PduEvent* const outer = cur_ev;
+  cur_ev = &ev;
+  switch (p.kind) {
+    case RawPdu::Kind::not_mpa:
+      on_not_mpa(c, dir, ctx);
+      cur_ev = outer;
+      p.slices = std::move(ev.slices);
+      return;  // nothing consumed: no event
+    case RawPdu::Kind::reqrep:
+      ev.kind = p.reqrep->kind == wire::MpaFrameKind::request ? PduKind::mpa_request
+                                                              : PduKind::mpa_reply;
+      dir = on_reqrep(c, dir, *p.reqrep, ctx);
+      ev.direction = dir;
+      ev.reqrep = &*p.reqrep;
+      break;
+    case RawPdu::Kind::unframed:
+      ev.kind = PduKind::unframed;
+      sm.dirs[dir].bytes_unframed += p.raw.size();
+      if (p.error && p.error->code == "mpa.ulpdu-length-invalid") {
+        const std::uint16_t len = p.raw.size() >= 2 ? load_be16(p.raw.data()) : 0;
+        report(ddp::header_too_short(len), ctx, c.ds(dir).sink.any_after_loss());
+      }
+      // Octets that could not be framed are lost to the analysis: what they held is missing.
+      if (sm.state == StreamState::full && !p.raw.empty()) lost_input(c, dir);
+      break;
+    case RawPdu::Kind::fpdu:
+      ev.kind = PduKind::fpdu;
+      on_fpdu(c, dir, p, ev, ctx);
+      break;
+  }
+  cur_ev = outer;
+  if (observer) observer->on_pdu(ev);
+  p.slices = std::move(ev.slices);  // the framer reuses the storage
+}
+
+void Analyzer::Impl::on_not_mpa(Connection& c, int dir, const Ctx& ctx) {
+  StreamModel& sm = model.streams[c.stream];
+  Glue glue{*this, c, dir};
+  if (c.hint) {
+    sm.mid_stream = true;
+    sm.state = StreamState::full;
+    start_mid_stream(c, dir, c.hint->markers, c.hint->crc);
+    return;
+  }
+  if (sm.state == StreamState::unknown) {
+    sm.state = StreamState::not_iwarp;
+    return;
+  }
+  if (sm.state == StreamState::full) {
+    // The peer's Request/Reply came before the capture: frame from the first FPDU found.
+    start_mid_stream(c, dir, false, sm.dirs[dir].mpa.crc);
+    return;
+  }
+  if (sm.state == StreamState::handshake) {
+    report(mpa::frame_invalid("the responder's first octets are not an MPA Reply"), ctx);
+    sm.state = StreamState::failed;
+    c.ds(0).framer.stop(glue);
+    c.ds(1).framer.stop(glue);
+  }
+}
+
+// Returns the (possibly swapped) direction index of the frame's sender.
+int Analyzer::Impl::on_reqrep(Connection& c, int dir, const wire::MpaReqRep& f,
+                              const Ctx& ctx_in) {
+  StreamModel& sm = model.streams[c.stream];
+  const bool is_request = f.kind == wire::MpaFrameKind::request;
+  if (sm.state == StreamState::unknown) {
+    // The Request's sender is the initiator; a lone Reply's sender the responder.
+    if ((is_request && dir == 1) || (!is_request && dir == 0)) {
+      if (c.provisional) {
+        swap_sides(c);
+        dir = 1 - dir;
+      }
+    }
+    c.provisional = false;
+    sm.state = StreamState::handshake;
+  }
+  Ctx ctx = ctx_in;
+  ctx.dir = dir;
+  DirectionModel& dm = sm.dirs[dir];
+  dm.mpa_frame = f;
+  dm.mpa_frame_number = ctx.frame;
+  Glue glue{*this, c, dir};
+  if ((is_request && dir != 0) || (!is_request && dir != 1)) {
+    report(mpa::frame_invalid(std::string("MPA ") + (is_request ? "Request from the responder"
+                                                                : "Reply from the initiator")),
+           ctx);
+    sm.state = StreamState::failed;
+    c.ds(0).framer.stop(glue);
+    c.ds(1).framer.stop(glue);
+    return dir;
+  }
+  for (const auto& v : mpa::check_frame(f, kAnalysisPolicy))
+    report(v, ctx);
+  if (is_request) {
+    if (sm.state == StreamState::full)
+      report(mpa::frame_invalid("second MPA Request on the stream"), ctx);
+    return dir;
+  }
+  settle(c, f, ctx);
+  return dir;
+}
+
+// The Reply completes the handshake: the parameters both frames settle, checked once
+// (mpa::settle), configure framing and both Data Sinks.
+void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& ctx) {
+  StreamModel& sm = model.streams[c.stream];
+  Glue glue{*this, c, 1};
+  c.reply_frame = ctx.frame;
+  if (f.reject) {
+    report(FindingId::mpa_rejected, ctx,
+           f.private_data.empty() ? "connection rejected"
+                                  : "connection rejected (" +
+                                        std::to_string(f.private_data.size()) +
+                                        " octets of private data)");
+    sm.state = StreamState::rejected;
+    c.ds(0).framer.stop(glue);
+    c.ds(1).framer.stop(glue);
+    return;
+  }
+  const auto& req = sm.dirs[0].mpa_frame;
+  mpa::Parameters p;
+  if (req) {
+    const mpa::Settlement s = mpa::settle(*req, f);
+    for (const auto& v : s.violations)
+      report(v, ctx);
+    p = s.parameters;
+  } else {
+    // The Request came before the capture: what the Reply alone tells.
+    p.revision = f.revision;
+    p.crc = f.crc;
+    p.markers_to_responder = f.markers;
+  }
+  sm.revision = p.revision;
+  sm.enhanced = p.enhanced;
+  sm.peer_to_peer = p.peer_to_peer;
+  sm.rtr = p.rtr == llp::RtrType::none ? std::string() : std::string(llp::to_string(p.rtr));
+  sm.dirs[0].mpa.crc = p.crc;
+  sm.dirs[1].mpa.crc = p.crc;
+  sm.dirs[0].mpa.markers = p.markers_to_responder;
+  sm.dirs[1].mpa.markers = p.markers_to_initiator;
+  sm.state = StreamState::full;
+  // Each Data Sink accepts its own side's IRD in Read Requests (RFC 6581 §9.1).
+  c.ds(0).sink.set_ird(p.responder_ird);
+  c.ds(1).sink.set_ird(p.initiator_ird);
+  if (p.peer_to_peer && !sm.mid_stream) c.ds(0).sink.expect_rtr(p.rtr);
+  Glue g0{*this, c, 0};
+  Glue g1{*this, c, 1};
+  sm.dirs[1].mpa.s0 = c.ds(1).framer.s0().value_or(0);
+  c.ds(0).framer.set_params(p.markers_to_responder, p.crc, g0);
+  c.ds(1).framer.set_params(p.markers_to_initiator, p.crc, g1);
+  if (c.ds(0).framer.s0()) sm.dirs[0].mpa.s0 = *c.ds(0).framer.s0();
+}
+
+void Analyzer::Impl::on_fpdu(Connection& c, int dir, RawPdu& p, PduEvent& ev, const Ctx& ctx) {
+  StreamModel& sm = model.streams[c.stream];
+  DirectionModel& dm = sm.dirs[dir];
+  DirectionState& ds = c.ds(dir);
+  dm.fpdus++;
+  const std::uint16_t len = load_be16(p.plain.data());
+  ev.ulpdu_length = len;
+  ev.ulpdu = p.plain.subspan(2, len);
+  ev.crc_field = p.crc_field;
+  ev.markers = p.markers;
+  ev.marker_offsets = p.marker_offsets;
+  ev.leading_marker = p.leading_marker;
+
+  if (p.after_resync) {
+    const bool benign = p.resync_after_gap || p.resync_mid_stream;
+    if (p.resync_skipped > 0 || !benign) {
+      report(FindingId::mpa_resync, ctx,
+             "FPDU framing found again after " + std::to_string(p.resync_skipped) + " octets" +
+                 (p.resync_after_gap ? " (after capture loss)" : ""),
+             benign);
+    }
+  }
+
+  // CRC (RFC 5044 §4.2)
+  bool crc_ok = true;
+  if (dm.mpa.crc && options.check_crc) {
+    const bool ok_all = p.crc_field == p.crc_all;
+    const bool ok_lit = p.crc_field == p.crc_no_lead;
+    crc_ok = ok_all || ok_lit;
+    ev.crc_expected = p.leading_marker && !ok_all && ok_lit ? p.crc_no_lead : p.crc_all;
+    if (!crc_ok) {
+      dm.crc_errors++;
+      report(mpa::crc_mismatch(p.crc_field, p.crc_all), ctx);
+      // The FPDU is dropped: what it leaves missing is a consequence, like capture loss.
+      lost_input(c, dir);
+    }
+  } else if (!dm.mpa.crc && p.crc_field != 0 && once(ds, FindingId::mpa_crc_unexpected)) {
+    report(FindingId::mpa_crc_unexpected, ctx,
+           "CRC field " + hex_number(p.crc_field) +
+               " while CRC is not in use (reported once)");
+  }
+  ev.crc_ok = crc_ok;
+
+  // Markers (RFC 5044 §4.3)
+  if (!p.markers.empty()) check_markers(c, dir, p, ctx);
+
+  // MULPDU against the receiver's MSS (RFC 5044 §8). Linux siw sizes FPDUs by the MSS
+  // without TCP options, so the MSS itself is the EMSS here.
+  const auto& peer_mss = sm.dirs[1 - dir].mss;
+  if (peer_mss) {
+    const std::uint32_t m = wire::mulpdu(*peer_mss, dm.mpa.markers);
+    if (m > 0 && len > m && once(ds, FindingId::mpa_fpdu_exceeds_mulpdu)) {
+      report(FindingId::mpa_fpdu_exceeds_mulpdu, ctx,
+             "ULPDU of " + std::to_string(len) + " octets; MULPDU for MSS " +
+                 std::to_string(*peer_mss) + " is " + std::to_string(m) + " (reported once)");
+    }
+  }
+  if (!crc_ok) return;  // a compliant sink drops the FPDU: nothing is placed
+
+  auto seg = wire::decode_ddp_segment(ev.ulpdu);
+  if (!seg) {
+    report(ddp::header_too_short(len), ctx);
+    return;
+  }
+  ev.ddp = seg.value();
+  if (dm.fpdus == 1) check_setup_order(c, dir, ctx);
+  on_ddp_segment(c, dir, ev, ctx);  // the LLP boundary
+  if (ds.recent.size() >= kRecentHeaders) ds.recent.pop_front();
+  ds.recent.push_back({seg->header, ctx.frame});
+}
+
+// The first FPDU of each direction against the connection setup order: the initiator sends
+// none before the MPA Reply arrives (RFC 5044 §7.1); in peer-to-peer mode (RFC 6581) the
+// responder sends none before the initiator's RTR (which its Data Sink checks). A capture shows
+// an order the endpoints saw too: an FPDU captured before the Reply that enables it was sent
+// before that Reply arrived.
+void Analyzer::Impl::check_setup_order(Connection& c, int dir, const Ctx& ctx) {
+  const StreamModel& sm = model.streams[c.stream];
+  if (sm.mid_stream || c.reply_frame == 0) return;
+  if (dir == 0 && ctx.frame < c.reply_frame) {
+    report(mpa::frame_invalid("the initiator's first FPDU precedes the MPA Reply (frame " +
+                              std::to_string(c.reply_frame) + ")"),
+           ctx);
+  }
+  if (dir == 1 && sm.peer_to_peer && !sm.rtr.empty() && sm.dirs[0].fpdus == 0) {
+    report(mpa::frame_invalid(
+               "peer-to-peer: the responder's first FPDU precedes the initiator's RTR"),
+           ctx);
+  }
+}
+
+void Analyzer::Impl::check_markers(Connection& c, int dir, const RawPdu& p, const Ctx& ctx) {
+  StreamModel& sm = model.streams[c.stream];
+  DirectionModel& dm = sm.dirs[dir];
+  const std::uint64_t s0 = c.ds(dir).framer.s0().value_or(0);
+  const std::uint64_t start = p.stream_offset - s0;  // FPDU start incl. a leading marker
+  const std::uint64_t header = start + (p.leading_marker ? wire::kMpaMarkerSize : 0);
+  bool fits_all = true, fits_lit = true;
+  std::string bad;
+  for (std::size_t i = 0; i < p.markers.size(); ++i) {
+    const auto& m = p.markers[i];
+    if (m.reserved != 0) bad = "marker reserved field " + hex_number(m.reserved);
+    if (p.leading_marker && i == 0) {
+      if (m.fpduptr != 0)
+        bad = "marker in front of an FPDU has FPDUPTR " + std::to_string(m.fpduptr);
+      continue;
+    }
+    if (m.fpduptr != m.stream_pos - start) fits_all = false;
+    if (m.fpduptr != m.stream_pos - header) fits_lit = false;
+    if (m.fpduptr != m.stream_pos - start && m.fpduptr != m.stream_pos - header) {
+      bad = "marker at stream position " + std::to_string(m.stream_pos) + " has FPDUPTR " +
+            std::to_string(m.fpduptr) + ", FPDU starts " + std::to_string(m.stream_pos - header) +
+            " octets back";
+    }
+  }
+  if (dm.mpa.crc && p.leading_marker) {
+    if (p.crc_field != p.crc_all) fits_all = false;
+    if (p.crc_field != p.crc_no_lead) fits_lit = false;
+  }
+  if (!bad.empty()) {
+    report(mpa::marker_mismatch(bad), ctx);
+    return;
+  }
+  if (p.leading_marker && fits_all != fits_lit && !dm.mpa.convention) {
+    dm.mpa.convention = fits_all ? wire::MarkerConvention::leading_marker_in_fpdu
+                                 : wire::MarkerConvention::literal;
+    report(FindingId::mpa_marker_convention, ctx,
+           std::string("sender counts a marker in front of an FPDU ") +
+               (fits_all ? "as the FPDU's first octet (Wireshark/OSC convention)"
+                         : "outside the FPDU (literal RFC 5044 reading)"));
+  }
+}
+
+}  // namespace ddpscope

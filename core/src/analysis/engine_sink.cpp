@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// DDP and RDMAP in the analysis: each DDP segment the LLP hands over goes through the Data Sink
+// model of its direction (rdmap/data_sink.h), the same model and rules the endpoint runs. Here
+// only what analysis adds: a finding for each Violation (a consequence when capture loss came
+// first), placement into shadow buffers (ddp/shadow.h), message records and in-order delivery
+// (RFC 5041 §5.3), and what completed RDMAP messages teach about regions (Read Requests,
+// advertisements, invalidation) and the other side's Data Sink (ORQ, IRQ, atomics).
+#include <algorithm>
+
+#include "ddpscope/common/bytes.h"
+#include "engine.h"
+
+namespace ddpscope {
+
+namespace {
+
+constexpr std::size_t kBodyKeep = 4096;  // octets of an untagged message kept for decoding
+
+constexpr std::uint8_t op(wire::Opcode o) {
+  return static_cast<std::uint8_t>(o);
+}
+
+// STag-level facts do not change within a message: one finding per message, not per segment.
+bool stag_level(FindingId id) {
+  return id == FindingId::ddp_tagged_invalid_stag || id == FindingId::rdmap_stag_invalidated_use ||
+         id == FindingId::ddp_tagged_stag_wrong_stream ||
+         id == FindingId::ddp_tagged_access_rights;
+}
+
+}  // namespace
+
+// What the Data Sink model asks of the analysis: the shadow buffers of the receiving host, read
+// as registrations. With a regions file, an STag only ever seen in segments is no registration.
+class Analyzer::Impl::ShadowView final : public rdmap::SinkMemory {
+ public:
+  ShadowView(Analyzer::Impl& engine, const net::Address& owner) : e_(engine), owner_(owner) {}
+  const ddp::RegionFacts* region(std::uint32_t stag) override {
+    const ShadowBuffer* b = e_.find_region(RegionKey{owner_, stag});
+    if (b == nullptr || (e_.regions_known && b->source == RegionSource::observed)) return nullptr;
+    facts_ = ddp::RegionFacts{};
+    facts_.valid = !b->invalidated;
+    facts_.invalidated_frame = b->invalidated_frame;
+    facts_.invalidatable = b->invalidatable;
+    if (b->bounds_enforced && b->base && b->length) {
+      facts_.base = b->base;
+      facts_.length = b->length;
+    }
+    if (b->stream && b->source != RegionSource::regions_file) facts_.stream = *b->stream;
+    facts_.pd = b->pd;
+    facts_.access = b->access;
+    return &facts_;
+  }
+  bool regions_known() const override { return e_.regions_known; }
+  ddp::UntaggedBuffer send_buffer() override {
+    if (!e_.options.send_buffer_size) return {};
+    return {ddp::UntaggedBuffer::State::posted, *e_.options.send_buffer_size};
+  }
+
+ private:
+  Analyzer::Impl& e_;
+  net::Address owner_;
+  ddp::RegionFacts facts_;
+};
+
+void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx) {
+  StreamModel& sm = model.streams[c.stream];
+  DirectionModel& dm = sm.dirs[dir];
+  DirectionState& ds = c.ds(dir);
+  const wire::DdpSegment& seg = *ev.ddp;
+  const wire::DdpHeader& h = seg.header;
+  if (h.control.reserved != 0 && once(ds, FindingId::ddp_reserved_nonzero)) {
+    report(FindingId::ddp_reserved_nonzero, ctx,
+           "DDP control reserved bits " + hex_number(h.control.reserved) + " (reported once)");
+  }
+  const ddp::TaggedRx before = ds.sink.tagged();
+  if (!h.control.tagged && h.qn < rdmap::DataSink::kQueues) {
+    const auto& q = ds.sink.queue(h.qn);
+    ev.analysis.expected_msn = q.synced ? q.expected_msn : h.msn;
+  }
+  ShadowView view(*this, dm.to.addr);
+  const rdmap::SegmentStep step = ds.sink.receive(seg, view);
+  if (step.violation) {
+    const bool repeat = h.control.tagged && !step.starts_message && before.open &&
+                        stag_level(step.violation->id) && ds.tagged_violation == step.violation->id;
+    if (!repeat) report(*step.violation, ctx, step.after_loss);
+    if (h.control.tagged) ds.tagged_violation = step.violation->id;
+  } else if (h.control.tagged && step.starts_message) {
+    ds.tagged_violation = FindingId::count_;
+  }
+  if (step.limit_hit) limit_reached("max_outstanding_reads", Ctx{c.stream, dir, ctx.frame, {}});
+  if (!step.decoded) return;
+  auto& oc = dm.opcodes[step.opcode];
+  oc.segments++;
+  oc.bytes += seg.payload.size();
+  if (step.kind == rdmap::SegmentStep::Kind::tagged)
+    tagged_segment(c, dir, ev, ctx, step, before);
+  else if (!(step.violation && step.violation->id == FindingId::ddp_untagged_invalid_qn))
+    untagged_segment(c, dir, ev, ctx, step);
+}
+
+void Analyzer::Impl::tagged_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
+                                    const rdmap::SegmentStep& step, const ddp::TaggedRx& before) {
+  StreamModel& sm = model.streams[c.stream];
+  DirectionModel& dm = sm.dirs[dir];
+  DirectionState& ds = c.ds(dir);
+  const auto& h = ev.ddp->header;
+  const std::uint64_t len = ev.ddp->payload.size();
+  MessageTrack& m = ds.tagged;
+  if (step.abandoned) abandon(c, dir, m.fifo_id);
+  if (step.starts_message) {
+    m.record = new_record(c, dir, step.opcode, true);
+    if (m.record != kNoIndex) {
+      model.messages[m.record].stag = h.stag;
+      model.messages[m.record].to = h.to;
+    }
+    m.fifo_id = fifo_push(c, dir, m.record);
+  }
+  if (step.read) ev.analysis.request_frame = step.read->frame;
+  if (m.record != kNoIndex) {
+    model.messages[m.record].length += len;
+    model.messages[m.record].segments++;
+    ev.analysis.message = m.record;
+  }
+  if (len > 0) {
+    // Octets this message already placed, placed again: worth a note when the content differs
+    // (buffer reuse across messages is normal RDMA practice and is not reported).
+    const bool replaces_own = !step.starts_message && h.to < before.next_to &&
+                              h.to + len > before.first_to;
+    const RegionKey key{dm.to.addr, h.stag};
+    ShadowBuffer* buf = find_region(key);
+    if (!buf) buf = region_for(c, dir, key);
+    if (buf) {
+      PlacedRange r;
+      r.begin = h.to;
+      r.end = h.to + len < h.to ? UINT64_MAX : h.to + len;
+      r.frame = ctx.frame;
+      r.opcode = step.opcode;
+      r.stream = c.stream;
+      r.violation = !step.placed;
+      const PlaceResult pr = model.memory.place(*buf, r, ev.ddp->payload);
+      if (pr.capped && !ranges_capped) {
+        ranges_capped = true;  // every later segment to a capped region would ask again
+        limit_reached("max_ranges_per_region", Ctx{c.stream, dir, ctx.frame, {}});
+      }
+      if (pr.conflict && replaces_own && once(ds, FindingId::ddp_tagged_conflicting_placement)) {
+        report(FindingId::ddp_tagged_conflicting_placement, ctx,
+               "octets of STag " + hex_number(h.stag) +
+                   " placed again with different content (reported once)");
+      }
+      dm.bytes_placed += pr.new_bytes;
+      ev.analysis.placed = step.placed;
+      ev.analysis.region = key;
+      ev.analysis.region_source = buf->source;
+      ev.analysis.region_bounds_known = buf->base.has_value();
+      ev.analysis.offset_in_region = h.to - buf->base.value_or(0);
+      ev.analysis.region_bytes_placed = buf->bytes_placed();
+    }
+  }
+  if (!step.ends_message) return;
+  dm.opcodes[step.opcode].messages++;
+  if (step.read_done) {
+    ev.analysis.response_time_ns = cur_ts - step.read->ts_ns;
+    c.ds(1 - dir).sink.read_answered();  // the responder's IRQ entry is done
+  }
+  if (step.damaged) {
+    report(FindingId::ddp_message_incomplete, ctx,
+           "tagged message to STag " + hex_number(h.stag) +
+               " ended with octets missing from the capture (not analysed)",
+           true);
+  }
+  complete(c, dir, m.fifo_id, m.record, ev, step.placed);
+  m = MessageTrack{};
+}
+
+void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
+                                      const rdmap::SegmentStep& step) {
+  StreamModel& sm = model.streams[c.stream];
+  DirectionModel& dm = sm.dirs[dir];
+  DirectionState& ds = c.ds(dir);
+  const auto& h = ev.ddp->header;
+  QueueStats& qs = dm.queues[h.qn];
+  qs.qn = h.qn;
+  qs.segments++;
+  if (step.kind == rdmap::SegmentStep::Kind::ignored) return;  // duplicate, after its last
+  MessageTrack& m = ds.queues[h.qn];
+  if (step.abandoned) abandon(c, dir, m.fifo_id);
+  if (step.starts_message) {
+    m = MessageTrack{};
+    m.record = new_record(c, dir, step.opcode, false);
+    if (m.record != kNoIndex) {
+      model.messages[m.record].qn = h.qn;
+      model.messages[m.record].msn = step.msn;
+    }
+    m.fifo_id = fifo_push(c, dir, m.record);
+    if (qs.messages == 0 && qs.segments == 1) qs.first_msn = step.msn;
+  }
+  if (m.record != kNoIndex) {
+    model.messages[m.record].length = step.message_length;
+    model.messages[m.record].segments++;
+    ev.analysis.message = m.record;
+  }
+  const ByteView payload = ev.ddp->payload;
+  if (m.body.size() < kBodyKeep) {
+    const std::size_t n = std::min<std::size_t>(payload.size(), kBodyKeep - m.body.size());
+    m.body.insert(m.body.end(), payload.begin(), payload.begin() + n);
+  }
+  ev.analysis.placed = step.placed;
+  if (!step.ends_message) return;
+  qs.messages++;
+  qs.last_msn = step.msn;
+  if (qs.messages == 1) qs.first_msn = step.msn;
+  dm.opcodes[step.opcode].messages++;
+  const MessageTrack done = std::move(m);
+  m = MessageTrack{};
+  complete(c, dir, done.fifo_id, done.record, ev, true);
+  if (!step.damaged) untagged_message(c, dir, ev, ctx, step, done);
+}
+
+// What a complete untagged message means beyond its queue (RFC 5040 §5, RFC 7306).
+void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
+                                      const rdmap::SegmentStep& step, const MessageTrack& m) {
+  const DirectionModel& dm = model.streams[c.stream].dirs[dir];
+  DirectionState& peer = c.ds(1 - dir);  // the sender's own Data Sink
+  switch (static_cast<wire::Opcode>(step.opcode)) {
+    case wire::Opcode::read_request:
+      if (step.read_request) {
+        ev.read_request = *step.read_request;
+        rdmap::OutstandingRead o;
+        o.req = *step.read_request;
+        o.frame = ctx.frame;
+        o.ts_ns = cur_ts;
+        if (!peer.sink.read_requested(o))
+          limit_reached("max_outstanding_reads", Ctx{c.stream, dir, ctx.frame, {}});
+        learn_from_read_request(c, dir, *step.read_request, ctx);
+      }
+      return;
+    case wire::Opcode::send_invalidate:
+    case wire::Opcode::send_se_invalidate:
+      if (step.invalidated) {
+        if (ShadowBuffer* b = region_for(c, dir, RegionKey{dm.to.addr, *step.invalidated})) {
+          b->invalidated = true;
+          b->invalidated_frame = ctx.frame;
+        }
+      }
+      [[fallthrough]];
+    case wire::Opcode::send:
+    case wire::Opcode::send_se:
+      if (options.decode_advertisements) advertisements(c, dir, ctx, step.opcode, m.body);
+      return;
+    case wire::Opcode::terminate:
+      terminate(c, dir, ev, ctx, m.body);
+      return;
+    case wire::Opcode::atomic_request:
+      if (step.atomic_request) {
+        ev.atomic_request = *step.atomic_request;
+        rdmap::PendingAtomic a;
+        a.request_id = step.atomic_request->request_id;
+        a.frame = ctx.frame;
+        a.ts_ns = cur_ts;
+        if (!peer.sink.atomic_requested(a))
+          limit_reached("max_outstanding_atomics", Ctx{c.stream, dir, ctx.frame, {}});
+      }
+      return;
+    case wire::Opcode::atomic_response:
+      if (step.atomic_response) ev.atomic_response = *step.atomic_response;
+      if (step.atomic) {
+        ev.analysis.request_frame = step.atomic->frame;
+        ev.analysis.response_time_ns = cur_ts - step.atomic->ts_ns;
+      }
+      return;
+    case wire::Opcode::immediate_data:
+    case wire::Opcode::immediate_data_se:
+      if (step.immediate) ev.immediate_data = *step.immediate;
+      return;
+    default:
+      return;
+  }
+}
+
+// A Read Request names two ranges (RFC 5040 §4.4): the requester's sink, valid for this
+// transfer (shown, not enforced), and the responder's source.
+void Analyzer::Impl::learn_from_read_request(Connection& c, int dir, const wire::ReadRequest& rr,
+                                             const Ctx& ctx) {
+  const DirectionModel& dm = model.streams[c.stream].dirs[dir];
+  if (ShadowBuffer* sink = region_for(c, dir, RegionKey{dm.from.addr, rr.sink_stag})) {
+    if (sink->source == RegionSource::observed && !sink->base) {
+      sink->source = RegionSource::read_request_sink;
+      sink->origin = "Read Request sink (frame " + std::to_string(ctx.frame) + ")";
+      sink->base = rr.sink_to;
+      sink->length = rr.size;
+      sink->learned_frame = ctx.frame;
+    }
+    if (!sink->stream) sink->stream = c.stream;
+    sink->invalidated = false;
+  }
+  if (ShadowBuffer* src = region_for(c, dir, RegionKey{dm.to.addr, rr.source_stag})) {
+    if (src->source == RegionSource::observed && !src->base) {
+      src->source = RegionSource::read_request_source;
+      src->origin = "Read Request source (frame " + std::to_string(ctx.frame) + ")";
+      src->base = rr.source_to;
+      src->length = rr.size;
+      src->learned_frame = ctx.frame;
+      if (!src->stream) src->stream = c.stream;
+    }
+  }
+}
+
+void Analyzer::Impl::advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t opcode,
+                                    ByteView body) {
+  StreamModel& sm = model.streams[c.stream];
+  AdvertContext actx{opcode, sm.dirs[dir].from, sm.dirs[dir].to, c.stream};
+  std::vector<AdvertisedRegion> found;
+  for (const auto& d : advertisers)
+    d->decode(actx, body, found);
+  for (const auto& a : found) {
+    ShadowBuffer* b = region_for(c, dir, RegionKey{a.owner, a.stag});
+    if (!b || b->source == RegionSource::regions_file) continue;
+    b->source = RegionSource::advertisement;
+    b->origin = std::string(advertisers.front()->name()) + " advertisement (frame " +
+                std::to_string(ctx.frame) + ")";
+    b->base = a.base;
+    b->length = a.length;
+    b->bounds_enforced = true;
+    b->stream = c.stream;
+    b->learned_frame = ctx.frame;
+    b->invalidated = false;
+  }
+}
+
+void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
+                               ByteView body) {
+  auto t = wire::decode_terminate(body);
+  if (!t) {
+    report(FindingId::rdmap_body_invalid, ctx, "Terminate: " + t.error().message);
+    report(FindingId::rdmap_terminate, ctx, "Terminate (undecodable body)");
+    return;
+  }
+  ev.terminate = t.value();
+  const auto& tc = t->control;
+  const TerminateError err{tc.layer, tc.etype, tc.code};
+  std::string msg = "peer sent Terminate: " + terminate_error_name(err);
+  if (t->ddp_header) {
+    // Link to the segment it quotes: the peer's recent segment with the same DDP header.
+    const auto& recent = c.ds(1 - dir).recent;
+    for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
+      if (it->header == *t->ddp_header) {
+        ev.analysis.quoted_frame = it->frame;
+        msg += " (quotes the segment in frame " + std::to_string(it->frame) + ")";
+        break;
+      }
+    }
+  }
+  report(FindingId::rdmap_terminate, ctx, msg, false, err);
+  if (t->layout == wire::TerminateLayout::siw_bitfield) {
+    report(FindingId::rdmap_terminate_nonconformant, ctx,
+           "control word in Linux siw's little-endian bit-field layout; the RFC layout reads " +
+               terminate_error_name(t->rfc_reading.layer, t->rfc_reading.etype,
+                                    t->rfc_reading.code) +
+               " with reserved bits " + hex_number(t->rfc_reading.reserved));
+  }
+}
+
+// ---- message records and delivery ----------------------------------------------------------
+
+std::size_t Analyzer::Impl::new_record(Connection& c, int dir, std::uint8_t opcode,
+                                       bool is_tagged) {
+  if (model.messages.size() >= options.limits.max_message_records) {
+    limit_reached("max_message_records", Ctx{c.stream, dir, cur_frame, {}});
+    return kNoIndex;
+  }
+  MessageRecord r;
+  r.stream = c.stream;
+  r.direction = dir;
+  r.opcode = opcode;
+  r.tagged = is_tagged;
+  r.first_frame = cur_ev && !cur_ev->slices.empty() ? cur_ev->slices.front().frame : cur_frame;
+  r.first_ts_ns = cur_ts;
+  model.messages.push_back(r);
+  return model.messages.size() - 1;
+}
+
+std::uint64_t Analyzer::Impl::fifo_push(Connection& c, int dir, std::size_t record) {
+  DirectionState& ds = c.ds(dir);
+  if (ds.fifo.size() >= options.limits.max_pending_messages) {
+    limit_reached("max_pending_messages", Ctx{c.stream, dir, cur_frame, {}});
+    ds.fifo.pop_front();
+    ds.fifo_base++;
+  }
+  ds.fifo.push_back({record, false});
+  return ds.fifo_base + ds.fifo.size() - 1;
+}
+
+// The message's last segment arrived. `placed` is false when a segment broke a placement rule
+// (nothing of it counts as placed); such a message and abandoned ones are never delivered.
+void Analyzer::Impl::complete(Connection& c, int dir, std::uint64_t fifo_id, std::size_t record,
+                              PduEvent& ev, bool placed) {
+  DirectionState& ds = c.ds(dir);
+  if (record != kNoIndex && placed) {
+    auto& r = model.messages[record];
+    r.complete = true;
+    r.placed_frame = cur_frame;
+    r.placed_ts_ns = cur_ts;
+    ev.analysis.messages_completed.push_back(record);
+  }
+  if (fifo_id >= ds.fifo_base && fifo_id - ds.fifo_base < ds.fifo.size())
+    ds.fifo[fifo_id - ds.fifo_base].complete = true;
+  // RFC 5041 §5.3: delivery in order once every earlier message is placed and delivered.
+  while (!ds.fifo.empty() && ds.fifo.front().complete) {
+    const std::size_t rec = ds.fifo.front().record;
+    if (rec != kNoIndex && model.messages[rec].complete) {
+      model.messages[rec].delivered_frame = cur_frame;
+      model.messages[rec].delivered_ts_ns = cur_ts;
+      ev.analysis.messages_delivered.push_back(rec);
+    }
+    ds.fifo.pop_front();
+    ds.fifo_base++;
+  }
+}
+
+// Drops an unfinished message from the delivery queue (it will never complete).
+void Analyzer::Impl::abandon(Connection& c, int dir, std::uint64_t fifo_id) {
+  DirectionState& ds = c.ds(dir);
+  if (fifo_id >= ds.fifo_base && fifo_id - ds.fifo_base < ds.fifo.size())
+    ds.fifo[fifo_id - ds.fifo_base].complete = true;  // let later messages through
+}
+
+// ShadowMemory::find with the previous answer kept: a message's segments all go to one region.
+// Buffers are never removed from the model, so a found buffer's address stays valid.
+ShadowBuffer* Analyzer::Impl::find_region(const RegionKey& key) {
+  if (last_region != nullptr && last_region->key.stag == key.stag &&
+      same_address(last_region->key.owner, key.owner))
+    return last_region;
+  ShadowBuffer* b = model.memory.find(key);
+  if (b != nullptr) last_region = b;
+  return b;
+}
+
+ShadowBuffer* Analyzer::Impl::region_for(Connection& c, int dir, const RegionKey& key) {
+  ShadowBuffer* b = model.memory.get_or_create(key, options.limits.max_regions);
+  if (!b) limit_reached("max_regions", Ctx{c.stream, dir, cur_frame, {}});
+  return b;
+}
+
+// End of input: messages still open never received their last segment.
+void Analyzer::Impl::finish_direction(Connection& c, int dir) {
+  const StreamModel& sm = model.streams[c.stream];
+  DirectionState& ds = c.ds(dir);
+  const Ctx ctx{c.stream, dir, sm.last_frame, {}};
+  const std::string cut = sm.closed ? "" : " (the capture ends before the connection does)";
+  for (std::uint32_t qn = 0; qn < rdmap::DataSink::kQueues; ++qn) {
+    const ddp::UntaggedRx& q = ds.sink.queue(qn);
+    if (!q.open) continue;
+    Ctx mctx = ctx;
+    if (ds.queues[qn].record != kNoIndex)
+      mctx.frame = model.messages[ds.queues[qn].record].first_frame;
+    report(FindingId::ddp_message_incomplete, mctx,
+           "MSN " + std::to_string(q.expected_msn) + " on QN " + std::to_string(qn) +
+               " never received its last segment" + cut,
+           q.damaged || !sm.closed);
+  }
+  const ddp::TaggedRx& t = ds.sink.tagged();
+  if (t.open) {
+    Ctx mctx = ctx;
+    if (ds.tagged.record != kNoIndex) mctx.frame = model.messages[ds.tagged.record].first_frame;
+    report(FindingId::ddp_message_incomplete, mctx,
+           "tagged message to STag " + hex_number(t.stag) + " never received its last segment" +
+               cut,
+           t.damaged || !sm.closed);
+  }
+}
+
+}  // namespace ddpscope

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The engine's input side: connections by 4-tuple (a SYN on a reused one starts a new stream),
+// TCP reassembly per direction, capture loss, the budgets shared by all streams, and findings.
+#include <cstring>
+
+#include "engine.h"
+
+namespace ddpscope {
+
+bool same_address(const net::Address& x, const net::Address& y) {
+  return x.v6 == y.v6 && std::memcmp(x.bytes.data(), y.bytes.data(), x.bytes.size()) == 0;
+}
+bool same_endpoint(const net::Endpoint& x, const net::Endpoint& y) {
+  return x.port == y.port && same_address(x.addr, y.addr);
+}
+
+DirectionState::DirectionState(const Limits& l, HistoryBudget* budget)
+    : reasm(l.reassembly_window, l.retransmission_history, budget), framer(l) {
+  rdmap::SinkConfig sc;
+  sc.max_reads = l.max_outstanding_reads;
+  sc.max_atomics = l.max_outstanding_atomics;
+  sink = rdmap::DataSink(sc);
+}
+
+Analyzer::Impl::Impl(AnalyzerOptions o)
+    : options(std::move(o)), advertisers(default_advertisement_decoders()) {
+  model.memory.set_retention_cap(options.limits.payload_retention);
+  model.memory.set_range_cap(options.limits.max_ranges_per_region);
+}
+
+// ---- findings ------------------------------------------------------------------------------
+
+std::size_t Analyzer::Impl::report(FindingId id, const Ctx& ctx, std::string message,
+                                   bool consequence, std::optional<TerminateError> term) {
+  const auto& spec = finding_spec(id);
+  model.finding_counts[static_cast<std::size_t>(id)]++;
+  if (model.findings.size() >= options.limits.max_findings) {
+    model.findings_dropped++;
+    return kNoIndex;
+  }
+  Finding f;
+  f.id = id;
+  f.severity = consequence ? Severity::note : spec.severity;
+  f.frame = ctx.frame;
+  if (ctx.slices) {
+    for (const auto& sl : *ctx.slices)
+      if (f.frames.empty() || f.frames.back() != sl.frame) f.frames.push_back(sl.frame);
+  }
+  if (f.frames.empty()) f.frames.push_back(ctx.frame);
+  f.stream = ctx.stream;
+  f.direction = ctx.dir;
+  f.message = std::move(message);
+  f.terminate = term;
+  f.consequence_of_gap = consequence;
+  model.findings.push_back(std::move(f));
+  const std::size_t idx = model.findings.size() - 1;
+  if (cur_ev) {
+    cur_ev->findings.push_back(idx);
+  } else if (observer) {
+    observer->on_finding(idx);
+  }
+  return idx;
+}
+
+std::size_t Analyzer::Impl::report(const Violation& v, const Ctx& ctx, bool consequence) {
+  return report(v.id, ctx, v.detail, consequence, v.terminate);
+}
+
+void Analyzer::Impl::limit_reached(std::string_view what, const Ctx& ctx) {
+  if (limits_reported.find(what) != limits_reported.end()) return;
+  limits_reported.emplace(what);
+  report(FindingId::engine_limit_reached, ctx, "limit reached: " + std::string(what));
+}
+
+// ---- connections and TCP -------------------------------------------------------------------
+
+Connection* Analyzer::Impl::connection_for(std::uint64_t frame, std::int64_t ts,
+                                           const net::TcpSegment& seg) {
+  const bool pure_syn = (seg.flags & net::tcp_flag::syn) && !(seg.flags & net::tcp_flag::ack);
+  if (last_conn != kNoIndex && !pure_syn &&
+      ((same_endpoint(seg.src, last_key.a) && same_endpoint(seg.dst, last_key.b)) ||
+       (same_endpoint(seg.src, last_key.b) && same_endpoint(seg.dst, last_key.a))))
+    return conns[last_conn].get();
+  const ConnectionKey key =
+      seg.src < seg.dst ? ConnectionKey{seg.src, seg.dst} : ConnectionKey{seg.dst, seg.src};
+  auto it = conn_index.find(key);
+  if (it != conn_index.end() && pure_syn) {
+    // A new connection on a reused 4-tuple once the old one carried data.
+    const auto& sm = model.streams[conns[it->second]->stream];
+    if (sm.dirs[0].tcp_bytes + sm.dirs[1].tcp_bytes > 0 || sm.closed) {
+      conn_index.erase(it);
+      it = conn_index.end();
+    }
+  }
+  if (it == conn_index.end()) {
+    if (conns.size() >= options.limits.max_streams) {
+      limit_reached("max_streams", Ctx{UINT32_MAX, -1, frame, {}});
+      return nullptr;
+    }
+    auto c = std::make_unique<Connection>(options.limits, &history_budget);
+    c->stream = static_cast<std::uint32_t>(model.streams.size());
+    StreamModel sm;
+    sm.id = c->stream;
+    // The SYN's sender is the client; otherwise guess the first sender until MPA tells.
+    const bool from_server = (seg.flags & net::tcp_flag::syn) && (seg.flags & net::tcp_flag::ack);
+    sm.client = from_server ? seg.dst : seg.src;
+    sm.server = from_server ? seg.src : seg.dst;
+    c->provisional = !(seg.flags & net::tcp_flag::syn);
+    sm.dirs[0].from = sm.client;
+    sm.dirs[0].to = sm.server;
+    sm.dirs[1].from = sm.server;
+    sm.dirs[1].to = sm.client;
+    sm.first_frame = frame;
+    sm.first_ts_ns = ts;
+    for (const auto& h : options.hints) {
+      if (h.port && (*h.port == seg.src.port || *h.port == seg.dst.port)) c->hint = h;
+      if (h.endpoint && (*h.endpoint == seg.src || *h.endpoint == seg.dst)) c->hint = h;
+    }
+    for (int d = 0; d < 2; ++d)
+      c->ds(d).sink.set_stream(ddp::StreamFacts{c->stream, std::nullopt});
+    model.streams.push_back(std::move(sm));
+    conns.push_back(std::move(c));
+    it = conn_index.emplace(key, conns.size() - 1).first;
+  }
+  last_key = key;
+  last_conn = it->second;
+  return conns[last_conn].get();
+}
+
+void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg) {
+  cur_frame = frame;
+  cur_ts = ts;
+  Connection* cp = connection_for(frame, ts, seg);
+  if (cp == nullptr) return;
+  Connection& c = *cp;
+  StreamModel& sm = model.streams[c.stream];
+  if (sm.state == StreamState::not_iwarp) return;
+  sm.last_frame = frame;
+  sm.last_ts_ns = ts;
+  const int dir = same_endpoint(seg.src, sm.client) ? 0 : 1;
+  DirectionModel& dm = sm.dirs[dir];
+  DirectionState& ds = c.ds(dir);
+  if (seg.flags & net::tcp_flag::syn) {
+    ds.reasm.syn(seg.seq);
+    if (seg.mss) dm.mss = seg.mss;
+  }
+  if (seg.flags & (net::tcp_flag::fin | net::tcp_flag::rst)) sm.closed = true;
+  if (seg.flags & net::tcp_flag::fin) {
+    const std::uint32_t data_seq = (seg.flags & net::tcp_flag::syn) ? seg.seq + 1 : seg.seq;
+    ds.reasm.fin(data_seq + seg.payload_length, frame);
+  }
+  const std::uint32_t lost_tail =
+      seg.payload_length > seg.payload.size()
+          ? seg.payload_length - static_cast<std::uint32_t>(seg.payload.size())
+          : 0;
+  if (seg.payload.empty() && lost_tail == 0) return;
+  dm.tcp_bytes += seg.payload.size();
+  if (lost_tail > 0 && !ds.truncated_reported) {
+    ds.truncated_reported = true;
+    report(FindingId::capture_truncated_frame, Ctx{c.stream, dir, frame, {}},
+           std::to_string(lost_tail) +
+               " octets of this frame's TCP payload were not captured "
+               "(snaplen); later truncated frames of this direction are not reported again");
+  }
+  const std::uint32_t seq = (seg.flags & net::tcp_flag::syn) ? seg.seq + 1 : seg.seq;
+  Glue glue{*this, c, dir};
+  // Callbacks may swap the connection's sides: count both directions' pending octets.
+  auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
+  auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
+  pending_total -= held();
+  resync_total -= resyncing();
+  ds.reasm.segment(seq, seg.payload, frame, lost_tail, glue);
+  if (!history_capped && ds.reasm.history_limited()) {
+    history_capped = true;
+    limit_reached("max_history_total", Ctx{c.stream, dir, frame, {}});
+  }
+  if (pending_total + held() > options.limits.max_pending_total) {
+    // Every direction may hold a window: past the global cap, this one stops waiting for
+    // its holes (they become gaps).
+    limit_reached("max_pending_total", Ctx{c.stream, dir, frame, {}});
+    for (int d = 0; d < 2; ++d) {
+      Glue g{*this, c, d};
+      c.ds(d).reasm.flush(g);
+    }
+  }
+  pending_total += held();
+  if (resync_total + resyncing() > options.limits.max_resync_total) {
+    // Past the budget, this connection's directions that are still looking for a boundary
+    // give up framing: what they hold, and what follows, is reported unframed.
+    limit_reached("max_resync_total", Ctx{c.stream, dir, frame, {}});
+    for (int d = 0; d < 2; ++d) {
+      if (resync_held(c.ds(d)) == 0) continue;
+      Glue g{*this, c, d};
+      c.ds(d).framer.stop(g, "not framed: max_resync_total reached while looking for a boundary");
+    }
+  }
+  resync_total += resyncing();
+}
+
+// Octets a direction's framer holds while it looks for an FPDU boundary or waits for the
+// MPA Reply (a partial FPDU in order is bounded by the FPDU size, not counted).
+std::size_t Analyzer::Impl::resync_held(DirectionState& ds) {
+  const auto st = ds.framer.state();
+  return st == MpaFramer::State::resync || st == MpaFramer::State::wait_params
+             ? ds.framer.buffered()
+             : 0;
+}
+
+void Analyzer::Impl::Glue::on_data(std::uint64_t offset, ByteView data, std::uint64_t frame,
+                                   std::uint32_t offset_in_frame) {
+  impl.on_data(conn, dir(), offset, data, frame, offset_in_frame);
+}
+void Analyzer::Impl::Glue::on_gap(std::uint64_t offset, std::uint64_t length,
+                                  std::uint64_t next_frame) {
+  impl.on_gap(conn, dir(), offset, length, next_frame);
+}
+void Analyzer::Impl::Glue::on_conflict(std::uint64_t offset, std::uint64_t length,
+                                       std::uint64_t frame) {
+  impl.report(FindingId::tcp_retransmission_conflict, Ctx{conn.stream, dir(), frame, {}},
+              std::to_string(length) + " octets at stream offset " + std::to_string(offset) +
+                  " differ from the copy seen first (first copy kept)");
+}
+void Analyzer::Impl::Glue::on_raw_pdu(RawPdu& pdu) {
+  impl.on_raw_pdu(conn, dir(), pdu);
+}
+
+void Analyzer::Impl::on_data(Connection& c, int dir, std::uint64_t offset, ByteView data,
+                             std::uint64_t frame, std::uint32_t offset_in_frame) {
+  if (model.streams[c.stream].state == StreamState::not_iwarp) return;
+  Glue glue{*this, c, dir};
+  c.ds(dir).framer.feed(offset, data, frame, offset_in_frame, glue);
+}
+
+void Analyzer::Impl::on_gap(Connection& c, int dir, std::uint64_t offset, std::uint64_t length,
+                            std::uint64_t next_frame) {
+  StreamModel& sm = model.streams[c.stream];
+  if (sm.state == StreamState::not_iwarp) return;
+  sm.dirs[dir].bytes_lost += length;
+  report(FindingId::tcp_gap, Ctx{c.stream, dir, next_frame, {}},
+         std::to_string(length) + " octets missing from the capture at stream offset " +
+             std::to_string(offset));
+  lost_input(c, dir);
+  Glue glue{*this, c, dir};
+  c.ds(dir).framer.gap(offset, length, glue);
+}
+
+// ---- end of input and the user's regions ---------------------------------------------------
+
+void Analyzer::Impl::finish() {
+  for (auto& cp : conns) {
+    Connection& c = *cp;
+    const StreamModel& sm = model.streams[c.stream];
+    if (sm.state == StreamState::not_iwarp || sm.state == StreamState::unknown) continue;
+    for (int dir = 0; dir < 2; ++dir) {
+      Glue glue{*this, c, dir};
+      c.ds(dir).reasm.flush(glue);
+      c.ds(dir).framer.finish(glue);
+    }
+    for (int dir = 0; dir < 2; ++dir)
+      finish_direction(c, dir);
+  }
+}
+
+void Analyzer::Impl::add_regions(std::span<const RegionSpec> regions) {
+  regions_known = true;
+  for (const auto& r : regions) {
+    user_regions.push_back(r);
+    // Without an owner the region applies to every host: it is created lazily per host.
+    if (r.owner) install_region(r, *r.owner);
+  }
+}
+
+void Analyzer::Impl::install_region(const RegionSpec& r, const net::Address& owner) {
+  ShadowBuffer* b =
+      model.memory.get_or_create(RegionKey{owner, r.stag}, options.limits.max_regions);
+  if (!b) return;
+  b->source = RegionSource::regions_file;
+  b->origin = r.origin.empty() ? "regions file" : r.origin;
+  b->base = r.base;
+  b->length = r.length;
+  b->bounds_enforced = true;
+  b->pd = r.pd;
+  b->access = r.access;
+  b->invalidated = !r.valid;
+  b->invalidatable = r.invalidatable;
+}
+
+// Regions without an owner: installed for a host the first time that host is seen.
+void Analyzer::Impl::ensure_ownerless_regions(const net::Address& host) {
+  for (const auto& r : user_regions) {
+    if (r.owner) continue;
+    if (!model.memory.find(RegionKey{host, r.stag})) install_region(r, host);
+  }
+}
+
+}  // namespace ddpscope

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "ddpscope/rdmap/rules.h"
+
+#include <string>
+
+#include "ddpscope/common/bytes.h"
+
+namespace ddpscope::rdmap {
+
+namespace {
+
+Violation make(FindingId id, TerminateError t, std::string detail,
+               TerminateQuote quote = TerminateQuote::ddp_header) {
+  return Violation{id, t, quote, std::move(detail)};
+}
+
+constexpr std::uint8_t op(wire::Opcode o) {
+  return static_cast<std::uint8_t>(o);
+}
+
+}  // namespace
+
+std::optional<Violation> check_control(const wire::DdpHeader& h, bool rfc7306) {
+  const auto rc = wire::RdmapControl::from_byte(h.rsvd_ulp0);
+  if (rc.version != wire::kRdmapVersion) {
+    return make(FindingId::rdmap_version_invalid,
+                term::rdmap_operation(rdmap_code::invalid_version),
+                "RDMAP version " + std::to_string(rc.version), TerminateQuote::none);
+  }
+  const auto& info = wire::opcode_info(rc.opcode);
+  if (!info.defined) {
+    return make(FindingId::rdmap_opcode_invalid,
+                term::rdmap_operation(rdmap_code::unexpected_opcode), std::string(info.name),
+                TerminateQuote::none);
+  }
+  if (info.rfc7306 && !rfc7306) {
+    return make(FindingId::rdmap_opcode_invalid,
+                term::rdmap_operation(rdmap_code::unexpected_opcode),
+                std::string(info.name) + " (RFC 7306) at a Data Sink without RFC 7306",
+                TerminateQuote::none);
+  }
+  if (info.tagged != h.control.tagged) {
+    return make(FindingId::rdmap_opcode_invalid,
+                term::rdmap_operation(rdmap_code::unexpected_opcode),
+                std::string(info.name) + " on the " + (h.control.tagged ? "tagged" : "untagged") +
+                    " buffer model",
+                TerminateQuote::none);
+  }
+  return std::nullopt;
+}
+
+std::optional<Violation> check_queue(const wire::DdpHeader& h, std::uint8_t opcode) {
+  const auto& info = wire::opcode_info(opcode);
+  if (info.qn && h.qn == *info.qn) return std::nullopt;
+  return make(FindingId::ddp_untagged_invalid_qn,
+              term::ddp_untagged(ddp_untagged_code::invalid_qn),
+              std::string(info.name) + " on QN " + std::to_string(h.qn) + " (expected " +
+                  std::to_string(info.qn.value_or(0)) + ")");
+}
+
+std::optional<std::size_t> fixed_body_size(std::uint8_t opcode) {
+  switch (static_cast<wire::Opcode>(opcode)) {
+    case wire::Opcode::read_request:
+      return wire::ReadRequest::kSize;
+    case wire::Opcode::atomic_request:
+      return wire::AtomicRequest::kSize;
+    case wire::Opcode::atomic_response:
+      return wire::AtomicResponse::kSize;
+    case wire::Opcode::immediate_data:
+    case wire::Opcode::immediate_data_se:
+      return wire::kImmediateDataSize;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<Violation> check_fixed_body(std::uint8_t opcode, std::uint32_t mo,
+                                          std::uint64_t len, bool last) {
+  const auto size = fixed_body_size(opcode);
+  if (!size) return std::nullopt;
+  const std::uint64_t have = std::uint64_t{mo} + len;
+  const std::string name(wire::opcode_info(opcode).name);
+  if (have > *size) {
+    return make(FindingId::ddp_untagged_message_too_long,
+                term::ddp_untagged(ddp_untagged_code::message_too_long),
+                name + " of at least " + std::to_string(have) + " octets (its body has " +
+                    std::to_string(*size) + ")");
+  }
+  if (last && have < *size) {
+    return make(FindingId::rdmap_body_invalid, term::rdmap_operation(rdmap_code::unspecified),
+                name + " of " + std::to_string(have) + " octets (needs " + std::to_string(*size) +
+                    ")");
+  }
+  return std::nullopt;
+}
+
+std::optional<Violation> check_read_response(const OutstandingRead* head, const wire::DdpHeader& h,
+                                             std::uint64_t len) {
+  if (head == nullptr) {
+    return make(FindingId::rdmap_read_response_unmatched, term::ddp_local_catastrophic(),
+                "Read Response to STag " + hex_number(h.stag) +
+                    " with no Read Request outstanding",
+                TerminateQuote::none);
+  }
+  const auto& rq = head->req;
+  if (h.stag != rq.sink_stag) {
+    return make(FindingId::ddp_tagged_invalid_stag, term::ddp_tagged(ddp_tagged_code::invalid_stag),
+                "Read Response to STag " + hex_number(h.stag) +
+                    ", the Read Request named sink STag " + hex_number(rq.sink_stag));
+  }
+  if (h.to != rq.sink_to + head->received) {
+    return make(FindingId::ddp_tagged_bounds, term::ddp_tagged(ddp_tagged_code::base_bounds),
+                "Read Response at TO " + hex_number(h.to) + ", expected sink TO " +
+                    hex_number(rq.sink_to + head->received));
+  }
+  const std::uint64_t total = head->received + len;
+  if (total > rq.size) {
+    return make(FindingId::rdmap_read_response_size_mismatch,
+                term::ddp_tagged(ddp_tagged_code::base_bounds),
+                "Read Response carries more than the " + std::to_string(rq.size) +
+                    " octets requested");
+  }
+  if (h.control.last && total != rq.size) {
+    return make(FindingId::rdmap_read_response_size_mismatch,
+                term::ddp_tagged(ddp_tagged_code::base_bounds),
+                "Read Response carried " + std::to_string(total) + " octets, " +
+                    std::to_string(rq.size) + " were requested");
+  }
+  return std::nullopt;
+}
+
+std::optional<Violation> check_read_request(const wire::ReadRequest& rr, std::size_t in_progress,
+                                            std::optional<std::uint16_t> ird,
+                                            const ddp::RegionFacts* source, bool regions_known,
+                                            const ddp::StreamFacts& stream) {
+  if (ird && in_progress >= *ird) {
+    return make(FindingId::rdmap_ird_exceeded,
+                term::rdmap_operation(rdmap_code::catastrophic_stream),
+                std::to_string(in_progress + 1) + " Read Requests in progress, the responder's IRD is " +
+                    std::to_string(*ird));
+  }
+  if (rr.size == 0) return std::nullopt;
+  auto v = ddp::check_region(rr.source_stag, source, regions_known, stream, rr.source_to, rr.size,
+                             ddp::access::remote_read, ddp::ErrorTable::rdmap_protection);
+  if (v) {
+    v->quote = TerminateQuote::ddp_and_rdmap;
+    v->detail = "Read Request: " + v->detail;
+  }
+  return v;
+}
+
+std::optional<Violation> check_invalidate(std::uint32_t stag, const ddp::RegionFacts* r,
+                                          bool regions_known, const ddp::StreamFacts& stream) {
+  std::string why;
+  if (r == nullptr) {
+    if (!regions_known) return std::nullopt;
+    why = "is not a region of the Data Sink";
+  } else if (!r->valid) {
+    why = "is not valid (invalidated" +
+          (r->invalidated_frame ? " in frame " + std::to_string(r->invalidated_frame) : "") + ")";
+  } else if (r->pd && stream.pd && *r->pd != *stream.pd) {
+    why = "is in another protection domain (" + std::to_string(*r->pd) + ")";
+  } else if (!r->invalidatable) {
+    why = "may not be invalidated remotely";
+  } else {
+    return std::nullopt;
+  }
+  return make(FindingId::rdmap_invalidate_refused,
+              term::rdmap_protection(rdmap_code::stag_cannot_invalidate),
+              "Send with Invalidate of STag " + hex_number(stag) + ", which " + why);
+}
+
+std::optional<Violation> check_atomic_request(const wire::AtomicRequest& a,
+                                              const ddp::RegionFacts* target, bool regions_known,
+                                              const ddp::StreamFacts& stream) {
+  if (a.atomic_opcode != static_cast<std::uint8_t>(wire::AtomicOp::fetch_add) &&
+      a.atomic_opcode != static_cast<std::uint8_t>(wire::AtomicOp::compare_swap)) {
+    return make(FindingId::rdmap_opcode_invalid,
+                term::rdmap_operation(rdmap_code::unexpected_opcode),
+                "Atomic Request with atomic opcode " + std::to_string(a.atomic_opcode) + " (" +
+                    std::string(wire::atomic_op_name(a.atomic_opcode)) + ")");
+  }
+  if (auto v = ddp::check_region(a.remote_stag, target, regions_known, stream, a.remote_to, 8,
+                                 ddp::access::remote_atomic, ddp::ErrorTable::rdmap_protection)) {
+    v->detail = "Atomic Request: " + v->detail;
+    return v;
+  }
+  if (a.remote_to % 8 != 0) {
+    return make(FindingId::ddp_tagged_bounds, term::rdmap_protection(rdmap_code::base_bounds),
+                "Atomic Request: remote TO " + hex_number(a.remote_to) + " is not 8-aligned");
+  }
+  return std::nullopt;
+}
+
+std::optional<Violation> check_atomic_response(const wire::AtomicResponse& a, bool outstanding) {
+  if (outstanding) return std::nullopt;
+  return make(FindingId::rdmap_atomic_response_unmatched,
+              term::rdmap_operation(rdmap_code::unexpected_opcode),
+              "Atomic Response for request id " + std::to_string(a.request_id) +
+                  ", which is not outstanding");
+}
+
+TerminateError local_catastrophic() {
+  return term::rdmap_local_catastrophic();
+}
+TerminateError resources_exhausted() {
+  return term::rdmap_operation(rdmap_code::catastrophic_stream);
+}
+
+}  // namespace ddpscope::rdmap
