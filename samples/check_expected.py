@@ -1,17 +1,54 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Runs `ddpscope analyze --json` on every synthetic sample and compares its findings with the
-sample's NAME.expected.json (see docs/synth-scenarios.md).
+"""Checks every synthetic sample (see docs/synth-scenarios.md) two ways:
+  - `ddpscope synth NAME.json` still writes the committed NAME.pcap (octet for octet),
+    NAME.expected.json and NAME.regions.json, compared in tests/golden.py's canonical form (the
+    free-text `detail` by the numbers it quotes); with DDPSCOPE_UPDATE_GOLDEN=1 the committed
+    files are replaced by the new ones (as samples/regenerate.sh does);
+  - `ddpscope analyze --json` on NAME.pcap reports every expected finding with its code, frame
+    and severity and, for exhaustive samples, no other warning or error finding (the rule is
+    tests/golden.py's expected_mismatch, shared with tests/capture/check_capture.py).
 
 Usage: samples/check_expected.py path/to/ddpscope [NAME ...]
-Exit 0 when every expected finding is reported at its frame and, for exhaustive samples, no
-other warning or error finding appears; 1 otherwise.
+Exit 0 when every sample passes both; 1 otherwise.
 """
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import golden as canon  # noqa: E402  (tests/golden.py)
+
+
+def regenerated(binary, here, name, tmp):
+    """Differences between the committed files of scenario `name` and what the generator
+    writes now (replacing the committed ones in update mode)."""
+    run = subprocess.run([binary, "synth", os.path.join(here, name + ".json"), "-o",
+                          os.path.join(tmp, name + ".pcap")], capture_output=True, text=True)
+    if run.returncode != 0:
+        return [f"ddpscope synth exited {run.returncode}: {run.stderr.strip()}"]
+    diffs = []
+    for suffix in (".pcap", ".expected.json", ".regions.json"):
+        new, old = os.path.join(tmp, name + suffix), os.path.join(here, name + suffix)
+        if not os.path.exists(new) and not os.path.exists(old):
+            continue
+        if not os.path.exists(new) or not os.path.exists(old):
+            diffs.append(f"{name + suffix}: {'not written now' if os.path.exists(old) else 'new'}")
+        elif suffix == ".pcap":
+            with open(new, "rb") as a, open(old, "rb") as b:
+                if a.read() != b.read():
+                    diffs.append(f"{name}.pcap: not the capture the scenario generates now")
+        else:
+            with open(new) as a, open(old) as b:
+                diffs += [f"{name + suffix}: {d}" for d in
+                          canon.differences(json.load(b), json.load(a), limit=10)]
+        if canon.update_requested() and os.path.exists(new):
+            shutil.copyfile(new, old)
+    return diffs
 
 
 def main() -> int:
@@ -24,6 +61,15 @@ def main() -> int:
         os.path.basename(p)[: -len(".expected.json")]
         for p in glob.glob(os.path.join(here, "*.expected.json")))
     failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            diffs = regenerated(binary, here, name, tmp)
+            if diffs and not canon.update_requested():
+                failed += 1
+                print(f"FAIL {name}: the generator's output changed ({canon.UPDATE_ENV}=1 or "
+                      "samples/regenerate.sh to accept):\n     " + "\n     ".join(diffs))
+            elif diffs:
+                print(f"updated {name}: " + "; ".join(diffs))
     for name in names:
         exp = json.load(open(os.path.join(here, name + ".expected.json")))
         args = [binary, "analyze", "--json", os.path.join(here, exp["pcap"])]
@@ -34,17 +80,13 @@ def main() -> int:
             print(f"FAIL {name}: ddpscope exited {run.returncode}: {run.stderr.strip()}")
             failed += 1
             continue
-        got = [(f["code"], f["frame"], f["severity"]) for f in json.loads(run.stdout)["findings"]]
-        want = {(x["code"], x["frame"]) for x in exp["expected"]}
-        have = {(c, f) for c, f, _ in got}
-        missing = sorted(want - have)
-        extra = sorted((c, f, s) for c, f, s in got
-                       if (c, f) not in want and s != "note" and exp["exhaustive"])
+        missing, extra = canon.expected_mismatch(exp, json.loads(run.stdout))
         if missing or extra:
             failed += 1
             print(f"FAIL {name}: missing {missing} unexpected {extra}")
         else:
-            print(f"ok   {name} ({len(want)} expected{'' if exp['exhaustive'] else ', at least'})")
+            at_least = "" if exp["exhaustive"] else ", at least"
+            print(f"ok   {name} ({len(exp['expected'])} expected{at_least})")
     return 1 if failed else 0
 
 

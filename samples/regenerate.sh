@@ -14,6 +14,6 @@ if [ -z "$bin" ]; then
 fi
 [ -n "$bin" ] && [ -x "$bin" ] || { echo "regenerate.sh: build ddpscope first (or pass its path)" >&2; exit 2; }
 for scenario in "$here"/synthetic/*.json; do
-  case "$scenario" in *.expected.json|*.regions.json) continue ;; esac
+  case "$scenario" in *.expected.json|*.regions.json|*.golden.json) continue ;; esac
   "$bin" synth "$scenario" -o "${scenario%.json}.pcap"
 done

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Capture-driven test: run `ddpscope analyze --json` on one capture and check it against
-   - its golden report (exact JSON; DDPSCOPE_UPDATE_GOLDEN=1 rewrites it),
-   - the generator's expected findings (NAME.expected.json: code + frame, exhaustive or not),
+   - its golden report, in tests/golden.py's canonical form (every field exactly, free-text
+     messages by the numbers they quote); DDPSCOPE_UPDATE_GOLDEN=1 rewrites it,
+   - the expected findings (NAME.expected.json: code, frame and severity, exhaustive or not),
    - the bytes the scenario wrote (regions_written) against the exported shadow buffers,
    - the exit code contract (1 iff an error finding)."""
 import json
@@ -10,6 +11,9 @@ import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import golden as canon  # noqa: E402  (tests/golden.py)
 
 
 def crc32c(data: bytes) -> int:
@@ -66,34 +70,26 @@ def main():
 
     # Expected findings, at their frames.
     if expected:
-        found = [(f["code"], f["frame"]) for f in report["findings"]]
-        for e in expected["expected"]:
-            if (e["code"], e["frame"]) not in found:
-                fail(f"expected {e['code']} at frame {e['frame']}; got {found}")
-        if expected.get("exhaustive", True):
-            wanted = {(e["code"], e["frame"]) for e in expected["expected"]}
-            extra = [(f["code"], f["frame"]) for f in report["findings"]
-                     if f["severity"] != "note" and (f["code"], f["frame"]) not in wanted]
-            if extra:
-                fail(f"unexpected findings {extra}")
+        missing, extra = canon.expected_mismatch(expected, report)
+        if missing:
+            found = [(f["code"], f["frame"], f["severity"]) for f in report["findings"]]
+            fail(f"expected (code, frame, severity) {missing}; got {found}")
+        if extra:
+            fail(f"unexpected findings {extra}")
 
     # Golden report.
-    if os.environ.get("DDPSCOPE_UPDATE_GOLDEN") == "1" or not os.path.exists(golden):
-        if os.environ.get("DDPSCOPE_UPDATE_GOLDEN") != "1":
-            fail(f"no golden report {golden} (run with DDPSCOPE_UPDATE_GOLDEN=1 to create it)")
-        with open(golden, "w") as f:
-            json.dump(report, f, indent=2, sort_keys=True)
-            f.write("\n")
+    if canon.update_requested():
+        canon.write_golden(golden, report)
         print(f"updated {golden}")
         return
+    if not os.path.exists(golden):
+        fail(f"no golden report {golden} (run with {canon.UPDATE_ENV}=1 to create it)")
     with open(golden) as f:
         want = json.load(f)
-    if want != report:
-        a = json.dumps(want, indent=2, sort_keys=True).splitlines()
-        b = json.dumps(report, indent=2, sort_keys=True).splitlines()
-        import difflib
-        print("\n".join(list(difflib.unified_diff(a, b, "golden", "now", lineterm=""))[:80]))
-        fail(f"report differs from {golden} (DDPSCOPE_UPDATE_GOLDEN=1 to accept)")
+    diffs = canon.differences(want, report)
+    if diffs:
+        print("\n".join(diffs))
+        fail(f"report differs from {golden} ({canon.UPDATE_ENV}=1 to accept)")
     print(f"ok: {os.path.basename(pcap)}: {len(report['findings'])} findings match")
 
 

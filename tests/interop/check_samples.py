@@ -5,8 +5,10 @@
 usage: check_samples.py DDPSCOPE OUTDIR SAMPLESDIR
 
 For every SAMPLESDIR/NAME.expected.json, OUTDIR/NAME.pcap (recorded by `lab.sh samples OUTDIR`)
-must exist and analyze with exactly the expected warning/error finding codes (frames may differ
-from the committed capture: a new recording is a new conversation). Notes are printed, not
+must exist and analyze with exactly the warning/error findings of the committed sample's golden
+report (NAME.golden.json; NAME.expected.json when there is none), compared by code, severity,
+consequence flag and Terminate triple: frames, STags and the numbers in messages may differ
+from the committed capture (a new recording is a new conversation). Notes are printed, not
 judged. Exit 0 when every sample matches."""
 import collections
 import glob
@@ -14,6 +16,16 @@ import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import golden as canon  # noqa: E402  (tests/golden.py)
+
+
+def key(finding, with_terminate):
+    """What a re-recorded conversation must reproduce of a warning or error finding (an
+    expected.json entry carries no Terminate triple)."""
+    return (finding["code"], finding["severity"], bool(finding.get("consequence_of_gap")),
+            canon.terminate_triple(finding) if with_terminate else None)
 
 
 def main():
@@ -34,8 +46,16 @@ def main():
             bad += 1
             continue
         report = json.loads(proc.stdout)
-        got = collections.Counter(f["code"] for f in report["findings"] if f["severity"] != "note")
-        want = collections.Counter(e["code"] for e in exp["expected"] if e.get("severity") != "note")
+        golden = exp_path[: -len(".expected.json")] + ".golden.json"
+        full = os.path.exists(golden)
+        if full:
+            with open(golden) as f:
+                reference = json.load(f)["findings"]
+        else:
+            reference = exp["expected"]
+        got = collections.Counter(key(f, full) for f in report["findings"]
+                                  if f["severity"] != "note")
+        want = collections.Counter(key(e, full) for e in reference if e.get("severity") != "note")
         notes = sorted({f["code"] for f in report["findings"] if f["severity"] == "note"})
         if got != want:
             print(f"FAIL {name}: findings {dict(got)}, expected {dict(want)}")

@@ -19,6 +19,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import golden as canon  # noqa: E402  (tests/golden.py)
+
 TSHARK = shutil.which("tshark") or "tshark"
 EDITCAP = shutil.which("editcap") or "editcap"
 
@@ -52,6 +55,8 @@ STABLE_FIELDS = [
 ]
 
 EXPERT_CODE = re.compile(r"^\[([a-z0-9.-]+)\] ")
+# Wireshark's expert severities (epan/proto.h PI_NOTE, PI_WARN, PI_ERROR) by the analyzer's names.
+EXPERT_SEVERITY = {0x00400000: "note", 0x00600000: "warning", 0x00800000: "error"}
 # Suffix of findings raised after their frame was dissected (PDU completed later, or finish()).
 REPORTED_LATE = re.compile(r"\(reported (in frame \d+|at the end of the capture)\)$")
 
@@ -125,15 +130,21 @@ class Tshark:
                                   for i, f in enumerate(fields)}
         return rows
 
-    def experts(self, capture, extra=(), late_only=False):
-        """(frame, finding code) of every ddpscope expert info, as a multiset."""
-        rows = self.fields(capture, ["_ws.expert.message"], extra)
+    def experts(self, capture, extra=(), late_only=False, with_severity=False):
+        """(frame, finding code) of every ddpscope expert info, as a multiset; with_severity:
+        (frame, finding code, severity) with the severity named as the analyzer's JSON does."""
+        rows = self.fields(capture, ["_ws.expert.message", "_ws.expert.severity"], extra)
         found = collections.Counter()
         for frame, row in rows.items():
-            for msg in row["_ws.expert.message"].split("|") if row["_ws.expert.message"] else []:
+            msgs = row["_ws.expert.message"].split("|") if row["_ws.expert.message"] else []
+            sevs = row["_ws.expert.severity"].split("|") if row["_ws.expert.severity"] else []
+            check(len(msgs) == len(sevs), f"frame {frame}: expert messages and severities do "
+                  f"not pair up: {row}")
+            for msg, sev in zip(msgs, sevs):
                 m = EXPERT_CODE.match(msg)
                 if m and (not late_only or REPORTED_LATE.search(msg)):
-                    found[(frame, m.group(1))] += 1
+                    k = (frame, m.group(1))
+                    found[k + (EXPERT_SEVERITY.get(int(sev), sev),) if with_severity else k] += 1
         return found
 
 
@@ -220,12 +231,16 @@ def test_builtin_equal(ts, args):
     print(f"{common} frames compared")
 
 
-def analyzer_findings(analyzer, capture, extra=()):
+def analyzer_findings(analyzer, capture, extra=(), with_severity=False):
+    """Like Tshark.experts(): the analyzer's findings as a multiset of (frame, code) or, with
+    with_severity, (frame, code, severity as shown: a consequence of capture loss is a note)."""
     p = subprocess.run([analyzer, "analyze", capture, "--json"] + list(extra), capture_output=True,
                        text=True)
     check(p.returncode in (0, 1, 2), f"analyzer failed: {p.stderr}")
     doc = json.loads(p.stdout)
-    return collections.Counter((int(f["frame"]), f["code"]) for f in doc["findings"])
+    return collections.Counter(
+        (int(f["frame"]), f["code"]) + ((canon.effective_severity(f),) if with_severity else ())
+        for f in doc["findings"])
 
 
 def test_findings_match(ts, args):
@@ -237,8 +252,9 @@ def test_findings_match(ts, args):
     if os.path.exists(regions):
         extra = ["--regions", regions]
         tshark_extra += ["-o", f"iwarp.mpa.regions_file:{ts.stage(regions)}"]
-    expected = analyzer_findings(args.analyzer, args.capture, extra)
-    got = ts.experts(cap, tshark_extra)
+    # Frame, code and severity (consequence flag included); the messages are free text.
+    expected = analyzer_findings(args.analyzer, args.capture, extra, with_severity=True)
+    got = ts.experts(cap, tshark_extra, with_severity=True)
     check(got == expected,
           f"expert infos differ from the analyzer's findings:\n  missing: "
           f"{sorted((expected - got).elements())}\n  extra: {sorted((got - expected).elements())}")
