@@ -22,6 +22,7 @@
 
 #include "ddpscope/analysis/analyzer.h"
 #include "ddpscope/findings/catalog.h"
+#include "ddpscope/rdmap/data_sink.h"
 #include "hostile/hostile_builders.h"
 
 namespace ddpscope {
@@ -71,8 +72,9 @@ const Case kCases[] = {
      }},
     {"mpa.private-data-long", "an MPA Request with 300 octets of private data", 3,
      [](Analyzer&, Wire& w) { w.handshake(300); }},
-    // Going back within one message is also ddp.tagged.bounds (the TO does not continue the
-    // message); the note is about the octets placed twice.
+    // Going back within one message is ddp.tagged.bounds (the TO does not continue the message:
+    // a compliant sink places nothing of it); the note says the octets it tried to place again
+    // differ from those placed.
     {"ddp.tagged.conflicting-placement",
      "an RDMA Write message placing its first 16 octets twice, with different content", 6,
      [](Analyzer&, Wire& w) {
@@ -94,6 +96,22 @@ const Case kCases[] = {
               wire::untagged_header(Opcode::atomic_response, wire::kQnAtomicResponse, 1, 0, true),
               octets(11, 0));
      }},
+    {"ddp.tagged.access-rights",
+     "an RDMA Write to a region the regions file grants remote read only", 5,
+     [](Analyzer& an, Wire& w) {
+       RegionSpec r{0x300, 0x1000, 0x1000, std::nullopt, "read-only"};
+       r.access = ddp::access::remote_read;
+       an.add_regions({&r, 1});
+       w.handshake();
+       w.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0x300, 0x1000, true), octets(16, 1));
+     }},
+    {"rdmap.invalidate-refused", "a Send with Invalidate of an STag the regions file lacks", 5,
+     [](Analyzer& an, Wire& w) {
+       an.add_regions({});
+       w.handshake();
+       w.fpdu(0, wire::untagged_header(Opcode::send_invalidate, wire::kQnSend, 1, 0, true, 0x999),
+              octets(8, 1));
+     }},
     {"engine.limit-reached", "a second STag past max_regions 1", 6,
      [](Analyzer&, Wire& w) {
        w.crc = false;
@@ -103,6 +121,40 @@ const Case kCases[] = {
      },
      [](AnalyzerOptions& o) { o.limits.max_regions = 1; }},
 };
+
+// Codes only a Data Sink that knows its own posted buffers can produce — an endpoint, never a
+// capture: proven on the Data Sink model the endpoint runs (rdmap/data_sink.h).
+class EndpointMemory final : public rdmap::SinkMemory {
+ public:
+  const ddp::RegionFacts* region(std::uint32_t) override { return nullptr; }
+  bool regions_known() const override { return true; }
+  ddp::UntaggedBuffer send_buffer() override { return {ddp::UntaggedBuffer::State::none, 0}; }
+};
+
+struct SinkCase {
+  std::string_view code;
+  std::string_view input;
+  wire::DdpHeader header;
+  std::size_t payload;
+};
+
+const SinkCase kSinkCases[] = {
+    {"ddp.untagged.no-buffer", "a Send while no receive buffer is posted",
+     wire::untagged_header(Opcode::send, wire::kQnSend, 1, 0, true), 8},
+};
+
+std::string_view sink_case_code(const SinkCase& c) {
+  rdmap::DataSink sink;
+  EndpointMemory memory;
+  const Bytes payload = octets(c.payload, 7);
+  const auto step = sink.receive(wire::DdpSegment{c.header, payload}, memory);
+  return step.violation ? finding_spec(step.violation->id).code : std::string_view();
+}
+
+TEST(FindingCoverage, DataSinkCasesProduceTheirCodes) {
+  for (const SinkCase& c : kSinkCases)
+    EXPECT_EQ(sink_case_code(c), c.code) << c.input;
+}
 
 std::unique_ptr<Analyzer> run(const Case& c) {
   AnalyzerOptions o;
@@ -183,6 +235,8 @@ TEST(FindingCoverage, EveryCatalogCodeIsProduced) {
     const auto an = run(c);
     if (reports(an->model(), c)) from_cases.insert(c.code);  // a broken case covers nothing
   }
+  for (const SinkCase& c : kSinkCases)
+    if (sink_case_code(c) == c.code) from_cases.insert(c.code);
   std::vector<std::string_view> unproduced;
   for (const FindingSpec& spec : finding_catalog())
     if (!from_goldens.count(std::string(spec.code)) && !from_cases.count(spec.code))

@@ -20,11 +20,19 @@ constexpr std::uint8_t op(wire::Opcode o) {
   return static_cast<std::uint8_t>(o);
 }
 
+// Whether `content` differs from octets retained at [to, to + size) (unknown octets never do).
+bool differs(const ShadowBuffer& buf, std::uint64_t to, ByteView content) {
+  std::vector<bool> known;
+  const Bytes have = buf.read(to, content.size(), &known);
+  for (std::size_t i = 0; i < content.size(); ++i)
+    if (known[i] && have[i] != content[i]) return true;
+  return false;
+}
+
 // STag-level facts do not change within a message: one finding per message, not per segment.
 bool stag_level(FindingId id) {
   return id == FindingId::ddp_tagged_invalid_stag || id == FindingId::rdmap_stag_invalidated_use ||
-         id == FindingId::ddp_tagged_stag_wrong_stream ||
-         id == FindingId::ddp_tagged_access_rights;
+         id == FindingId::ddp_tagged_stag_wrong_stream || id == FindingId::ddp_tagged_access_rights;
 }
 
 }  // namespace
@@ -124,8 +132,8 @@ void Analyzer::Impl::tagged_segment(Connection& c, int dir, PduEvent& ev, const 
   if (len > 0) {
     // Octets this message already placed, placed again: worth a note when the content differs
     // (buffer reuse across messages is normal RDMA practice and is not reported).
-    const bool replaces_own = !step.starts_message && h.to < before.next_to &&
-                              h.to + len > before.first_to;
+    const bool replaces_own =
+        !step.starts_message && h.to < before.next_to && h.to + len > before.first_to;
     const RegionKey key{dm.to.addr, h.stag};
     ShadowBuffer* buf = find_region(key);
     if (!buf) buf = region_for(c, dir, key);
@@ -142,7 +150,11 @@ void Analyzer::Impl::tagged_segment(Connection& c, int dir, PduEvent& ev, const 
         ranges_capped = true;  // every later segment to a capped region would ask again
         limit_reached("max_ranges_per_region", Ctx{c.stream, dir, ctx.frame, {}});
       }
-      if (pr.conflict && replaces_own && once(ds, FindingId::ddp_tagged_conflicting_placement)) {
+      // A violating segment places nothing (place() keeps only the attempt): compare what it
+      // tried to place again with what the message placed.
+      const bool conflict =
+          step.placed ? pr.conflict : replaces_own && differs(*buf, h.to, ev.ddp->payload);
+      if (conflict && replaces_own && once(ds, FindingId::ddp_tagged_conflicting_placement)) {
         report(FindingId::ddp_tagged_conflicting_placement, ctx,
                "octets of STag " + hex_number(h.stag) +
                    " placed again with different content (reported once)");
@@ -352,11 +364,11 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
   }
   report(FindingId::rdmap_terminate, ctx, msg, false, err);
   if (t->layout == wire::TerminateLayout::siw_bitfield) {
-    report(FindingId::rdmap_terminate_nonconformant, ctx,
-           "control word in Linux siw's little-endian bit-field layout; the RFC layout reads " +
-               terminate_error_name(t->rfc_reading.layer, t->rfc_reading.etype,
-                                    t->rfc_reading.code) +
-               " with reserved bits " + hex_number(t->rfc_reading.reserved));
+    report(
+        FindingId::rdmap_terminate_nonconformant, ctx,
+        "control word in Linux siw's little-endian bit-field layout; the RFC layout reads " +
+            terminate_error_name(t->rfc_reading.layer, t->rfc_reading.etype, t->rfc_reading.code) +
+            " with reserved bits " + hex_number(t->rfc_reading.reserved));
   }
 }
 
@@ -462,10 +474,10 @@ void Analyzer::Impl::finish_direction(Connection& c, int dir) {
   if (t.open) {
     Ctx mctx = ctx;
     if (ds.tagged.record != kNoIndex) mctx.frame = model.messages[ds.tagged.record].first_frame;
-    report(FindingId::ddp_message_incomplete, mctx,
-           "tagged message to STag " + hex_number(t.stag) + " never received its last segment" +
-               cut,
-           t.damaged || !sm.closed);
+    report(
+        FindingId::ddp_message_incomplete, mctx,
+        "tagged message to STag " + hex_number(t.stag) + " never received its last segment" + cut,
+        t.damaged || !sm.closed);
   }
 }
 

@@ -46,45 +46,44 @@ std::optional<Violation> check_region(std::uint32_t stag, const RegionFacts* r, 
     return rdmap ? term::rdmap_protection(rdmap_code) : term::ddp_tagged(ddp_code);
   };
   const std::string what = rdmap ? "source or target STag " : "STag ";
-  if (r == nullptr) {
-    if (!regions_known) return std::nullopt;
+  if (r == nullptr && regions_known) {
     return make(FindingId::ddp_tagged_invalid_stag,
                 code(rdmap_code::invalid_stag, ddp_tagged_code::invalid_stag),
                 what + hex_number(stag) + " is not a region of the Data Sink");
   }
-  if (!r->valid) {
+  if (r != nullptr && !r->valid) {
     return make(FindingId::rdmap_stag_invalidated_use,
                 code(rdmap_code::invalid_stag, ddp_tagged_code::invalid_stag),
                 what + hex_number(stag) + " was invalidated" +
                     (r->invalidated_frame ? " in frame " + std::to_string(r->invalidated_frame)
                                           : std::string()));
   }
-  if (r->pd && stream.pd && *r->pd != *stream.pd) {
+  if (r != nullptr && r->pd && stream.pd && *r->pd != *stream.pd) {
     return make(FindingId::ddp_tagged_stag_wrong_stream,
                 code(rdmap_code::stag_not_associated, ddp_tagged_code::stag_not_associated),
                 what + hex_number(stag) + " is in protection domain " + std::to_string(*r->pd) +
                     ", the stream's is " + std::to_string(*stream.pd));
   }
-  if (r->stream && *r->stream != stream.stream) {
+  if (r != nullptr && r->stream && *r->stream != stream.stream) {
     return make(FindingId::ddp_tagged_stag_wrong_stream,
                 code(rdmap_code::stag_not_associated, ddp_tagged_code::stag_not_associated),
                 what + hex_number(stag) + " belongs to stream " + std::to_string(*r->stream));
   }
-  if (r->access && (*r->access & need) != need) {
+  if (r != nullptr && r->access && (*r->access & need) != need) {
     return make(FindingId::ddp_tagged_access_rights,
                 code(rdmap_code::access_rights, ddp_tagged_code::invalid_stag),
                 what + hex_number(stag) + " does not grant the " +
-                    (need & access::remote_read      ? "remote read"
-                     : need & access::remote_atomic  ? "remote atomic"
-                     : need & access::remote_write   ? "remote write"
-                                                     : "local write") +
+                    (need & access::remote_read     ? "remote read"
+                     : need & access::remote_atomic ? "remote atomic"
+                     : need & access::remote_write  ? "remote write"
+                                                    : "local write") +
                     " right");
   }
   if (len > 0 && to + (len - 1) < to) {
     return make(FindingId::ddp_tagged_to_wrap, code(rdmap_code::to_wrap, ddp_tagged_code::to_wrap),
                 "TO " + hex_number(to) + " + " + std::to_string(len) + " octets wraps past 2^64");
   }
-  if (r->base && r->length &&
+  if (r != nullptr && r->base && r->length &&
       (to < *r->base || to - *r->base > *r->length || len > *r->length - (to - *r->base))) {
     const std::uint64_t end = *r->base + *r->length;
     std::string how;
@@ -94,8 +93,8 @@ std::optional<Violation> check_region(std::uint32_t stag, const RegionFacts* r, 
       how = std::to_string(to + len - end) + " octets past the end";
     return make(FindingId::ddp_tagged_bounds,
                 code(rdmap_code::base_bounds, ddp_tagged_code::base_bounds),
-                range(to, len) + " outside region " + range(*r->base, *r->length) + " of " +
-                    what + hex_number(stag) + " (" + how + ")");
+                range(to, len) + " outside region " + range(*r->base, *r->length) + " of " + what +
+                    hex_number(stag) + " (" + how + ")");
   }
   return std::nullopt;
 }
@@ -144,13 +143,13 @@ std::optional<Violation> check_untagged_sequence(const UntaggedRx& q, const wire
   }
   const bool continues = q.open && (!q.synced || h.msn == q.expected_msn);
   const std::uint32_t want_mo = continues ? q.mo : 0;
-  if (h.mo != want_mo && !(continues && q.damaged)) {
-    return make(FindingId::ddp_untagged_invalid_mo,
-                term::ddp_untagged(ddp_untagged_code::invalid_mo),
-                continues ? "MO " + std::to_string(h.mo) + ", expected " + std::to_string(want_mo) +
-                                " for MSN " + std::to_string(h.msn)
-                          : "first segment of MSN " + std::to_string(h.msn) + " has MO " +
-                                std::to_string(h.mo));
+  if (h.mo != want_mo) {
+    return make(
+        FindingId::ddp_untagged_invalid_mo, term::ddp_untagged(ddp_untagged_code::invalid_mo),
+        continues
+            ? "MO " + std::to_string(h.mo) + ", expected " + std::to_string(want_mo) + " for MSN " +
+                  std::to_string(h.msn)
+            : "first segment of MSN " + std::to_string(h.msn) + " has MO " + std::to_string(h.mo));
   }
   return std::nullopt;
 }

@@ -45,12 +45,11 @@ std::optional<Violation> check_rtr(llp::RtrType expected, const wire::DdpSegment
       break;
   }
   if (ok) return std::nullopt;
-  return Violation{FindingId::mpa_handshake_invalid, term::mpa(mpa_code::no_matching_rtr),
-                   TerminateQuote::none,
-                   "peer-to-peer: the first FPDU is " +
-                       std::string(wire::opcode_info(opcode).name) +
-                       (seg.payload.empty() ? "" : " with payload") + ", not the zero-length " +
-                       std::string(llp::to_string(expected)) + " RTR the Reply chose"};
+  return Violation{
+      FindingId::mpa_handshake_invalid, term::mpa(mpa_code::no_matching_rtr), TerminateQuote::none,
+      "peer-to-peer: the first FPDU is " + std::string(wire::opcode_info(opcode).name) +
+          (seg.payload.empty() ? "" : " with payload") + ", not the zero-length " +
+          std::string(llp::to_string(expected)) + " RTR the Reply chose"};
 }
 
 DataSink::DataSink(SinkConfig config) : config_(std::move(config)) {
@@ -122,10 +121,10 @@ void DataSink::tagged_segment(const wire::DdpSegment& seg, SinkMemory& memory, S
   const bool check = response ? len > 0 : !(len == 0 && step.starts_message && h.control.last);
   if (check && !step.rtr) {
     const ddp::RegionFacts* r = memory.region(h.stag);
-    if (keep(step, ddp::check_region(h.stag, r, memory.regions_known(), config_.stream, h.to, len,
-                                     response ? ddp::access::local_write
-                                              : ddp::access::remote_write,
-                                     ddp::ErrorTable::ddp_tagged)))
+    if (keep(step,
+             ddp::check_region(h.stag, r, memory.regions_known(), config_.stream, h.to, len,
+                               response ? ddp::access::local_write : ddp::access::remote_write,
+                               ddp::ErrorTable::ddp_tagged)))
       bad = true;
   }
   if (bad) tagged_violated_ = true;
@@ -193,7 +192,8 @@ void DataSink::untagged_segment(const wire::DdpSegment& seg, SinkMemory& memory,
         bad = true;
         keep(step, std::move(v));
         break;
-      default:  // MO
+      default:  // MO: after octets lost to the capture, a consequence
+        step.after_loss = step.after_loss || (rx.open && rx.damaged);
         rx.damaged = rx.open;
         bad = true;
         keep(step, std::move(v));
@@ -284,9 +284,8 @@ bool DataSink::complete_untagged(Queue& q, SinkMemory& memory, SegmentStep& step
       auto a = wire::decode_atomic_response(ByteView(q.body.data(), wire::AtomicResponse::kSize));
       if (!a) return true;
       step.atomic_response = *a;
-      auto it = std::find_if(atomics_.begin(), atomics_.end(), [&](const PendingAtomic& p) {
-        return p.request_id == a->request_id;
-      });
+      auto it = std::find_if(atomics_.begin(), atomics_.end(),
+                             [&](const PendingAtomic& p) { return p.request_id == a->request_id; });
       if (keep(step, check_atomic_response(*a, it != atomics_.end()))) return false;
       step.atomic = *it;
       atomics_.erase(it);
@@ -314,9 +313,8 @@ bool DataSink::read_requested(const OutstandingRead& read) {
 }
 
 bool DataSink::atomic_requested(const PendingAtomic& atomic) {
-  auto it = std::find_if(atomics_.begin(), atomics_.end(), [&](const PendingAtomic& p) {
-    return p.request_id == atomic.request_id;
-  });
+  auto it = std::find_if(atomics_.begin(), atomics_.end(),
+                         [&](const PendingAtomic& p) { return p.request_id == atomic.request_id; });
   if (it != atomics_.end()) {
     *it = atomic;
     return true;

@@ -52,8 +52,7 @@ std::optional<Violation> check_control(const wire::DdpHeader& h, bool rfc7306) {
 std::optional<Violation> check_queue(const wire::DdpHeader& h, std::uint8_t opcode) {
   const auto& info = wire::opcode_info(opcode);
   if (info.qn && h.qn == *info.qn) return std::nullopt;
-  return make(FindingId::ddp_untagged_invalid_qn,
-              term::ddp_untagged(ddp_untagged_code::invalid_qn),
+  return make(FindingId::ddp_untagged_invalid_qn, term::ddp_untagged(ddp_untagged_code::invalid_qn),
               std::string(info.name) + " on QN " + std::to_string(h.qn) + " (expected " +
                   std::to_string(info.qn.value_or(0)) + ")");
 }
@@ -74,8 +73,8 @@ std::optional<std::size_t> fixed_body_size(std::uint8_t opcode) {
   }
 }
 
-std::optional<Violation> check_fixed_body(std::uint8_t opcode, std::uint32_t mo,
-                                          std::uint64_t len, bool last) {
+std::optional<Violation> check_fixed_body(std::uint8_t opcode, std::uint32_t mo, std::uint64_t len,
+                                          bool last) {
   const auto size = fixed_body_size(opcode);
   if (!size) return std::nullopt;
   const std::uint64_t have = std::uint64_t{mo} + len;
@@ -87,9 +86,9 @@ std::optional<Violation> check_fixed_body(std::uint8_t opcode, std::uint32_t mo,
                     std::to_string(*size) + ")");
   }
   if (last && have < *size) {
-    return make(FindingId::rdmap_body_invalid, term::rdmap_operation(rdmap_code::unspecified),
-                name + " of " + std::to_string(have) + " octets (needs " + std::to_string(*size) +
-                    ")");
+    return make(
+        FindingId::rdmap_body_invalid, term::rdmap_operation(rdmap_code::unspecified),
+        name + " of " + std::to_string(have) + " octets (needs " + std::to_string(*size) + ")");
   }
   return std::nullopt;
 }
@@ -98,33 +97,34 @@ std::optional<Violation> check_read_response(const OutstandingRead* head, const 
                                              std::uint64_t len) {
   if (head == nullptr) {
     return make(FindingId::rdmap_read_response_unmatched, term::ddp_local_catastrophic(),
-                "Read Response to STag " + hex_number(h.stag) +
-                    " with no Read Request outstanding",
+                "Read Response to STag " + hex_number(h.stag) + " with no Read Request outstanding",
                 TerminateQuote::none);
   }
   const auto& rq = head->req;
+  const std::string in =
+      head->frame ? " (Read Request in frame " + std::to_string(head->frame) + ")" : std::string();
   if (h.stag != rq.sink_stag) {
     return make(FindingId::ddp_tagged_invalid_stag, term::ddp_tagged(ddp_tagged_code::invalid_stag),
                 "Read Response to STag " + hex_number(h.stag) +
-                    ", the Read Request named sink STag " + hex_number(rq.sink_stag));
+                    ", the Read Request named sink STag " + hex_number(rq.sink_stag) + in);
   }
   if (h.to != rq.sink_to + head->received) {
     return make(FindingId::ddp_tagged_bounds, term::ddp_tagged(ddp_tagged_code::base_bounds),
                 "Read Response at TO " + hex_number(h.to) + ", expected sink TO " +
-                    hex_number(rq.sink_to + head->received));
+                    hex_number(rq.sink_to + head->received) + in);
   }
   const std::uint64_t total = head->received + len;
   if (total > rq.size) {
     return make(FindingId::rdmap_read_response_size_mismatch,
                 term::ddp_tagged(ddp_tagged_code::base_bounds),
                 "Read Response carries more than the " + std::to_string(rq.size) +
-                    " octets requested");
+                    " octets requested" + in);
   }
   if (h.control.last && total != rq.size) {
     return make(FindingId::rdmap_read_response_size_mismatch,
                 term::ddp_tagged(ddp_tagged_code::base_bounds),
                 "Read Response carried " + std::to_string(total) + " octets, " +
-                    std::to_string(rq.size) + " were requested");
+                    std::to_string(rq.size) + " were requested" + in);
   }
   return std::nullopt;
 }
@@ -136,8 +136,8 @@ std::optional<Violation> check_read_request(const wire::ReadRequest& rr, std::si
   if (ird && in_progress >= *ird) {
     return make(FindingId::rdmap_ird_exceeded,
                 term::rdmap_operation(rdmap_code::catastrophic_stream),
-                std::to_string(in_progress + 1) + " Read Requests in progress, the responder's IRD is " +
-                    std::to_string(*ird));
+                std::to_string(in_progress + 1) +
+                    " Read Requests in progress, the responder's IRD is " + std::to_string(*ird));
   }
   if (rr.size == 0) return std::nullopt;
   auto v = ddp::check_region(rr.source_stag, source, regions_known, stream, rr.source_to, rr.size,

@@ -60,8 +60,8 @@ std::optional<Violation> check_version(const wire::DdpHeader& h);
 // The region check, in siw's order (siw_check_mem): STag valid, PD and stream, access rights,
 // TO wrap, base and bounds. `facts` is null when the sink has no region with this STag; that is
 // a violation only when `regions_known` (the endpoint always knows; an analysis when the user
-// gave a regions file, even an empty one). DDP table: a missing access right draws Invalid STag
-// (RFC 5041 has no access code; siw does the same).
+// gave a regions file, even an empty one); otherwise only the TO wrap is checked. DDP table: a
+// missing access right draws Invalid STag (RFC 5041 has no access code; siw does the same).
 std::optional<Violation> check_region(std::uint32_t stag, const RegionFacts* facts,
                                       bool regions_known, const StreamFacts& stream,
                                       std::uint64_t to, std::uint64_t len, std::uint8_t need,
@@ -88,7 +88,7 @@ std::optional<Violation> check_tagged_continuation(const TaggedRx& rx, const wir
 // One untagged queue (RFC 5041 §5.3): the MSN it expects and the message in progress.
 struct UntaggedRx {
   std::uint32_t expected_msn = 1;  // of the open message, or of the next one
-  bool synced = true;    // false: the next MSN is unknown (capture loss, mid-stream start)
+  bool synced = true;       // false: the next MSN is unknown (capture loss, mid-stream start)
   bool after_loss = false;  // analysis: capture loss came before, findings are consequences
   bool open = false;
   bool damaged = false;  // analysis: part of the open message was lost
