@@ -9,9 +9,9 @@
 #include <set>
 #include <vector>
 
-#include "capture/live_capture.h"
 #include "cmd_limits.h"
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/capture/live_capture.h"
 
 namespace ddpscope::cli {
 namespace {

@@ -14,9 +14,9 @@
 #include <iostream>
 #include <map>
 
-#include "capture/capture.h"
 #include "cmd_endpoint_options.h"
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/capture/file_reader.h"
 #include "ddpscope/ulp/advert.h"
 #include "endpoint/endpoint.h"
 

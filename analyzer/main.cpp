@@ -8,11 +8,11 @@
 #include <fstream>
 #include <iostream>
 
-#include "capture/capture.h"
 #include "cmd_endpoint_commands.h"
 #include "cmd_limits.h"
 #include "ddpscope/analysis/analyzer.h"
 #include "ddpscope/analysis/regions_file.h"
+#include "ddpscope/capture/file_reader.h"
 #include "ddpscope/findings/catalog.h"
 #include "report/report.h"
 #ifdef DDPSCOPE_HAVE_SYNTH

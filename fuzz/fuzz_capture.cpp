@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "capture/capture.h"
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/capture/file_reader.h"
 #include "fuzz_input.h"
 
 namespace {

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "capture/capture.h"
+#include "ddpscope/capture/file_writer.h"
 #include "ddpscope/common/crc32c.h"
 #include "ddpscope/findings/catalog.h"
 #include "ddpscope/net/packet.h"

@@ -3,7 +3,7 @@
 
 #include <chrono>
 
-#include "capture/live_capture.h"
+#include "ddpscope/capture/live_capture.h"
 
 namespace ddpscope::gui {
 namespace {

@@ -6,7 +6,7 @@
 #include <map>
 #include <tuple>
 
-#include "capture/capture.h"
+#include "ddpscope/capture/file_reader.h"
 
 namespace ddpscope::gui {
 

@@ -16,9 +16,8 @@
 #include <mutex>
 #include <thread>
 
-#include "capture/capture.h"
-#include "capture/live_capture.h"
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/capture/live_capture.h"
 #include "endpoint/endpoint.h"
 #include "raw_peer.h"
 

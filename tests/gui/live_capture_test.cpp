@@ -23,8 +23,8 @@
 #include <atomic>
 #include <thread>
 
-#include "capture/live_capture.h"
 #include "capture_dialog.h"
+#include "ddpscope/capture/live_capture.h"
 #include "endpoint/endpoint.h"
 #include "findings_model.h"
 #include "gui_test_util.h"

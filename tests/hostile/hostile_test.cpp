@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "capture/capture.h"
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/capture/file_reader.h"
 #include "ddpscope/net/packet.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"

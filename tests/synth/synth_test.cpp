@@ -7,7 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "capture/capture.h"
+#include "ddpscope/capture/file_reader.h"
 #include "ddpscope/common/crc32c.h"
 #include "ddpscope/net/packet.h"
 #include "ddpscope/wire/mpa.h"
