@@ -17,8 +17,8 @@
 #include "cmd_endpoint_options.h"
 #include "ddpscope/analysis/analyzer.h"
 #include "ddpscope/capture/feed.h"
+#include "ddpscope/endpoint/endpoint.h"
 #include "ddpscope/ulp/advert.h"
-#include "endpoint/endpoint.h"
 
 namespace ddpscope::cli {
 namespace {

@@ -14,9 +14,9 @@
 #include "ddpscope/analysis/regions_file.h"
 #include "ddpscope/capture/feed.h"
 #include "ddpscope/findings/catalog.h"
-#include "report/report.h"
+#include "ddpscope/report/report.h"
 #ifdef DDPSCOPE_HAVE_SYNTH
-#include "synth/synth.h"
+#include "ddpscope/synth/synth.h"
 #endif
 
 namespace {

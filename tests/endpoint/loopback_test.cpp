@@ -18,7 +18,7 @@
 
 #include "ddpscope/analysis/analyzer.h"
 #include "ddpscope/capture/live_capture.h"
-#include "endpoint/endpoint.h"
+#include "ddpscope/endpoint/endpoint.h"
 #include "raw_peer.h"
 
 namespace ddpscope {

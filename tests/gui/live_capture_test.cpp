@@ -25,7 +25,7 @@
 
 #include "capture_dialog.h"
 #include "ddpscope/capture/live_capture.h"
-#include "endpoint/endpoint.h"
+#include "ddpscope/endpoint/endpoint.h"
 #include "findings_model.h"
 #include "gui_test_util.h"
 #include "main_window.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "synth/synth.h"
+#include "ddpscope/synth/synth.h"
 
 #include <cstdio>
 #include <fstream>
