@@ -9,9 +9,10 @@
 #include <set>
 #include <vector>
 
-#include "capture/live_capture.h"
 #include "cmd_limits.h"
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/capture/feed.h"
+#include "ddpscope/capture/live_capture.h"
 
 namespace ddpscope::cli {
 namespace {
@@ -87,11 +88,8 @@ int run_live(const LiveArgs& a) {
   limits.stop = &g_stop;
   limits.max_frames = a.max_frames;
   limits.duration_ns = static_cast<std::int64_t>(a.duration_s * 1e9);
-  const bool ok = live->run(
-      [&](const capture::Frame& f) {
-        analyzer.feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
-      },
-      {}, limits);
+  const bool ok =
+      live->run([&](const capture::Frame& f) { capture::feed_frame(analyzer, f); }, {}, limits);
   if (!ok) std::cerr << "ddpscope live: " << live->error() << "\n";
   analyzer.finish();
   if (!live->close(err)) {

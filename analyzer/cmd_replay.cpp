@@ -14,11 +14,11 @@
 #include <iostream>
 #include <map>
 
-#include "capture/capture.h"
 #include "cmd_endpoint_options.h"
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/capture/feed.h"
+#include "ddpscope/endpoint/endpoint.h"
 #include "ddpscope/ulp/advert.h"
-#include "endpoint/endpoint.h"
 
 namespace ddpscope::cli {
 namespace {
@@ -166,12 +166,12 @@ int run_replay(const ReplayArgs& a) {
   Analyzer analyzer;
   Collector col(a.stream);
   analyzer.set_observer(&col);
-  capture::Frame f;
-  while (reader->next(f)) {
-    col.now_ns = f.ts_ns;
-    analyzer.feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
-  }
-  analyzer.finish();
+  capture::FeedOptions feed_options;
+  feed_options.on_frame = [&col](const capture::Frame& f) { col.now_ns = f.ts_ns; };
+  const capture::FeedResult fed = capture::feed(*reader, analyzer, feed_options);
+  if (!fed.error.empty())
+    std::cerr << "replay: " << fed.error << ": replaying the " << fed.last_frame
+              << " frames before it\n";
   const Model& model = analyzer.model();
   if (a.stream >= model.streams.size()) {
     std::cerr << "replay: the capture has " << model.streams.size() << " streams\n";

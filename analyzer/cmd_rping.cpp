@@ -11,7 +11,7 @@
 #include <iostream>
 
 #include "cmd_endpoint_options.h"
-#include "endpoint/endpoint.h"
+#include "ddpscope/endpoint/endpoint.h"
 
 namespace ddpscope::cli {
 namespace {

@@ -8,15 +8,15 @@
 #include <fstream>
 #include <iostream>
 
-#include "capture/capture.h"
 #include "cmd_endpoint_commands.h"
 #include "cmd_limits.h"
 #include "ddpscope/analysis/analyzer.h"
 #include "ddpscope/analysis/regions_file.h"
+#include "ddpscope/capture/feed.h"
 #include "ddpscope/findings/catalog.h"
-#include "report/report.h"
+#include "ddpscope/report/report.h"
 #ifdef DDPSCOPE_HAVE_SYNTH
-#include "synth/synth.h"
+#include "ddpscope/synth/synth.h"
 #endif
 
 namespace {
@@ -123,18 +123,14 @@ int analyze(const AnalyzeArgs& a) {
     return kExitUsage;
   }
   Progress progress(reader->file_size());
-  capture::Frame f;
-  std::uint64_t last = 0;
-  while (reader->next(f)) {
-    analyzer.feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
-    last = f.number;
-    if ((f.number & 0x3FF) == 0) progress.update(reader->bytes_read());
-  }
-  if (!reader->error().empty()) {
-    // Everything before the damage was analysed; say what happened.
-    analyzer.note_truncated_file(last, reader->error());
-  }
-  analyzer.finish();
+  capture::FeedOptions feed_options;
+  feed_options.progress_every = 1024;
+  feed_options.progress = [&progress](const capture::FeedProgress& at) {
+    progress.update(at.bytes_read);
+    return true;
+  };
+  // Everything before damage in the file is analysed; the damage is a finding.
+  capture::feed(*reader, analyzer, feed_options);
   const Model& m = analyzer.model();
   std::ofstream file_out;
   std::ostream* out = &std::cout;

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "endpoint/endpoint.h"
+#include "ddpscope/endpoint/endpoint.h"
 
 using namespace ddpscope;
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "capture/capture.h"
+#include "ddpscope/capture/file_reader.h"
 #include "ddpscope/common/crc32c.h"
 
 int main(int argc, char** argv) {

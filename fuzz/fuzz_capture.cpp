@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// pcap / pcapng files through CaptureReader (libpcap) and on into the engine, as the analyzer
-// CLI reads them: frames until the end or the first error, a cut file reported as such. The
-// input is handed to libpcap as a file through an anonymous memory file (memfd), no disk I/O.
+// pcap / pcapng files through CaptureReader (libpcap) and capture::feed into the engine, as
+// every host reads them: frames until the end or the first error, a cut file reported as such.
+// The input is handed to libpcap as a file through an anonymous memory file (memfd), no disk I/O.
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <string>
 
-#include "capture/capture.h"
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/capture/feed.h"
 #include "fuzz_input.h"
 
 namespace {
@@ -47,16 +47,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   AnalyzerOptions o;
   o.limits.max_findings = 1000;
   Analyzer an(o);
-  capture::Frame f;
-  std::uint64_t last = 0;
-  while (reader->next(f)) {
-    DDPSCOPE_FUZZ_CHECK(f.number == last + 1);
-    last = f.number;
+  // The frames come out numbered 1, 2, ... in order, each fed once.
+  std::uint64_t seen = 0;
+  capture::FeedOptions feed_options;
+  feed_options.on_frame = [&seen](const capture::Frame& f) {
+    DDPSCOPE_FUZZ_CHECK(f.number == seen + 1);
+    seen = f.number;
     fuzz::touch(f.data);
-    an.feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
-  }
-  if (!reader->error().empty()) an.note_truncated_file(last, reader->error());
-  an.finish();
-  DDPSCOPE_FUZZ_CHECK(an.model().frames == last);
+  };
+  const capture::FeedResult fed = capture::feed(*reader, an, feed_options);
+  DDPSCOPE_FUZZ_CHECK(fed.last_frame == seen && fed.frames == seen);
+  DDPSCOPE_FUZZ_CHECK(an.model().frames == seen);
+  DDPSCOPE_FUZZ_CHECK(fed.error == reader->error());
   return 0;
 }

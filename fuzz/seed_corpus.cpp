@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/capture.h"
+#include "ddpscope/capture/file_reader.h"
 #include "ddpscope/net/packet.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"

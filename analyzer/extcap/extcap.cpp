@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "capture/live_capture.h"
+#include "ddpscope/capture/live_capture.h"
 
 extern char** environ;
 

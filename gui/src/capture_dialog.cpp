@@ -14,7 +14,7 @@
 #include <QSettings>
 #include <QToolButton>
 
-#include "capture/live_capture.h"
+#include "ddpscope/capture/live_capture.h"
 
 namespace ddpscope::gui {
 

@@ -3,7 +3,8 @@
 
 #include <chrono>
 
-#include "capture/live_capture.h"
+#include "ddpscope/capture/feed.h"
+#include "ddpscope/capture/live_capture.h"
 
 namespace ddpscope::gui {
 namespace {
@@ -73,9 +74,7 @@ SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks&
   limits.stop = cb.cancel;
   limits.tick_ms = 100;
   const bool ok = live->run(
-      [&](const capture::Frame& f) {
-        analyzer.feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
-      },
+      [&](const capture::Frame& f) { capture::feed_frame(analyzer, f); },
       [&](const capture::LiveCounters& c) {
         const LiveStatus status = statusOf(c);
         if (cb.live_status) cb.live_status(status);

@@ -6,7 +6,7 @@
 #include <map>
 #include <tuple>
 
-#include "capture/capture.h"
+#include "ddpscope/capture/feed.h"
 
 namespace ddpscope::gui {
 
@@ -111,33 +111,26 @@ SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb
   }
   Analyzer analyzer(options);
   if (regions) analyzer.add_regions(*regions);
-  capture::Frame frame;
-  std::uint64_t frames = 0;
-  std::uint64_t last_frame = 0;
   auto last_progress = clock::now();
   auto last_snapshot = clock::now();
   auto interval = std::chrono::milliseconds(std::max(cb.snapshot_interval_ms, 1));
-  bool cancelled = false;
-  while (reader->next(frame)) {
-    analyzer.feed_frame(frame.number, frame.ts_ns, frame.link_type, frame.data, frame.wire_length);
-    ++frames;
-    if ((frames & 63) != 0) continue;
-    if (cb.cancel && cb.cancel->load(std::memory_order_relaxed)) {
-      cancelled = true;
-      break;
-    }
+  capture::FeedOptions feed_options;
+  // Cancel is checked every 64 frames.
+  feed_options.progress_every = 64;
+  feed_options.progress = [&](const capture::FeedProgress& at) {
+    if (cb.cancel && cb.cancel->load(std::memory_order_relaxed)) return false;
     const auto now = clock::now();
     if (cb.progress && now - last_progress >= std::chrono::milliseconds(50)) {
-      cb.progress(reader->bytes_read(), reader->file_size(), frames);
+      cb.progress(at.bytes_read, at.file_size, at.frames);
       last_progress = now;
     }
     if (cb.snapshot && now - last_snapshot >= interval) {
       auto snap = std::make_shared<Snapshot>();
       snap->path = path;
       snap->model = std::make_shared<const Model>(analyzer.model());
-      snap->bytes_read = reader->bytes_read();
-      snap->file_size = reader->file_size();
-      snap->frames_read = frames;
+      snap->bytes_read = at.bytes_read;
+      snap->file_size = at.file_size;
+      snap->frames_read = at.frames;
       snap->elapsed_s = std::chrono::duration<double>(now - start).count();
       snap->build_index();
       const auto cost = clock::now() - now;
@@ -147,15 +140,14 @@ SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb
       cb.snapshot(std::move(snap));
       last_snapshot = clock::now();
     }
-  }
-  if (!cancelled && !reader->error().empty())
-    analyzer.note_truncated_file(last_frame, reader->error());
-  if (!cancelled) analyzer.finish();
-  auto snap = finish(&analyzer, reader.get(), frames);
-  snap->cancelled = cancelled;
-  if (!cancelled && frames == 0 && !reader->error().empty()) snap->error = reader->error();
+    return true;
+  };
+  const capture::FeedResult fed = capture::feed(*reader, analyzer, feed_options);
+  auto snap = finish(&analyzer, reader.get(), fed.frames);
+  snap->cancelled = fed.cancelled;
+  if (fed.frames == 0 && !fed.error.empty()) snap->error = fed.error;
   snap->build_index();
-  if (cb.progress) cb.progress(snap->bytes_read, snap->file_size, frames);
+  if (cb.progress) cb.progress(snap->bytes_read, snap->file_size, fed.frames);
   return snap;
 }
 

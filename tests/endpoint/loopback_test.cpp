@@ -16,10 +16,9 @@
 #include <mutex>
 #include <thread>
 
-#include "capture/capture.h"
-#include "capture/live_capture.h"
 #include "ddpscope/analysis/analyzer.h"
-#include "endpoint/endpoint.h"
+#include "ddpscope/capture/live_capture.h"
+#include "ddpscope/endpoint/endpoint.h"
 #include "raw_peer.h"
 
 namespace ddpscope {

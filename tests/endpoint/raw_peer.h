@@ -17,7 +17,7 @@
 #include <memory>
 #include <span>
 
-#include "endpoint/endpoint.h"
+#include "ddpscope/endpoint/endpoint.h"
 
 namespace ddpscope::testing_peer {
 

@@ -23,9 +23,9 @@
 #include <atomic>
 #include <thread>
 
-#include "capture/live_capture.h"
 #include "capture_dialog.h"
-#include "endpoint/endpoint.h"
+#include "ddpscope/capture/live_capture.h"
+#include "ddpscope/endpoint/endpoint.h"
 #include "findings_model.h"
 #include "gui_test_util.h"
 #include "main_window.h"

@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Item models under QAbstractItemModelTester, and their content against the analyzer's JSON
-// report (`ddpscope analyze FILE --json`), or against core's Model when the CLI is absent.
+// report (`ddpscope analyze FILE --json`), or against core's Model when the CLI is absent; a
+// damaged capture reported by the GUI's analysis worker at the frame the CLI names.
 #include <QAbstractItemModelTester>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cstring>
 #include <map>
+#include <vector>
 
+#include "analysis_worker.h"
 #include "bytes_model.h"
 #include "findings_model.h"
 #include "gui_test_util.h"
@@ -30,6 +35,20 @@ QJsonObject cliReport(const QString& file) {
   p.start(cli, {QStringLiteral("analyze"), file, QStringLiteral("--json")});
   if (!p.waitForFinished(120000)) return {};
   return QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+}
+
+// Offsets of the records of a little-endian classic pcap file, read from its record headers.
+std::vector<qsizetype> pcapRecordOffsets(const QByteArray& file) {
+  constexpr qsizetype kFileHeader = 24, kRecordHeader = 16;
+  std::vector<qsizetype> at;
+  qsizetype pos = kFileHeader;
+  while (pos + kRecordHeader <= file.size()) {
+    at.push_back(pos);
+    quint32 caplen = 0;
+    std::memcpy(&caplen, file.constData() + pos + 8, 4);
+    pos += kRecordHeader + qsizetype(caplen);
+  }
+  return at;
 }
 
 QString hexText(std::uint64_t v) {
@@ -153,6 +172,52 @@ class ModelsTest : public QObject {
     SnapshotPtr missing = analyze_capture("/nonexistent/capture.pcap");
     QVERIFY(!missing->error.empty());
     QVERIFY(missing->model);
+  }
+
+  // A capture cut inside a record: the GUI's worker (the path File › Open runs) reports
+  // capture.truncated-file once, at the last complete frame, the frame `ddpscope analyze` names.
+  void truncatedFileSameFrameAsCli() {
+    QFile src(qEnvironmentVariable("DDPSCOPE_SAMPLES_DIR") +
+              QStringLiteral("/synthetic/fault-msn.pcap"));
+    QVERIFY(src.open(QIODevice::ReadOnly));
+    const QByteArray whole = src.readAll();
+    const std::vector<qsizetype> at = pcapRecordOffsets(whole);
+    QVERIFY(at.size() > 12);
+    constexpr std::uint64_t kComplete = 11;  // cut 20 octets into record 12
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath(QStringLiteral("fault-msn-cut.pcap"));
+    QFile cut(path);
+    QVERIFY(cut.open(QIODevice::WriteOnly));
+    cut.write(whole.left(at[kComplete] + 20));
+    cut.close();
+
+    AnalysisWorker worker;
+    QSignalSpy done(&worker, &AnalysisWorker::finished);
+    worker.analyze(path, QString(), 1);
+    QCOMPARE(done.count(), 1);
+    const SnapshotPtr snap = done.at(0).at(1).value<SnapshotPtr>();
+    QVERIFY(snap && snap->final && !snap->cancelled);
+    QCOMPARE(snap->frames_read, kComplete);
+    FindingsModel findings;
+    findings.setSnapshot(snap);
+    std::vector<quint64> gui_frames;
+    for (int r = 0; r < findings.rowCount(); ++r) {
+      if (findings.index(r, FindingsModel::ColCode).data().toString() ==
+          QStringLiteral("capture.truncated-file"))
+        gui_frames.push_back(findings.index(r, FindingsModel::ColFrame).data().toULongLong());
+    }
+    QCOMPARE(gui_frames, std::vector<quint64>{kComplete});
+
+    const QJsonObject report = cliReport(path);
+    if (report.isEmpty()) QSKIP("analyzer CLI not built: the GUI's frame checked on its own");
+    std::vector<quint64> cli_frames;
+    for (const auto& fv : report.value(QStringLiteral("findings")).toArray()) {
+      const QJsonObject f = fv.toObject();
+      if (f.value(QStringLiteral("code")).toString() == QStringLiteral("capture.truncated-file"))
+        cli_frames.push_back(quint64(f.value(QStringLiteral("frame")).toInteger()));
+    }
+    QCOMPARE(cli_frames, gui_frames);
   }
 
   void contentMatchesAnalyzer_data() { modelsPassTester_data(); }

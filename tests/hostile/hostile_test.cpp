@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "capture/capture.h"
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/capture/feed.h"
 #include "ddpscope/net/packet.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
@@ -481,20 +481,15 @@ struct FileRun {
   std::uint64_t frames = 0;
 };
 
-// What the CLI does: every frame until the end or the first error, then the error as
-// capture.truncated-file.
+// What every host does (capture::feed): every frame until the end or the first error, then the
+// error as capture.truncated-file.
 FileRun analyze_file(const fs::path& p) {
   FileRun r;
   auto reader = capture::CaptureReader::open(p.string(), r.open_error);
   if (!reader) return r;
-  capture::Frame f;
-  while (reader->next(f)) {
-    r.an->feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
-    r.frames = f.number;
-  }
-  r.read_error = reader->error();
-  if (!r.read_error.empty()) r.an->note_truncated_file(r.frames, r.read_error);
-  r.an->finish();
+  const capture::FeedResult fed = capture::feed(*reader, *r.an);
+  r.frames = fed.last_frame;
+  r.read_error = fed.error;
   return r;
 }
 
@@ -564,6 +559,7 @@ TEST(HostileFile, FileCutInsideARecordKeepsEverythingBefore) {
       auto got = findings_of(r.an->model());
       ASSERT_FALSE(got.empty());
       EXPECT_EQ(got.back().first, "capture.truncated-file");
+      EXPECT_EQ(got.back().second, k);  // the last complete frame
       got.erase(std::remove_if(got.begin(), got.end(),
                                [](const auto& f) { return f.first == "capture.truncated-file"; }),
                 got.end());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "capture/capture.h"
-#include "capture/live_capture.h"
+#include "ddpscope/capture/file_reader.h"
+#include "ddpscope/capture/file_writer.h"
+#include "ddpscope/capture/live_capture.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "synth/synth.h"
+#include "ddpscope/synth/synth.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "capture/capture.h"
+#include "ddpscope/capture/file_reader.h"
 #include "ddpscope/common/crc32c.h"
 #include "ddpscope/net/packet.h"
 #include "ddpscope/wire/mpa.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "endpoint/endpoint.h"
+#include "ddpscope/endpoint/endpoint.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,37 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "capture/capture.h"
+#include "ddpscope/capture/file_reader.h"
 
 #include <fcntl.h>
-#include <pcap/pcap.h>
-#include <poll.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
+
+#include "link_type.h"
 
 namespace ddpscope::capture {
 namespace {
 
-constexpr std::uint32_t linktype_raw = 101;
+using detail::dlt_to_linktype;
+
 constexpr std::int64_t ns_per_s = 1'000'000'000;
 // stdio buffer of a capture file being read. libpcap reads every record with two fread()s; with
 // the default buffer (st_blksize, 4 KiB) that is a read() system call per 4 KiB, about a third
 // of the analyzer's time on a page-cached file. 256 KiB stays within a core's L2 cache.
 constexpr std::size_t kReadBuffer = 256u << 10;
-
-// libpcap speaks DLT_* values, which equal LINKTYPE_* values except for a few historical
-// ones; of those we handle, only raw IP differs (DLT_RAW is 12, or 14 on OpenBSD).
-std::uint32_t dlt_to_linktype(int dlt) {
-  if (dlt == DLT_RAW) return linktype_raw;
-  return static_cast<std::uint32_t>(dlt);
-}
-int linktype_to_dlt(std::uint32_t linktype) {
-  if (linktype == linktype_raw) return DLT_RAW;
-  return static_cast<int>(linktype);
-}
 
 // pcapng timestamps are 64-bit: a hostile file's seconds may not fit in int64 nanoseconds.
 // Such times saturate at the int64 range instead of overflowing.
@@ -57,8 +46,6 @@ void fill(Frame& frame, std::uint64_t number, std::uint32_t link_type, const pca
 }
 
 }  // namespace
-
-// ---- CaptureReader -------------------------------------------------------------------------
 
 std::unique_ptr<CaptureReader> CaptureReader::open(const std::string& path, std::string& error) {
   char errbuf[PCAP_ERRBUF_SIZE] = {};
@@ -118,66 +105,6 @@ std::uint64_t CaptureReader::bytes_read() const {
   if (f == nullptr) return 0;
   long pos = std::ftell(f);
   return pos < 0 ? 0 : std::min(static_cast<std::uint64_t>(pos), file_size_);
-}
-
-// ---- CaptureWriter -------------------------------------------------------------------------
-
-std::unique_ptr<CaptureWriter> CaptureWriter::open(const std::string& path, std::uint32_t link_type,
-                                                   std::string& error, std::uint32_t snaplen) {
-  pcap_t* p = pcap_open_dead_with_tstamp_precision(
-      linktype_to_dlt(link_type), static_cast<int>(snaplen), PCAP_TSTAMP_PRECISION_NANO);
-  if (p == nullptr) {
-    error = "pcap_open_dead failed for link type " + std::to_string(link_type);
-    return nullptr;
-  }
-  pcap_dumper_t* d = pcap_dump_open(p, path.c_str());
-  if (d == nullptr) {
-    error = path + ": " + pcap_geterr(p);
-    pcap_close(p);
-    return nullptr;
-  }
-  std::unique_ptr<CaptureWriter> w(new CaptureWriter());
-  w->handle_ = p;
-  w->dumper_ = d;
-  w->snaplen_ = snaplen;
-  return w;
-}
-
-CaptureWriter::~CaptureWriter() {
-  std::string ignored;
-  close(ignored);
-}
-
-void CaptureWriter::write(std::int64_t ts_ns, ByteView data, std::uint32_t wire_length) {
-  if (dumper_ == nullptr) return;
-  pcap_pkthdr hdr{};
-  // Floor division, so that times before the epoch keep a non-negative fraction.
-  std::int64_t sec = ts_ns / ns_per_s;
-  std::int64_t frac = ts_ns % ns_per_s;
-  if (frac < 0) {
-    frac += ns_per_s;
-    --sec;
-  }
-  hdr.ts.tv_sec = static_cast<time_t>(sec);
-  hdr.ts.tv_usec = static_cast<suseconds_t>(frac);  // nanoseconds: the handle is nano
-  hdr.caplen = static_cast<bpf_u_int32>(std::min<std::size_t>(data.size(), snaplen_));
-  hdr.len = wire_length != 0 ? wire_length : static_cast<bpf_u_int32>(data.size());
-  hdr.len = std::max(hdr.len, hdr.caplen);
-  pcap_dump(reinterpret_cast<u_char*>(dumper_), &hdr, data.data());
-}
-
-bool CaptureWriter::close(std::string& error) {
-  if (dumper_ == nullptr) return true;
-  bool ok = true;
-  if (pcap_dump_flush(dumper_) != 0 || std::ferror(pcap_dump_file(dumper_)) != 0) {
-    error = "write error on the capture file";
-    ok = false;
-  }
-  pcap_dump_close(dumper_);  // fclose: its error is not reported by libpcap
-  pcap_close(handle_);
-  dumper_ = nullptr;
-  handle_ = nullptr;
-  return ok;
 }
 
 }  // namespace ddpscope::capture

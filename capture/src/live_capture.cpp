@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "capture/live_capture.h"
+#include "ddpscope/capture/live_capture.h"
 
-#include <pcap/pcap.h>
 #include <poll.h>
 
 #include <algorithm>
@@ -10,20 +9,15 @@
 #include <cstdio>
 #include <cstring>
 
+#include "link_type.h"
+
 namespace ddpscope::capture {
 namespace {
 
-constexpr std::uint32_t linktype_raw = 101;
-constexpr int live_snaplen = 262144;
+using detail::dlt_to_linktype;
+using detail::linktype_to_dlt;
 
-// DLT_* equals LINKTYPE_* except for a few historical values; of those the analyzer decodes,
-// only raw IP differs (as in capture.cpp).
-std::uint32_t dlt_to_linktype(int dlt) {
-  return dlt == DLT_RAW ? linktype_raw : static_cast<std::uint32_t>(dlt);
-}
-int linktype_to_dlt(std::uint32_t linktype) {
-  return linktype == linktype_raw ? DLT_RAW : static_cast<int>(linktype);
-}
+constexpr int live_snaplen = 262144;
 
 LiveFailure failure_of(int status) {
   switch (status) {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "ddpscope/synth/synth.h"
 #include "scenario.h"
-#include "synth/synth.h"
 
 namespace ddpscope::synth {
 

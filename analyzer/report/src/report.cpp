@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "report/report.h"
+#include "ddpscope/report/report.h"
 
 #include <filesystem>
 #include <fstream>

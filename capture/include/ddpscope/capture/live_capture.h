@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "capture/capture.h"
+#include "ddpscope/capture/frame.h"
 
+struct pcap;         // pcap_t
+struct pcap_dumper;  // pcap_dumper_t
 struct pcap_pkthdr;
 
 namespace ddpscope::capture {

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "synth/synth.h"
+#include "ddpscope/synth/synth.h"
 
 #include <cstdio>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
-#include "capture/capture.h"
+#include "ddpscope/capture/file_writer.h"
 #include "ddpscope/common/crc32c.h"
 #include "ddpscope/findings/catalog.h"
 #include "ddpscope/net/packet.h"

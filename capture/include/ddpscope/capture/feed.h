@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The one loop "capture file -> analysis" every host runs (`ddpscope analyze` and `replay`, the
+// GUI's file analysis, fuzz_capture): frames in file order into core's Analyzer, a progress
+// hook that may stop the loop, and the end of the file as the end of the input, a damaged file
+// included. A live capture's loop is LiveSession::run (live_capture.h); its frames go in through
+// feed_frame() below, as a file's do.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/capture/file_reader.h"
+#include "ddpscope/capture/frame.h"
+
+namespace ddpscope::capture {
+
+// One captured frame (from a file or a live capture) into the analysis.
+inline void feed_frame(Analyzer& analyzer, const Frame& frame) {
+  analyzer.feed_frame(frame.number, frame.ts_ns, frame.link_type, frame.data, frame.wire_length);
+}
+
+// Where a feed is, for a progress bar.
+struct FeedProgress {
+  std::uint64_t frames = 0;      // frames fed so far
+  std::uint64_t last_frame = 0;  // number of the last frame fed
+  std::uint64_t bytes_read = 0;  // approximate position in the file (CaptureReader::bytes_read)
+  std::uint64_t file_size = 0;
+};
+
+struct FeedOptions {
+  // Called after every `progress_every` frames (0 is taken as 1), not at the end. Returning
+  // false stops the feed: the result is then `cancelled` and the analysis is left unfinished.
+  std::function<bool(const FeedProgress&)> progress;
+  std::uint64_t progress_every = 64;
+  // Called with each frame just before it is fed (a host that needs the frame's time while its
+  // observer runs, as replay does).
+  std::function<void(const Frame&)> on_frame;
+};
+
+struct FeedResult {
+  std::uint64_t frames = 0;      // frames fed
+  std::uint64_t last_frame = 0;  // number of the last complete frame fed; 0 when none was
+  std::string error;             // the reader's error when the file did not end cleanly
+  bool cancelled = false;        // stopped by FeedOptions::progress
+};
+
+// Feeds the frames `reader` has left to `analyzer` until the end of the file, a read error or
+// a stop by the progress hook. Unless stopped, the end of the file is the end of the input:
+// a read error (a record cut short, a damaged block) is reported once, as
+// capture.truncated-file at the last complete frame (Analyzer::note_truncated_file; every frame
+// before the damage stays analysed), then Analyzer::finish() runs. After a stop neither runs:
+// the model holds what was fed so far.
+FeedResult feed(CaptureReader& reader, Analyzer& analyzer, const FeedOptions& options = {});
+
+}  // namespace ddpscope::capture

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// One captured frame, as the file reader (file_reader.h) and the live capture (live_capture.h)
+// hand it out.
+#pragma once
+
+#include <cstdint>
+
+#include "ddpscope/common/bytes.h"
+
+namespace ddpscope::capture {
+
+// `data` points into the reader's buffer and stays valid until the next call to next() on the
+// same reader (or its destruction).
+struct Frame {
+  std::uint64_t number = 0;       // 1-based, as Wireshark numbers frames
+  std::int64_t ts_ns = 0;         // nanoseconds since the Unix epoch
+  std::uint32_t link_type = 0;    // LINKTYPE_* of the frame's interface
+  ByteView data;                  // the captured octets (caplen)
+  std::uint32_t wire_length = 0;  // the frame's original length
+  // Always 0: libpcap (1.10) does not expose the pcapng interface of a packet. It also
+  // presents one link type per file: when a pcapng file holds an interface description block
+  // whose link type differs from the first one's, next() fails at that block with libpcap's
+  // message ("an interface has a type N different from the type of the first interface").
+  // Tools such as mergecap write all interface blocks first, so such files yield no frames.
+  std::uint32_t interface_id = 0;
+};
+
+}  // namespace ddpscope::capture

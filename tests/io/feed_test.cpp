@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// capture::feed, the loop every host runs from a capture file into the engine: progress, the
+// last complete frame, a damaged file reported once as capture.truncated-file at that frame,
+// a stop by the progress hook, empty files. On a real sample cut at record boundaries and
+// inside records.
+#include "ddpscope/capture/feed.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ddpscope/findings/catalog.h"
+
+namespace ddpscope::capture {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t kPcapHeader = 24;
+constexpr std::size_t kRecordHeader = 16;
+
+Bytes read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), {});
+}
+
+// A file path unique to the running test.
+fs::path temp_path(const std::string& suffix) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::path(DDPSCOPE_IO_TMP_DIR) / "tmp";
+  fs::create_directories(dir);
+  return dir / (std::string(info->test_suite_name()) + "." + info->name() + suffix);
+}
+
+fs::path write_file(const std::string& suffix, ByteView data) {
+  const fs::path p = temp_path(suffix);
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  return p;
+}
+
+// The sample every case cuts: an iWARP exchange (MPA handshake, Sends with an MSN fault).
+const Bytes& sample() {
+  static const Bytes b =
+      read_bytes(fs::path(DDPSCOPE_SOURCE_DIR) / "samples/synthetic/fault-msn.pcap");
+  return b;
+}
+
+// Offsets of the records of a little-endian classic pcap file, read from the file itself.
+std::vector<std::size_t> record_offsets(const Bytes& file) {
+  std::vector<std::size_t> at;
+  std::size_t pos = kPcapHeader;
+  while (pos + kRecordHeader <= file.size()) {
+    at.push_back(pos);
+    std::uint32_t caplen = 0;
+    std::memcpy(&caplen, file.data() + pos + 8, 4);
+    pos += kRecordHeader + caplen;
+  }
+  return at;
+}
+
+Bytes prefix(std::size_t n) {
+  return Bytes(sample().begin(), sample().begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> findings_of(const Model& m) {
+  std::vector<std::pair<std::string, std::uint64_t>> v;
+  for (const auto& f : m.findings)
+    v.emplace_back(std::string(f.code()), f.frame);
+  return v;
+}
+
+std::vector<std::uint64_t> truncated_frames(const Model& m) {
+  std::vector<std::uint64_t> v;
+  for (const auto& f : m.findings)
+    if (f.id == FindingId::capture_truncated_file) v.push_back(f.frame);
+  return v;
+}
+
+std::unique_ptr<CaptureReader> open(const fs::path& p) {
+  std::string error;
+  auto r = CaptureReader::open(p.string(), error);
+  EXPECT_TRUE(r) << error;
+  return r;
+}
+
+// The engine fed by hand, frame by frame, then finished: what feed() must equal on a clean file.
+std::vector<std::pair<std::string, std::uint64_t>> reference_findings(const fs::path& p) {
+  auto r = open(p);
+  Analyzer an;
+  Frame f;
+  while (r && r->next(f))
+    an.feed_frame(f.number, f.ts_ns, f.link_type, f.data, f.wire_length);
+  an.finish();
+  return findings_of(an.model());
+}
+
+TEST(Feed, WholeFileEqualsTheEngineFedByHandAndFinished) {
+  const auto at = record_offsets(sample());
+  ASSERT_GT(at.size(), 10u);
+  const fs::path p = write_file(".pcap", sample());
+  auto r = open(p);
+  ASSERT_TRUE(r);
+  Analyzer an;
+  const FeedResult fed = feed(*r, an);
+  EXPECT_EQ(fed.frames, at.size());
+  EXPECT_EQ(fed.last_frame, at.size());
+  EXPECT_TRUE(fed.error.empty()) << fed.error;
+  EXPECT_FALSE(fed.cancelled);
+  EXPECT_EQ(an.model().frames, at.size());
+  EXPECT_TRUE(truncated_frames(an.model()).empty());
+  const auto got = findings_of(an.model());
+  EXPECT_FALSE(got.empty());  // the sample's MSN fault, at least
+  EXPECT_EQ(got, reference_findings(p));
+}
+
+TEST(Feed, ProgressIsCalledEveryNFramesWithTheReadersPosition) {
+  const auto at = record_offsets(sample());
+  const fs::path p = write_file(".pcap", sample());
+  for (std::uint64_t every : {1u, 5u}) {
+    auto r = open(p);
+    ASSERT_TRUE(r);
+    Analyzer an;
+    std::vector<FeedProgress> calls;
+    FeedOptions o;
+    o.progress_every = every;
+    o.progress = [&](const FeedProgress& pr) {
+      calls.push_back(pr);
+      // The engine has been fed exactly the frames reported.
+      EXPECT_EQ(an.model().frames, pr.frames);
+      return true;
+    };
+    const FeedResult fed = feed(*r, an, o);
+    ASSERT_EQ(calls.size(), at.size() / every) << "every " << every;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i].frames, (i + 1) * every);
+      EXPECT_EQ(calls[i].last_frame, (i + 1) * every);
+      EXPECT_EQ(calls[i].file_size, sample().size());
+      EXPECT_LE(calls[i].bytes_read, sample().size());
+      if (i > 0) {
+        EXPECT_GE(calls[i].bytes_read, calls[i - 1].bytes_read);
+      }
+    }
+    EXPECT_EQ(fed.frames, at.size());
+  }
+}
+
+TEST(Feed, OnFrameSeesEveryFrameInOrderBeforeTheEngine) {
+  const fs::path p = write_file(".pcap", sample());
+  auto r = open(p);
+  ASSERT_TRUE(r);
+  Analyzer an;
+  std::vector<std::uint64_t> seen;
+  FeedOptions o;
+  o.on_frame = [&](const Frame& f) {
+    EXPECT_EQ(an.model().frames, seen.size());  // not yet fed
+    seen.push_back(f.number);
+  };
+  const FeedResult fed = feed(*r, an, o);
+  ASSERT_EQ(seen.size(), fed.frames);
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    EXPECT_EQ(seen[i], i + 1);
+}
+
+TEST(Feed, CutInsideARecordIsReportedOnceAtTheLastCompleteFrame) {
+  const auto at = record_offsets(sample());
+  for (std::size_t k : {std::size_t{1}, std::size_t{11}, at.size() - 1}) {
+    // The file cut cleanly before record k: k complete frames, no damage.
+    const fs::path clean = write_file(".clean.pcap", prefix(at[k]));
+    auto expected = reference_findings(clean);
+    // Cut inside record k's header (7 octets of it) and inside its data (header + 20).
+    for (std::size_t extra : {std::size_t{7}, kRecordHeader + 20}) {
+      const fs::path cut = write_file(".cut.pcap", prefix(at[k] + extra));
+      auto r = open(cut);
+      ASSERT_TRUE(r);
+      Analyzer an;
+      const FeedResult fed = feed(*r, an);
+      EXPECT_EQ(fed.frames, k);
+      EXPECT_EQ(fed.last_frame, k) << "cut inside record " << k + 1;
+      EXPECT_NE(fed.error.find("truncated"), std::string::npos) << fed.error;
+      EXPECT_FALSE(fed.cancelled);
+      EXPECT_EQ(truncated_frames(an.model()), std::vector<std::uint64_t>{k});
+      // Everything before the damage is analysed as in the clean file.
+      auto got = findings_of(an.model());
+      got.erase(std::remove_if(got.begin(), got.end(),
+                               [](const auto& f) { return f.first == "capture.truncated-file"; }),
+                got.end());
+      EXPECT_EQ(got, expected) << "cut inside record " << k + 1;
+    }
+  }
+}
+
+TEST(Feed, CutInsideTheFirstRecordIsReportedAtFrameZero) {
+  const fs::path cut = write_file(".pcap", prefix(kPcapHeader + 10));
+  auto r = open(cut);
+  ASSERT_TRUE(r);
+  Analyzer an;
+  const FeedResult fed = feed(*r, an);
+  EXPECT_EQ(fed.frames, 0u);
+  EXPECT_EQ(fed.last_frame, 0u);
+  EXPECT_FALSE(fed.error.empty());
+  EXPECT_EQ(truncated_frames(an.model()), std::vector<std::uint64_t>{0});
+}
+
+TEST(Feed, FileWithNoRecords) {
+  // Only the file header: a capture with nothing in it.
+  const fs::path empty = write_file(".pcap", prefix(kPcapHeader));
+  auto r = open(empty);
+  ASSERT_TRUE(r);
+  Analyzer an;
+  int calls = 0;
+  FeedOptions o;
+  o.progress_every = 1;
+  o.progress = [&](const FeedProgress&) { return ++calls, true; };
+  const FeedResult fed = feed(*r, an, o);
+  EXPECT_EQ(fed.frames, 0u);
+  EXPECT_EQ(fed.last_frame, 0u);
+  EXPECT_TRUE(fed.error.empty()) << fed.error;
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(an.model().frames, 0u);
+  EXPECT_TRUE(an.model().findings.empty());
+  // A file of zero octets is not a capture: the reader refuses it, there is nothing to feed.
+  std::string error;
+  EXPECT_FALSE(CaptureReader::open(write_file(".zero.pcap", {}).string(), error));
+  EXPECT_FALSE(error.empty());
+}
+
+TEST(Feed, StopFromProgressLeavesTheAnalysisUnfinished) {
+  const auto at = record_offsets(sample());
+  // Damaged near the end, stopped before: no capture.truncated-file, no finish().
+  const fs::path cut = write_file(".pcap", prefix(at.back() + 7));
+  auto r = open(cut);
+  ASSERT_TRUE(r);
+  Analyzer an;
+  FeedOptions o;
+  o.progress_every = 4;
+  o.progress = [](const FeedProgress& pr) { return pr.frames < 8; };
+  const FeedResult fed = feed(*r, an, o);
+  EXPECT_TRUE(fed.cancelled);
+  EXPECT_EQ(fed.frames, 8u);
+  EXPECT_EQ(fed.last_frame, 8u);
+  EXPECT_TRUE(fed.error.empty());
+  EXPECT_EQ(an.model().frames, 8u);
+  EXPECT_TRUE(truncated_frames(an.model()).empty());
+  // The rest of the file is still there for the host to read.
+  Frame f;
+  ASSERT_TRUE(r->next(f));
+  EXPECT_EQ(f.number, 9u);
+}
+
+}  // namespace
+}  // namespace ddpscope::capture
