@@ -657,6 +657,7 @@ struct Analyzer::Impl {
     dm.fpdus++;
     const std::uint16_t len = load_be16(p.plain.data());
     ev.ulpdu_length = len;
+    ev.plain = p.plain;
     ev.ulpdu = p.plain.subspan(2, len);
     ev.crc_field = p.crc_field;
     ev.markers = p.markers;
