@@ -11,6 +11,7 @@
 #include <set>
 #include <string_view>
 
+#include "ddpscope/mpa/fpdu_walker.h"
 #include "ddpscope/mpa/framer.h"
 #include "ddpscope/tcp/reassembly.h"
 #include "ddpscope/ulp/advert.h"
@@ -782,9 +783,10 @@ struct Analyzer::Impl {
           bad = "marker in front of an FPDU has FPDUPTR " + std::to_string(m.fpduptr);
         continue;
       }
-      if (m.fpduptr != m.stream_pos - start) fits_all = false;
-      if (m.fpduptr != m.stream_pos - header) fits_lit = false;
-      if (m.fpduptr != m.stream_pos - start && m.fpduptr != m.stream_pos - header) {
+      const mpa::FpduptrFit fit = mpa::fpduptr_fit(m, start, p.leading_marker);
+      if (!fit.leading_marker_in_fpdu) fits_all = false;
+      if (!fit.literal) fits_lit = false;
+      if (!fit.any()) {
         bad = "marker at stream position " + std::to_string(m.stream_pos) + " has FPDUPTR " +
               std::to_string(m.fpduptr) + ", FPDU starts " + std::to_string(m.stream_pos - header) +
               " octets back";
