@@ -226,17 +226,10 @@ void CaptureState::on_pdu(const PduEvent& e) {
   p.markers = e.markers;
   p.marker_offsets = e.marker_offsets;
   p.leading_marker = e.leading_marker;
-  if (e.kind == PduKind::fpdu && !e.marker_offsets.empty()) {
-    // The FPDU without its markers: what the length, ULPDU, pad and CRC fields are drawn on.
-    std::size_t pos = 0;
-    for (std::size_t off : e.marker_offsets) {
-      if (off < pos || off > e.raw.size()) continue;
-      p.fpdu.insert(p.fpdu.end(), e.raw.begin() + static_cast<std::ptrdiff_t>(pos),
-                    e.raw.begin() + static_cast<std::ptrdiff_t>(off));
-      pos = std::min(off + wire::kMpaMarkerSize, e.raw.size());
-    }
-    p.fpdu.insert(p.fpdu.end(), e.raw.begin() + static_cast<std::ptrdiff_t>(pos), e.raw.end());
-  }
+  // The FPDU without its markers (the framer's walk): what the length, ULPDU, pad and CRC
+  // fields are drawn on. Without markers they are the raw octets.
+  if (e.kind == PduKind::fpdu && !e.marker_offsets.empty())
+    p.fpdu.assign(e.plain.begin(), e.plain.end());
   if (e.ddp) {
     p.ddp = e.ddp->header;
     p.payload_size = e.ddp->payload.size();

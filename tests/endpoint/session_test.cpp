@@ -7,11 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <random>
 
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/common/crc32c.h"
 
 namespace ddpscope::session {
 namespace {
@@ -410,8 +412,9 @@ struct Hostile {
   std::uint32_t bound_stag = 0;    // another stream
   std::uint32_t msn = 1;
 
-  explicit Hostile(bool crc = true, std::size_t low_water = 256u << 10) {
-    Params p{2, crc, false, false, RtrType::write};
+  // `markers`: the victim asks for markers, so what it receives carries them.
+  explicit Hostile(bool crc = true, std::size_t low_water = 256u << 10, bool markers = false) {
+    Params p{2, crc, false, markers, RtrType::write};
     SessionConfig rc = make_config(Role::responder, p, pd);
     rc.mpa.ird = 1;
     rc.limits.tx_low_water = low_water;
@@ -610,6 +613,97 @@ TEST(SessionHostile, BadCrc) {
   h.victim->receive(fpdu);
   EXPECT_EQ(h.victim->terminate_sent(), T(2, 0, 2));
   EXPECT_TRUE(h.region_untouched());
+}
+
+// The victim receives markers (RFC 5044 §4.3); FPDUs are written here at known stream positions
+// relative to the peer's S0 and handed to the victim directly.
+struct MarkedHostile : Hostile {
+  Bytes big = Bytes(2048, 0);
+  std::uint32_t big_stag = 0;
+  std::uint64_t pos = 0;  // the peer's stream position from S0, for the next FPDU
+
+  MarkedHostile() : Hostile(true, 256u << 10, true) {
+    big_stag = *mem.register_region(pd, big, 0x10000, access::all);
+    // Learn where the peer's stream stands (modulo 512, all markers depend on): its next FPDU,
+    // as the peer frames it, is long enough to hold a marker.
+    const Bytes u = tagged(big_stag, 0x10000, 600);
+    peer->send_raw_ulpdu(u);
+    const Bytes out(peer->output().begin(), peer->output().end());
+    peer->consume_output(out.size());
+    for (std::uint64_t p = 0; p < wire::kMpaMarkerInterval; p += 4) {
+      if (fpdu(u, p) == out) {
+        pos = p + out.size();
+        victim->receive(out);
+        std::fill(big.begin(), big.end(), 0);
+        return;
+      }
+    }
+    ADD_FAILURE() << "the peer's FPDU matches no stream position";
+  }
+  Bytes fpdu(ByteView ulpdu, std::uint64_t at,
+             wire::MarkerConvention c = wire::MarkerConvention::leading_marker_in_fpdu) const {
+    wire::FpduEncodeOptions o;
+    o.markers = true;
+    o.stream_pos = at;
+    o.convention = c;
+    return wire::encode_fpdu(ulpdu, o);
+  }
+  // Zero-length Writes up to the next marker position, so that the next FPDU starts on it.
+  void to_marker_position() {
+    while (pos % wire::kMpaMarkerInterval != 0) {
+      const std::size_t room = wire::kMpaMarkerInterval - pos % wire::kMpaMarkerInterval;
+      const std::size_t n = room >= 20 ? std::min<std::size_t>(room - 20, 200) : 0;
+      send(tagged(stag, 0x1000, n));
+    }
+  }
+  void send(ByteView ulpdu,
+            wire::MarkerConvention c = wire::MarkerConvention::leading_marker_in_fpdu) {
+    const Bytes raw = fpdu(ulpdu, pos, c);
+    pos += raw.size();
+    victim->receive(raw);
+  }
+};
+
+TEST(SessionHostile, MarkersInBothConventionsAreAccepted) {
+  MarkedHostile h;
+  for (const auto c :
+       {wire::MarkerConvention::leading_marker_in_fpdu, wire::MarkerConvention::literal}) {
+    SCOPED_TRACE(std::string(wire::to_string(c)));
+    h.to_marker_position();
+    ASSERT_EQ(h.victim->state(), Session::State::established);
+    // A leading marker, and a second marker inside whose FPDUPTR follows the convention.
+    Bytes u = h.tagged(h.big_stag, 0x10000, 700);
+    std::fill(u.begin() + 14, u.end(), static_cast<std::uint8_t>(0x30 + static_cast<int>(c)));
+    const Bytes raw = h.fpdu(u, h.pos, c);
+    ASSERT_EQ(load_be16(&raw[512 + 2]),
+              c == wire::MarkerConvention::literal ? 508 : 512);  // the inner marker's FPDUPTR
+    h.send(u, c);
+    EXPECT_EQ(h.victim->state(), Session::State::established);
+    EXPECT_FALSE(h.victim->terminate_sent());
+    EXPECT_EQ(h.big[699], 0x30 + static_cast<int>(c));
+  }
+}
+
+TEST(SessionHostile, MarkerPointingElsewhere) {
+  MarkedHostile h;
+  h.to_marker_position();
+  Bytes raw = h.fpdu(h.tagged(h.big_stag, 0x10000, 700), h.pos);
+  raw[512 + 3] ^= 0x04;  // the inner marker's FPDUPTR fits neither convention (CRC still good)
+  // Recompute the CRC over the tampered octets, so that only the FPDUPTR is wrong.
+  mpa_crc_to_wire(crc32c(ByteView(raw).first(raw.size() - 4)), &raw[raw.size() - 4]);
+  h.victim->receive(raw);
+  EXPECT_EQ(h.victim->terminate_sent(), T(2, 0, 3));
+  EXPECT_TRUE(std::all_of(h.big.begin(), h.big.end(), [](auto b) { return b == 0; }));
+}
+
+TEST(SessionHostile, BadCrcWithMarkers) {
+  MarkedHostile h;
+  h.to_marker_position();
+  Bytes raw = h.fpdu(h.tagged(h.big_stag, 0x10000, 700), h.pos);
+  raw[600] ^= 0x01;  // payload after the inner marker
+  h.victim->receive(raw);
+  EXPECT_EQ(h.victim->terminate_sent(), T(2, 0, 2));
+  EXPECT_TRUE(std::all_of(h.big.begin(), h.big.end(), [](auto b) { return b == 0; }));
 }
 
 TEST(SessionHostile, BadDdpVersion) {

@@ -5,6 +5,7 @@
 // on_ddp_segment (engine_sink.cpp), which knows nothing of MPA.
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/ddp/rules.h"
+#include "ddpscope/mpa/fpdu_walker.h"
 #include "ddpscope/mpa/negotiate.h"
 #include "ddpscope/mpa/rules.h"
 #include "engine.h"
@@ -68,8 +69,8 @@ void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
       p.slices = std::move(ev.slices);
       return;  // nothing consumed: no event
     case RawPdu::Kind::reqrep:
-      ev.kind = p.reqrep->kind == wire::MpaFrameKind::request ? PduKind::mpa_request
-                                                              : PduKind::mpa_reply;
+      ev.kind =
+          p.reqrep->kind == wire::MpaFrameKind::request ? PduKind::mpa_request : PduKind::mpa_reply;
       dir = on_reqrep(c, dir, *p.reqrep, ctx);
       ev.direction = dir;
       ev.reqrep = &*p.reqrep;
@@ -121,8 +122,7 @@ void Analyzer::Impl::on_not_mpa(Connection& c, int dir, const Ctx& ctx) {
 }
 
 // Returns the (possibly swapped) direction index of the frame's sender.
-int Analyzer::Impl::on_reqrep(Connection& c, int dir, const wire::MpaReqRep& f,
-                              const Ctx& ctx_in) {
+int Analyzer::Impl::on_reqrep(Connection& c, int dir, const wire::MpaReqRep& f, const Ctx& ctx_in) {
   StreamModel& sm = model.streams[c.stream];
   const bool is_request = f.kind == wire::MpaFrameKind::request;
   if (sm.state == StreamState::unknown) {
@@ -170,10 +170,10 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
   c.reply_frame = ctx.frame;
   if (f.reject) {
     report(FindingId::mpa_rejected, ctx,
-           f.private_data.empty() ? "connection rejected"
-                                  : "connection rejected (" +
-                                        std::to_string(f.private_data.size()) +
-                                        " octets of private data)");
+           f.private_data.empty()
+               ? "connection rejected"
+               : "connection rejected (" + std::to_string(f.private_data.size()) +
+                     " octets of private data)");
     sm.state = StreamState::rejected;
     c.ds(0).framer.stop(glue);
     c.ds(1).framer.stop(glue);
@@ -220,6 +220,7 @@ void Analyzer::Impl::on_fpdu(Connection& c, int dir, RawPdu& p, PduEvent& ev, co
   dm.fpdus++;
   const std::uint16_t len = load_be16(p.plain.data());
   ev.ulpdu_length = len;
+  ev.plain = p.plain;
   ev.ulpdu = p.plain.subspan(2, len);
   ev.crc_field = p.crc_field;
   ev.markers = p.markers;
@@ -251,8 +252,7 @@ void Analyzer::Impl::on_fpdu(Connection& c, int dir, RawPdu& p, PduEvent& ev, co
     }
   } else if (!dm.mpa.crc && p.crc_field != 0 && once(ds, FindingId::mpa_crc_unexpected)) {
     report(FindingId::mpa_crc_unexpected, ctx,
-           "CRC field " + hex_number(p.crc_field) +
-               " while CRC is not in use (reported once)");
+           "CRC field " + hex_number(p.crc_field) + " while CRC is not in use (reported once)");
   }
   ev.crc_ok = crc_ok;
 
@@ -298,9 +298,9 @@ void Analyzer::Impl::check_setup_order(Connection& c, int dir, const Ctx& ctx) {
            ctx);
   }
   if (dir == 1 && sm.peer_to_peer && !sm.rtr.empty() && sm.dirs[0].fpdus == 0) {
-    report(mpa::frame_invalid(
-               "peer-to-peer: the responder's first FPDU precedes the initiator's RTR"),
-           ctx);
+    report(
+        mpa::frame_invalid("peer-to-peer: the responder's first FPDU precedes the initiator's RTR"),
+        ctx);
   }
 }
 
@@ -320,9 +320,10 @@ void Analyzer::Impl::check_markers(Connection& c, int dir, const RawPdu& p, cons
         bad = "marker in front of an FPDU has FPDUPTR " + std::to_string(m.fpduptr);
       continue;
     }
-    if (m.fpduptr != m.stream_pos - start) fits_all = false;
-    if (m.fpduptr != m.stream_pos - header) fits_lit = false;
-    if (m.fpduptr != m.stream_pos - start && m.fpduptr != m.stream_pos - header) {
+    const mpa::FpduptrFit fit = mpa::fpduptr_fit(m, start, p.leading_marker);
+    if (!fit.leading_marker_in_fpdu) fits_all = false;
+    if (!fit.literal) fits_lit = false;
+    if (!fit.any()) {
       bad = "marker at stream position " + std::to_string(m.stream_pos) + " has FPDUPTR " +
             std::to_string(m.fpduptr) + ", FPDU starts " + std::to_string(m.stream_pos - header) +
             " octets back";
@@ -337,8 +338,8 @@ void Analyzer::Impl::check_markers(Connection& c, int dir, const RawPdu& p, cons
     return;
   }
   if (p.leading_marker && fits_all != fits_lit && !dm.mpa.convention) {
-    dm.mpa.convention = fits_all ? wire::MarkerConvention::leading_marker_in_fpdu
-                                 : wire::MarkerConvention::literal;
+    dm.mpa.convention =
+        fits_all ? wire::MarkerConvention::leading_marker_in_fpdu : wire::MarkerConvention::literal;
     report(FindingId::mpa_marker_convention, ctx,
            std::string("sender counts a marker in front of an FPDU ") +
                (fits_all ? "as the FPDU's first octet (Wireshark/OSC convention)"

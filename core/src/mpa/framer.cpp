@@ -2,9 +2,6 @@
 #include "ddpscope/mpa/framer.h"
 
 #include <algorithm>
-#include <cstring>
-
-#include "ddpscope/common/crc32c.h"
 
 namespace ddpscope {
 
@@ -160,73 +157,23 @@ bool MpaFramer::try_reqrep(MpaFramerListener& out) {
   return true;
 }
 
-MpaFramer::Walk MpaFramer::walk(std::size_t start, std::size_t plain_needed, std::uint8_t* plain,
-                                std::vector<wire::Marker>* markers,
-                                std::vector<std::size_t>* marker_idx,
-                                std::size_t* crc_raw_index) const {
-  Walk w;
-  std::size_t i = start;
-  std::size_t got = 0;
-  const bool use_markers = markers_ && s0_;
-  while (got < plain_needed) {
-    if (use_markers && is_marker_at(i)) {
-      if (i + kMpaMarkerSize > buf_.size()) return w;
-      if (markers) {
-        wire::Marker m;
-        m.stream_pos = pos_of(i) - *s0_;
-        m.reserved = load_be16(buf_.data() + i);
-        m.fpduptr = load_be16(buf_.data() + i + 2);
-        markers->push_back(m);
-      }
-      if (marker_idx) marker_idx->push_back(i);
-      i += kMpaMarkerSize;
-      continue;
-    }
-    if (i >= buf_.size()) return w;
-    std::size_t chunk = std::min(plain_needed - got, buf_.size() - i);
-    if (use_markers) {
-      const std::uint64_t rel = pos_of(i) - *s0_;
-      const std::uint64_t to_marker = kMpaMarkerInterval - rel % kMpaMarkerInterval;
-      chunk = std::min<std::size_t>(chunk, to_marker);
-    }
-    if (crc_raw_index && got <= plain_needed - 4 && got + chunk > plain_needed - 4)
-      *crc_raw_index = i + (plain_needed - 4 - got);
-    if (plain) std::memcpy(plain + got, buf_.data() + i, chunk);
-    i += chunk;
-    got += chunk;
-  }
-  w.raw_len = i - start;
-  w.complete = true;
-  return w;
+mpa::FpduWalkParams MpaFramer::walk_params(std::size_t index) const {
+  mpa::FpduWalkParams p;
+  p.markers = markers_ && s0_.has_value();
+  p.stream_pos = p.markers ? pos_of(index) - *s0_ : 0;
+  p.crc = crc_;
+  return p;
 }
 
 bool MpaFramer::try_fpdu(MpaFramerListener& out) {
   RawPdu pdu;
-  std::size_t i = 0;
-  if (is_marker_at(0)) {
-    if (buf_.size() < kMpaMarkerSize) return false;
-    pdu.leading_marker = true;
-    wire::Marker m;
-    m.stream_pos = pos_of(0) - *s0_;
-    m.reserved = load_be16(buf_.data() + 0);
-    m.fpduptr = load_be16(buf_.data() + 2);
-    pdu.markers.push_back(m);
-    pdu.marker_offsets.push_back(0);
-    i = kMpaMarkerSize;
-  }
-  // Without markers the demarkered FPDU is the raw octets themselves: no walk, no copy.
-  const bool may_have_markers = markers_ && s0_;
-  std::uint8_t head[2];
-  if (may_have_markers) {
-    if (!walk(i, 2, head, nullptr, nullptr, nullptr).complete) return false;
-  } else {
-    if (buf_.size() < 2) return false;
-    std::memcpy(head, buf_.data(), 2);
-  }
-  const std::uint16_t len = load_be16(head);
+  mpa::FpduWalk w;
+  const mpa::WalkStatus status = mpa::walk_fpdu(buf_, walk_params(0), pdu.plain_storage, w);
+  if (!w.ulpdu_length) return false;
+  const std::uint16_t len = *w.ulpdu_length;
   if (len < wire::kDdpTaggedHeaderSize) {
     // No DDP segment fits: framing is lost from here.
-    std::size_t n = i + 2;
+    const std::size_t n = (w.leading_marker ? wire::kMpaMarkerSize : 0) + wire::kMpaLengthSize;
     RawPdu bad;
     bad.kind = RawPdu::Kind::unframed;
     bad.error =
@@ -237,29 +184,16 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
     emit_pdu(bad, std::min(n, buf_.size()), out);
     return true;
   }
-  const std::size_t total = wire::fpdu_size(len);
-  std::size_t crc_idx = 0;
-  std::size_t raw_len = 0;
-  if (may_have_markers) {
-    pdu.plain_storage.resize(total);
-    Walk w = walk(i, total, pdu.plain_storage.data(), &pdu.markers, &pdu.marker_offsets, &crc_idx);
-    if (!w.complete) return false;
-    raw_len = i + w.raw_len;
-  } else {
-    if (buf_.size() < total) return false;
-    crc_idx = total - 4;
-    raw_len = total;
-  }
-  pdu.plain = may_have_markers ? ByteView(pdu.plain_storage) : ByteView(buf_).subspan(i, total);
-  pdu.crc_field = mpa_crc_from_wire(&pdu.plain[total - 4]);
-  if (crc_) {
-    pdu.crc_all = crc32c(ByteView(buf_).first(crc_idx));
-    pdu.crc_no_lead = pdu.leading_marker
-                          ? crc32c(ByteView(buf_).subspan(kMpaMarkerSize, crc_idx - kMpaMarkerSize))
-                          : pdu.crc_all;
-  }
-  const bool crc_bad = crc_ && pdu.crc_field != pdu.crc_all && pdu.crc_field != pdu.crc_no_lead;
-  if (crc_bad) {
+  if (status == mpa::WalkStatus::need_more) return false;
+  const std::size_t raw_len = w.raw_length;
+  pdu.plain = w.plain;
+  pdu.leading_marker = w.leading_marker;
+  pdu.markers = std::move(w.markers);
+  pdu.marker_offsets = std::move(w.marker_offsets);
+  pdu.crc_field = w.crc_field;
+  pdu.crc_all = w.crc_all;
+  pdu.crc_no_lead = w.crc_no_lead;
+  if (crc_ && !w.crc_matches()) {
     // Is the next FPDU where this one's length says? If not, the length was damaged.
     bool need_more = false;
     const bool next_ok = plausible_at(raw_len, false, &need_more);
@@ -279,41 +213,33 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
 
 bool MpaFramer::plausible_at(std::size_t index, bool need_next, bool* need_more) const {
   *need_more = false;
-  std::size_t i = index;
-  if (is_marker_at(i)) i += kMpaMarkerSize;
-  Bytes plain(2 + wire::kDdpTaggedHeaderSize);
-  Walk w = walk(i, plain.size(), plain.data(), nullptr, nullptr, nullptr);
-  if (!w.complete) {
+  const ByteView at = ByteView(buf_).subspan(std::min(index, buf_.size()));
+  const mpa::FpduWalkParams params = walk_params(index);
+  // The DDP and RDMAP control octets first, so that a damaged length does not wait for octets.
+  std::uint8_t head[wire::kMpaLengthSize + wire::kDdpTaggedHeaderSize];
+  if (!mpa::peek_fpdu_head(at, params.stream_pos, params.markers, head)) {
     *need_more = true;
     return false;
   }
-  const std::uint16_t len = load_be16(plain.data());
+  const std::uint16_t len = load_be16(head);
   if (len < wire::kDdpTaggedHeaderSize) return false;
-  const auto ddp = wire::DdpControl::from_byte(plain[2]);
-  const auto rdmap = wire::RdmapControl::from_byte(plain[3]);
+  const auto ddp = wire::DdpControl::from_byte(head[2]);
+  const auto rdmap = wire::RdmapControl::from_byte(head[3]);
   if (ddp.version != wire::kDdpVersion || ddp.reserved != 0) return false;
   if (rdmap.version != wire::kRdmapVersion || rdmap.reserved != 0) return false;
   const auto& info = wire::opcode_info(rdmap.opcode);
   if (!info.defined || info.tagged != ddp.tagged) return false;
   if (!ddp.tagged && len < wire::kDdpUntaggedHeaderSize) return false;
-  const std::size_t total = wire::fpdu_size(len);
-  plain.resize(total);
-  std::size_t crc_idx = 0;
-  w = walk(i, total, plain.data(), nullptr, nullptr, &crc_idx);
-  if (!w.complete) {
+  Bytes scratch;
+  mpa::FpduWalk w;
+  if (mpa::walk_fpdu(at, params, scratch, w) == mpa::WalkStatus::need_more) {
     *need_more = true;
     return false;
   }
-  if (crc_) {
-    const std::uint32_t field = mpa_crc_from_wire(&plain[total - 4]);
-    if (field != crc32c(ByteView(buf_).subspan(index, crc_idx - index)) &&
-        field != crc32c(ByteView(buf_).subspan(i, crc_idx - i)))
-      return false;
-    return true;
-  }
-  if (mpa_crc_from_wire(&plain[total - 4]) != 0) return false;  // no CRC: field is zero
+  if (crc_) return w.crc_matches();
+  if (w.crc_field != 0) return false;  // no CRC: field is zero
   if (!need_next) return true;
-  return plausible_at(i + w.raw_len, false, need_more) || *need_more;
+  return plausible_at(index + w.raw_length, false, need_more) || *need_more;
 }
 
 bool MpaFramer::try_resync(MpaFramerListener& out) {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "ddpscope/common/crc32c.h"
+#include "ddpscope/mpa/fpdu_walker.h"
 #include "ddpscope/mpa/rules.h"
 #include "ddpscope/session/session.h"
 
@@ -188,101 +188,31 @@ void Session::process_fpdus() {
   }
 }
 
-// Frames the next FPDU at rx_head_. Markers (RFC 5044 §4.3) sit at every 512th octet from the
-// peer's S0; both conventions for a marker right in front of a header are accepted (the CRC
-// then covers it or not). The returned ULPDU views rx_ (no markers) or scratch_ (markers).
+// Frames the next FPDU at rx_head_ with the FPDU walker (RFC 5044 §4). Markers (§4.3) sit at
+// every 512th octet from the peer's S0; both conventions for a marker right in front of a header
+// are accepted (the CRC then covers it or not). The returned ULPDU views the received octets
+// when no marker falls inside the FPDU, else scratch_.
 bool Session::next_fpdu(ByteView& ulpdu, std::size_t& raw_len, bool& fatal_error) {
   const ByteView avail = direct_mode_ ? direct_ : ByteView(rx_).subspan(rx_head_);
-  const auto crc_error = [&](std::uint32_t field, std::uint32_t computed) {
+  mpa::FpduWalkParams params;
+  params.stream_pos = rx_pos_;
+  params.markers = neg_.rx_markers;
+  params.crc = neg_.crc;
+  mpa::FpduWalk w;
+  if (mpa::walk_fpdu(avail, params, scratch_, w) == mpa::WalkStatus::need_more) return false;
+  raw_len = w.raw_length;
+  if (!mpa::fpduptrs_point_at_start(w)) {
     fatal_error = true;
-    fatal(mpa::crc_mismatch(field, computed), nullptr, {});
-  };
-  if (!neg_.rx_markers) {
-    if (avail.size() < 2) return false;
-    const std::size_t len = load_be16(avail.data());
-    const std::size_t total = wire::fpdu_size(len);
-    if (avail.size() < total) return false;
-    raw_len = total;
-    ulpdu = avail.subspan(2, len);
-    if (neg_.crc) {
-      const std::size_t covered = total - wire::kMpaCrcSize;
-      const std::uint32_t computed = crc32c(avail.first(covered));
-      if (computed != mpa_crc_from_wire(&avail[covered])) {
-        crc_error(mpa_crc_from_wire(&avail[covered]), computed);
-        return true;
-      }
-    }
+    fatal(mpa::marker_mismatch("a marker's FPDUPTR does not point at its FPDU's start"), nullptr,
+          {});
     return true;
   }
-  // Markers: walk the raw octets.
-  scratch_.clear();
-  const std::uint64_t start = rx_pos_;
-  const bool leading = wire::is_marker_position(start);
-  std::size_t i = 0;
-  std::size_t need = 2;
-  std::size_t crc_raw_index = 0;  // raw index of the CRC field's first octet
-  bool have_len = false;
-  std::vector<std::pair<std::uint64_t, std::uint16_t>> markers;
-  Crc32c crc_all, crc_no_lead;
-  std::uint8_t crc_field[4];
-  std::size_t crc_got = 0;
-  std::size_t plain_total = 0;
-  while (true) {
-    const std::uint64_t pos = start + i;
-    if (wire::is_marker_position(pos)) {
-      if (avail.size() < i + wire::kMpaMarkerSize) return false;
-      markers.emplace_back(pos, load_be16(&avail[i + 2]));
-      if (crc_got == 0) {
-        crc_all.update(avail.subspan(i, wire::kMpaMarkerSize));
-        if (i != 0) crc_no_lead.update(avail.subspan(i, wire::kMpaMarkerSize));
-      }
-      i += wire::kMpaMarkerSize;
-      continue;
-    }
-    if (avail.size() <= i) return false;
-    const std::uint8_t b = avail[i];
-    if (have_len && plain_total >= need) {
-      if (crc_got == 0) crc_raw_index = i;
-      crc_field[crc_got++] = b;
-      ++i;
-      if (crc_got == wire::kMpaCrcSize) break;
-      continue;
-    }
-    scratch_.push_back(b);
-    crc_all.update(ByteView(&b, 1));
-    crc_no_lead.update(ByteView(&b, 1));
-    ++plain_total;
-    ++i;
-    if (!have_len && plain_total == 2) {
-      have_len = true;
-      const std::size_t len = load_be16(scratch_.data());
-      need = 2 + len + wire::fpdu_pad(len);
-    }
+  if (neg_.crc && !w.crc_matches()) {
+    fatal_error = true;
+    fatal(mpa::crc_mismatch(w.crc_field, w.crc_all), nullptr, {});
+    return true;
   }
-  (void)crc_raw_index;
-  raw_len = i;
-  // Every marker inside this FPDU must point back at its start (either convention).
-  for (const auto& [pos, ptr] : markers) {
-    if (pos == start) continue;  // the leading marker points at the previous boundary: itself
-    const std::uint64_t from_start = pos - start;
-    const std::uint64_t literal = leading ? from_start - wire::kMpaMarkerSize : from_start;
-    if (ptr != from_start && ptr != literal) {
-      fatal_error = true;
-      fatal(mpa::marker_mismatch("marker at stream position " + std::to_string(pos) +
-                                 " has FPDUPTR " + std::to_string(ptr)),
-            nullptr, {});
-      return true;
-    }
-  }
-  if (neg_.crc) {
-    const std::uint32_t got = mpa_crc_from_wire(crc_field);
-    if (got != crc_all.value() && !(leading && got == crc_no_lead.value())) {
-      crc_error(got, crc_all.value());
-      return true;
-    }
-  }
-  const std::size_t len = load_be16(scratch_.data());
-  ulpdu = ByteView(scratch_).subspan(2, len);
+  ulpdu = w.ulpdu();
   return true;
 }
 

@@ -64,6 +64,7 @@ struct PduEvent {
   const wire::MpaReqRep* reqrep = nullptr;
   // FPDU (markers removed): length, ULPDU, pad, CRC field
   std::uint16_t ulpdu_length = 0;
+  ByteView plain;  // the whole FPDU without markers (RawPdu::plain), valid in callback
   ByteView ulpdu;  // demarkered ULPDU, valid in callback
   std::uint32_t crc_field = 0;
   std::optional<std::uint32_t> crc_expected;  // computed CRC when CRC is in use

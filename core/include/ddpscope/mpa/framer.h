@@ -13,6 +13,7 @@
 
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/common/limits.h"
+#include "ddpscope/mpa/fpdu_walker.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
 
@@ -150,18 +151,12 @@ class MpaFramer {
   bool crc() const { return crc_; }
 
  private:
-  struct Walk {
-    std::size_t raw_len = 0;
-    bool complete = false;
-  };
   void process(MpaFramerListener& out);
   bool try_reqrep(MpaFramerListener& out);
   bool try_fpdu(MpaFramerListener& out);
   bool try_resync(MpaFramerListener& out);
-  // Walks raw octets from buffer index `start`, collecting `plain_needed` demarkered octets.
-  Walk walk(std::size_t start, std::size_t plain_needed, std::uint8_t* plain,
-            std::vector<wire::Marker>* markers, std::vector<std::size_t>* marker_idx,
-            std::size_t* crc_raw_index) const;
+  // How the walker frames an FPDU starting at buffer index `index`.
+  mpa::FpduWalkParams walk_params(std::size_t index) const;
   bool plausible_at(std::size_t index, bool need_next, bool* need_more) const;
   std::uint64_t pos_of(std::size_t index) const { return buf_offset_ + index; }
   bool is_marker_at(std::size_t index) const;

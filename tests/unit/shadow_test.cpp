@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Shadow memory: the model of a Data Sink's tagged buffers (RFC 5041 §5.1 placement): extents,
+// overlap and conflict, content retention and its cap, the range cap, bounds, reads.
+#include "ddpscope/ddp/shadow.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+
+namespace ddpscope {
+namespace {
+
+using Extents = std::map<std::uint64_t, std::uint64_t>;
+
+constexpr std::uint64_t kTop = UINT64_MAX;  // 2^64 - 1, the last TO there is
+
+Bytes pattern(std::size_t n, std::uint8_t seed = 1) {
+  Bytes b(n);
+  for (std::size_t i = 0; i < n; ++i)
+    b[i] = static_cast<std::uint8_t>(seed + i * 7);
+  return b;
+}
+
+RegionKey key(std::uint32_t stag) {
+  return RegionKey{*net::Address::parse("10.0.0.2"), stag};
+}
+
+PlacedRange range(std::uint64_t begin, std::uint64_t end, std::uint64_t frame = 1) {
+  PlacedRange r;
+  r.begin = begin;
+  r.end = end;
+  r.frame = frame;
+  return r;
+}
+
+struct Shadow : testing::Test {
+  ShadowMemory mem;
+  ShadowBuffer* buf = nullptr;
+  void SetUp() override { buf = mem.get_or_create(key(0x100), 16); }
+  // Places `content` at TO `to`, as one tagged segment.
+  PlaceResult put(std::uint64_t to, const Bytes& content, std::uint64_t frame = 1) {
+    return mem.place(*buf, range(to, to + content.size(), frame), content);
+  }
+  bool all_known(std::uint64_t to, std::size_t len) const {
+    std::vector<bool> known;
+    buf->read(to, len, &known);
+    for (bool k : known)
+      if (!k) return false;
+    return true;
+  }
+};
+
+TEST_F(Shadow, InOrderPlacementsCoalesceIntoOneExtent) {
+  const Bytes a = pattern(100, 1), b = pattern(50, 2), c = pattern(10, 3);
+  const PlaceResult ra = put(1000, a, 1);
+  const PlaceResult rb = put(1100, b, 2);
+  const PlaceResult rc = put(1150, c, 3);
+  EXPECT_EQ(ra.new_bytes, 100u);
+  EXPECT_EQ(rb.new_bytes, 50u);
+  EXPECT_EQ(rc.new_bytes, 10u);
+  for (const PlaceResult& r : {ra, rb, rc}) {
+    EXPECT_FALSE(r.overlap);
+    EXPECT_FALSE(r.conflict);
+    EXPECT_FALSE(r.content_dropped);
+    EXPECT_FALSE(r.capped);
+  }
+  EXPECT_EQ(buf->extents(), (Extents{{1000, 1160}}));
+  EXPECT_EQ(buf->bytes_placed(), 160u);
+  EXPECT_EQ(buf->min_to(), 1000u);
+  EXPECT_EQ(buf->max_end(), 1160u);
+  ASSERT_EQ(buf->ranges().size(), 3u);
+  EXPECT_EQ(buf->ranges()[1].begin, 1100u);
+  EXPECT_EQ(buf->ranges()[1].frame, 2u);
+  Bytes want = a;
+  want.insert(want.end(), b.begin(), b.end());
+  want.insert(want.end(), c.begin(), c.end());
+  EXPECT_EQ(buf->read(1000, 160), want);
+  EXPECT_TRUE(all_known(1000, 160));
+}
+
+TEST_F(Shadow, OutOfOrderPlacementsCoalesce) {
+  put(200, pattern(100, 3), 3);
+  put(0, pattern(100, 1), 1);
+  EXPECT_EQ(buf->extents(), (Extents{{0, 100}, {200, 300}}));
+  const PlaceResult r = put(100, pattern(100, 2), 2);  // fills the hole, touching both sides
+  EXPECT_EQ(r.new_bytes, 100u);
+  EXPECT_FALSE(r.overlap);
+  EXPECT_EQ(buf->extents(), (Extents{{0, 300}}));
+  EXPECT_EQ(buf->bytes_placed(), 300u);
+  ASSERT_EQ(buf->ranges().size(), 3u);  // in arrival order
+  EXPECT_EQ(buf->ranges()[0].frame, 3u);
+  EXPECT_EQ(buf->ranges()[1].frame, 1u);
+  EXPECT_EQ(buf->ranges()[2].frame, 2u);
+  EXPECT_EQ(buf->min_to(), 0u);
+  EXPECT_EQ(buf->max_end(), 300u);
+  EXPECT_TRUE(all_known(0, 300));
+}
+
+TEST_F(Shadow, APlacementBridgingExtentsCountsOnlyNewOctets) {
+  put(0, pattern(10));
+  put(20, pattern(10));
+  put(40, pattern(10));
+  const PlaceResult r = put(5, pattern(40, 5));  // [5, 45): 5 + 10 + 5 octets were placed
+  EXPECT_TRUE(r.overlap);
+  EXPECT_EQ(r.new_bytes, 20u);
+  EXPECT_EQ(buf->extents(), (Extents{{0, 50}}));
+  EXPECT_EQ(buf->bytes_placed(), 50u);
+}
+
+TEST_F(Shadow, OverlapWithTheSameContentIsNoConflict) {
+  const Bytes a = pattern(100);
+  put(0, a);
+  const PlaceResult r =
+      mem.place(*buf, range(50, 150), pattern(100, static_cast<std::uint8_t>(1 + 50 * 7)));
+  EXPECT_TRUE(r.overlap);
+  EXPECT_FALSE(r.conflict);
+  EXPECT_EQ(r.new_bytes, 50u);
+  EXPECT_TRUE(buf->ranges().back().overlap);
+  EXPECT_FALSE(buf->ranges().back().conflict);
+}
+
+TEST_F(Shadow, OverlapWithDifferentContentIsAConflictAndTheLatestWins) {
+  put(0, Bytes(100, 0xAA));
+  const PlaceResult r = put(90, Bytes(20, 0xBB));
+  EXPECT_TRUE(r.overlap);
+  EXPECT_TRUE(r.conflict);
+  EXPECT_EQ(r.new_bytes, 10u);
+  EXPECT_TRUE(buf->ranges().back().conflict);
+  const Bytes got = buf->read(85, 10);
+  EXPECT_EQ(got, (Bytes{0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xBB, 0xBB, 0xBB, 0xBB, 0xBB}));
+}
+
+TEST_F(Shadow, WithoutRetentionOverlapIsSeenButConflictIsNot) {
+  mem.set_retention_cap(0);
+  const PlaceResult first = put(0, Bytes(100, 0xAA));
+  EXPECT_TRUE(first.content_dropped);
+  const PlaceResult r = put(50, Bytes(100, 0xBB));
+  EXPECT_TRUE(r.overlap);
+  EXPECT_FALSE(r.conflict);  // nothing to compare with
+  EXPECT_TRUE(r.content_dropped);
+  EXPECT_EQ(buf->bytes_placed(), 150u);
+  EXPECT_EQ(buf->bytes_retained(), 0u);
+  EXPECT_EQ(mem.bytes_retained(), 0u);
+  std::vector<bool> known;
+  EXPECT_EQ(buf->read(0, 150, &known), Bytes(150, 0));
+  EXPECT_EQ(known, std::vector<bool>(150, false));
+}
+
+TEST_F(Shadow, RetentionCapKeepsWholePagesAndDropsTheRest) {
+  mem.set_retention_cap(2 * 4096);
+  // Three pages' worth from TO 0: the first two are kept, the third is not.
+  const PlaceResult r = put(0, pattern(3 * 4096));
+  EXPECT_TRUE(r.content_dropped);
+  EXPECT_EQ(r.new_bytes, 3u * 4096u);  // placed all the same
+  EXPECT_EQ(mem.bytes_retained(), 2u * 4096u);
+  EXPECT_EQ(buf->bytes_retained(), 2u * 4096u);
+  EXPECT_TRUE(all_known(0, 2 * 4096));
+  std::vector<bool> known;
+  buf->read(2 * 4096 - 1, 2, &known);
+  EXPECT_EQ(known, (std::vector<bool>{true, false}));
+  // Octets in pages already kept are still retained and compared.
+  const PlaceResult again = put(100, Bytes(10, 0x00));
+  EXPECT_TRUE(again.conflict);
+  EXPECT_FALSE(again.content_dropped);
+  // The cap is shared: another region retains nothing now.
+  ShadowBuffer* other = mem.get_or_create(key(0x200), 16);
+  ASSERT_NE(other, nullptr);
+  const PlaceResult o = mem.place(*other, range(0, 10), pattern(10));
+  EXPECT_TRUE(o.content_dropped);
+  EXPECT_EQ(other->bytes_retained(), 0u);
+  EXPECT_EQ(other->bytes_placed(), 10u);
+}
+
+TEST_F(Shadow, ReadMarksKnownAndUnknownOctets) {
+  put(4090, pattern(4, 9));   // the end of page 0
+  put(4096, pattern(4, 20));  // the next page
+  std::vector<bool> known;
+  const Bytes got = buf->read(4088, 14, &known);
+  EXPECT_EQ(known, (std::vector<bool>{false, false, true, true, true, true, false, false, true,
+                                      true, true, true, false, false}));
+  const Bytes a = pattern(4, 9), b = pattern(4, 20);
+  EXPECT_EQ(got, (Bytes{0, 0, a[0], a[1], a[2], a[3], 0, 0, b[0], b[1], b[2], b[3], 0, 0}));
+  // Never placed at all.
+  EXPECT_EQ(buf->read(1u << 30, 3, &known), Bytes(3, 0));
+  EXPECT_EQ(known, std::vector<bool>(3, false));
+  EXPECT_TRUE(buf->read(0, 0, &known).empty());
+  EXPECT_TRUE(known.empty());
+}
+
+TEST_F(Shadow, PlacementsShorterContentKeepOnlyWhatCame) {
+  // A range longer than its content: the octets without content are placed, not known.
+  const PlaceResult r = mem.place(*buf, range(0, 10), pattern(4));
+  EXPECT_EQ(r.new_bytes, 10u);
+  std::vector<bool> known;
+  buf->read(0, 10, &known);
+  EXPECT_EQ(known,
+            (std::vector<bool>{true, true, true, true, false, false, false, false, false, false}));
+}
+
+TEST_F(Shadow, RangeCapStopsRecordingButNotCounting) {
+  mem.set_range_cap(2);
+  EXPECT_FALSE(put(0, pattern(10)).capped);
+  EXPECT_FALSE(put(100, pattern(10)).capped);
+  // A third island past the highest extent (the in-order fast path): not remembered.
+  const PlaceResult third = put(200, pattern(10));
+  EXPECT_TRUE(third.capped);
+  EXPECT_EQ(third.new_bytes, 10u);
+  EXPECT_EQ(buf->extents(), (Extents{{0, 10}, {100, 110}}));
+  EXPECT_EQ(buf->ranges().size(), 2u);
+  EXPECT_EQ(buf->ranges_dropped(), 1u);
+  EXPECT_EQ(buf->bytes_placed(), 30u);
+  // An island between extents (the general path): not remembered either.
+  const PlaceResult between = put(50, pattern(10));
+  EXPECT_TRUE(between.capped);
+  EXPECT_EQ(buf->extents().size(), 2u);
+  EXPECT_EQ(buf->ranges_dropped(), 2u);
+  // Growing a known extent is still recorded in the extents; its range is dropped.
+  const PlaceResult grow = put(10, pattern(10));
+  EXPECT_TRUE(grow.capped);
+  EXPECT_EQ(buf->extents(), (Extents{{0, 20}, {100, 110}}));
+  EXPECT_EQ(buf->ranges_dropped(), 3u);
+  // The unremembered island at 200 is unseen by a later overlap (documented degradation).
+  const PlaceResult over = put(200, pattern(10));
+  EXPECT_FALSE(over.overlap);
+  EXPECT_EQ(buf->bytes_placed(), 60u);
+  // Content is kept regardless of the range cap: read() still knows the island.
+  EXPECT_TRUE(all_known(200, 10));
+}
+
+TEST_F(Shadow, AViolatingSegmentIsRecordedButPlacesNothing) {
+  PlacedRange r = range(0, 10);
+  r.violation = true;
+  const PlaceResult res = mem.place(*buf, r, pattern(10));
+  EXPECT_EQ(res.new_bytes, 0u);
+  EXPECT_TRUE(buf->extents().empty());
+  EXPECT_EQ(buf->bytes_placed(), 0u);
+  ASSERT_EQ(buf->ranges().size(), 1u);
+  EXPECT_TRUE(buf->ranges()[0].violation);
+  std::vector<bool> known;
+  buf->read(0, 10, &known);
+  EXPECT_EQ(known, std::vector<bool>(10, false));
+}
+
+TEST_F(Shadow, AnEmptyRangeIsIgnored) {
+  EXPECT_EQ(mem.place(*buf, range(10, 10), {}).new_bytes, 0u);
+  EXPECT_EQ(mem.place(*buf, range(10, 5), pattern(3)).new_bytes, 0u);
+  EXPECT_TRUE(buf->ranges().empty());
+  EXPECT_TRUE(buf->extents().empty());
+}
+
+TEST(ShadowBuffer, ContainsAtTheEdges) {
+  ShadowBuffer b;
+  EXPECT_TRUE(b.contains(0, kTop));  // no bounds known: anything goes
+  b.base = 100;
+  EXPECT_TRUE(b.contains(0, kTop));  // a base alone is not a bound
+  b.length = 50;
+  EXPECT_TRUE(b.contains(100, 50));
+  EXPECT_TRUE(b.contains(149, 1));
+  EXPECT_TRUE(b.contains(150, 0));
+  EXPECT_TRUE(b.contains(100, 0));
+  EXPECT_FALSE(b.contains(100, 51));
+  EXPECT_FALSE(b.contains(99, 1));
+  EXPECT_FALSE(b.contains(99, 0));
+  EXPECT_FALSE(b.contains(150, 1));
+  EXPECT_FALSE(b.contains(151, 0));
+  EXPECT_FALSE(b.contains(120, kTop));  // no overflow in to + len
+  // A region reaching the top of the TO space.
+  b.base = kTop - 9;
+  b.length = 10;
+  EXPECT_TRUE(b.contains(kTop - 9, 10));
+  EXPECT_TRUE(b.contains(kTop, 1));
+  EXPECT_FALSE(b.contains(kTop, 2));
+}
+
+TEST(ShadowMemoryTest, GetOrCreateHonoursItsMaximum) {
+  ShadowMemory mem;
+  ShadowBuffer* a = mem.get_or_create(key(1), 2);
+  ShadowBuffer* b = mem.get_or_create(key(2), 2);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(mem.get_or_create(key(3), 2), nullptr);
+  EXPECT_EQ(mem.get_or_create(key(1), 2), a);  // an existing one is always found
+  EXPECT_EQ(a->key.stag, 1u);
+  EXPECT_EQ(mem.find(key(2)), b);
+  EXPECT_EQ(mem.find(key(3)), nullptr);
+  EXPECT_EQ(mem.buffers().size(), 2u);
+}
+
+TEST_F(Shadow, PlacementJustBelowTheTopOfTheToSpace) {
+  const Bytes a = pattern(8);
+  put(kTop - 15, a);  // [2^64 - 16, 2^64 - 8)
+  EXPECT_EQ(buf->bytes_placed(), 8u);
+  EXPECT_EQ(buf->extents(), (Extents{{kTop - 15, kTop - 7}}));
+  EXPECT_EQ(buf->read(kTop - 15, 8), a);
+  EXPECT_TRUE(all_known(kTop - 15, 8));
+  // A read running past 2^64 stops there: what lies beyond stays unknown.
+  std::vector<bool> known;
+  buf->read(kTop - 15, 32, &known);
+  EXPECT_EQ(std::count(known.begin(), known.end(), true), 8);
+}
+
+// Known issue: a tagged segment ending exactly at TO 2^64 loses its last octet. PlacedRange
+// and the extents use an exclusive end in 64 bits, which cannot say 2^64, so the analyzer
+// clamps the end to 2^64 - 1 (analysis/analyzer.cpp, tagged placement): the octet at TO
+// 2^64 - 1 is neither counted as placed nor retained. Fixing it changes what `end` means for
+// every reader of extents() and ranges() (GUI region views, reports), not only shadow.{h,cpp}.
+// This test pins today's behaviour; when it fails, the issue is fixed: assert 8 octets below.
+TEST_F(Shadow, SegmentEndingAtTwoToTheSixtyFour_KnownIssue) {
+  const Bytes a = pattern(8);
+  PlacedRange r = range(kTop - 7, kTop);  // what the analyzer passes for TO 2^64 - 8, 8 octets
+  const PlaceResult res = mem.place(*buf, r, a);
+  EXPECT_EQ(res.new_bytes, 7u);        // should be 8
+  EXPECT_EQ(buf->bytes_placed(), 7u);  // should be 8
+  EXPECT_EQ(buf->max_end(), kTop);     // should be 2^64
+  std::vector<bool> known;
+  const Bytes got = buf->read(kTop - 7, 8, &known);
+  EXPECT_EQ(known, (std::vector<bool>{true, true, true, true, true, true, true, false}));
+  EXPECT_EQ(Bytes(got.begin(), got.begin() + 7), Bytes(a.begin(), a.begin() + 7));
+  EXPECT_EQ(got[7], 0);  // should be a[7]
+}
+
+}  // namespace
+}  // namespace ddpscope
