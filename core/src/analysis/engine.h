@@ -32,11 +32,11 @@ inline constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
 // One queue's message being recorded (what the Data Sink model does not keep).
 struct MessageTrack {
   std::size_t record = kNoIndex;  // index into Model::messages
-  std::uint64_t fifo_id = 0;      // place in the delivery queue
+  std::uint64_t delivery_id = 0;      // place in the delivery queue
   Bytes body;                     // the first octets of an untagged message, for decoding
 };
 
-struct FifoEntry {
+struct PendingDelivery {
   std::size_t record = kNoIndex;
   bool complete = false;
 };
@@ -48,16 +48,16 @@ struct HeaderEcho {
 
 // The analysis of one direction of a stream: what its sender sent, and the Data Sink of its
 // receiver.
-struct DirectionState {
-  DirectionState(const Limits& l, HistoryBudget* budget);
+struct DirectionEngine {
+  DirectionEngine(const Limits& l, HistoryBudget* budget);
   TcpReassembler reasm;
   MpaFramer framer;
   rdmap::DataSink sink;  // the receiver's Data Sink model
   MessageTrack tagged;   // the tagged message in progress
   FindingId tagged_violation = FindingId::count_;  // the open tagged message's last finding
   std::array<MessageTrack, rdmap::DataSink::kQueues> queues;
-  std::deque<FifoEntry> fifo;  // messages in arrival order, awaiting delivery
-  std::uint64_t fifo_base = 0;  // id of fifo.front()
+  std::deque<PendingDelivery> delivery;  // messages in arrival order, awaiting delivery
+  std::uint64_t delivery_base = 0;  // id of delivery.front()
   std::deque<HeaderEcho> recent;  // DDP headers sent, for Terminates that quote them
   std::set<FindingId> once;       // noisy findings reported once per direction
   bool truncated_reported = false;
@@ -65,14 +65,14 @@ struct DirectionState {
 
 struct Connection {
   Connection(const Limits& l, HistoryBudget* budget)
-      : d{std::make_unique<DirectionState>(l, budget),
-          std::make_unique<DirectionState>(l, budget)} {}
+      : d{std::make_unique<DirectionEngine>(l, budget),
+          std::make_unique<DirectionEngine>(l, budget)} {}
   // Direction states live behind pointers: swapping sides (once MPA tells which side is the
   // initiator) may happen while one of them is framing, and must not move it.
-  DirectionState& ds(int i) { return *d[i]; }
-  int index_of(const DirectionState* s) const { return d[0].get() == s ? 0 : 1; }
+  DirectionEngine& ds(int i) { return *d[i]; }
+  int index_of(const DirectionEngine* s) const { return d[0].get() == s ? 0 : 1; }
   std::uint32_t stream = 0;
-  std::array<std::unique_ptr<DirectionState>, 2> d;
+  std::array<std::unique_ptr<DirectionEngine>, 2> d;
   bool provisional = true;  // client side guessed, not yet proven by SYN or MPA Request
   std::optional<StreamHint> hint;
   std::uint64_t reply_frame = 0;  // the MPA Reply's frame (0: none seen)
@@ -129,7 +129,7 @@ struct Analyzer::Impl {
   std::size_t report(const Violation& v, const Ctx& ctx, bool consequence = false);
   // Reported once per limit. Called for every item past a cap, so the repeat costs a lookup.
   void limit_reached(std::string_view what, const Ctx& ctx);
-  bool once(DirectionState& ds, FindingId id) { return ds.once.insert(id).second; }
+  bool once(DirectionEngine& ds, FindingId id) { return ds.once.insert(id).second; }
 
   // ---- TCP (engine_tcp.cpp) ----
   void feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
@@ -138,7 +138,7 @@ struct Analyzer::Impl {
                std::uint32_t offset_in_frame);
   void on_gap(Connection& c, int dir, std::uint64_t offset, std::uint64_t length,
               std::uint64_t next_frame);
-  static std::size_t resync_held(DirectionState& ds);
+  static std::size_t resync_held(DirectionEngine& ds);
   void finish();
   void add_regions(std::span<const RegionSpec> regions);
   void install_region(const RegionSpec& r, const net::Address& owner);
@@ -147,11 +147,11 @@ struct Analyzer::Impl {
   // Adapts reassembly and framing callbacks to one connection direction. The direction is
   // looked up from the state object on every call: sides may be swapped while a callback chain
   // is running.
-  struct Glue : ReassemblyListener, MpaFramerListener {
-    Glue(Impl& i, Connection& c, int d) : impl(i), conn(c), state(&c.ds(d)) {}
+  struct DirectionCallbacks : ReassemblyListener, MpaFramerListener {
+    DirectionCallbacks(Impl& i, Connection& c, int d) : impl(i), conn(c), state(&c.ds(d)) {}
     Impl& impl;
     Connection& conn;
-    const DirectionState* state;
+    const DirectionEngine* state;
     int dir() const { return conn.index_of(state); }
     void on_data(std::uint64_t offset, ByteView data, std::uint64_t frame,
                  std::uint32_t offset_in_frame) override;
@@ -186,10 +186,10 @@ struct Analyzer::Impl {
   void advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t op, ByteView body);
   void terminate(Connection& c, int dir, PduEvent& ev, const Ctx& ctx, ByteView body);
   std::size_t new_record(Connection& c, int dir, std::uint8_t opcode, bool is_tagged);
-  std::uint64_t fifo_push(Connection& c, int dir, std::size_t record);
-  void complete(Connection& c, int dir, std::uint64_t fifo_id, std::size_t record, PduEvent& ev,
+  std::uint64_t delivery_push(Connection& c, int dir, std::size_t record);
+  void complete(Connection& c, int dir, std::uint64_t delivery_id, std::size_t record, PduEvent& ev,
                 bool placed);
-  void abandon(Connection& c, int dir, std::uint64_t fifo_id);
+  void abandon(Connection& c, int dir, std::uint64_t delivery_id);
   ShadowBuffer* find_region(const RegionKey& key);
   ShadowBuffer* region_for(Connection& c, int dir, const RegionKey& key);
   void finish_direction(Connection& c, int dir);

@@ -42,9 +42,9 @@ void Analyzer::Impl::lost_input(Connection& c, int dir) {
 
 void Analyzer::Impl::start_mid_stream(Connection& c, int dir, bool markers, bool crc) {
   StreamModel& sm = model.streams[c.stream];
-  Glue glue{*this, c, dir};
+  DirectionCallbacks callbacks{*this, c, dir};
   c.ds(dir).sink.start_mid_stream();
-  c.ds(dir).framer.start_mid_stream(markers, crc, glue);
+  c.ds(dir).framer.start_mid_stream(markers, crc, callbacks);
   sm.dirs[dir].mpa.crc = crc;
   sm.dirs[dir].mpa.markers = markers;
 }
@@ -97,7 +97,7 @@ void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
 
 void Analyzer::Impl::on_not_mpa(Connection& c, int dir, const Ctx& ctx) {
   StreamModel& sm = model.streams[c.stream];
-  Glue glue{*this, c, dir};
+  DirectionCallbacks callbacks{*this, c, dir};
   if (c.hint) {
     sm.mid_stream = true;
     sm.state = StreamState::full;
@@ -116,8 +116,8 @@ void Analyzer::Impl::on_not_mpa(Connection& c, int dir, const Ctx& ctx) {
   if (sm.state == StreamState::handshake) {
     report(mpa::frame_invalid("the responder's first octets are not an MPA Reply"), ctx);
     sm.state = StreamState::failed;
-    c.ds(0).framer.stop(glue);
-    c.ds(1).framer.stop(glue);
+    c.ds(0).framer.stop(callbacks);
+    c.ds(1).framer.stop(callbacks);
   }
 }
 
@@ -141,14 +141,14 @@ int Analyzer::Impl::on_reqrep(Connection& c, int dir, const wire::MpaReqRep& f, 
   DirectionModel& dm = sm.dirs[dir];
   dm.mpa_frame = f;
   dm.mpa_frame_number = ctx.frame;
-  Glue glue{*this, c, dir};
+  DirectionCallbacks callbacks{*this, c, dir};
   if ((is_request && dir != 0) || (!is_request && dir != 1)) {
     report(mpa::frame_invalid(std::string("MPA ") + (is_request ? "Request from the responder"
                                                                 : "Reply from the initiator")),
            ctx);
     sm.state = StreamState::failed;
-    c.ds(0).framer.stop(glue);
-    c.ds(1).framer.stop(glue);
+    c.ds(0).framer.stop(callbacks);
+    c.ds(1).framer.stop(callbacks);
     return dir;
   }
   for (const auto& v : mpa::check_frame(f, kAnalysisPolicy))
@@ -166,7 +166,7 @@ int Analyzer::Impl::on_reqrep(Connection& c, int dir, const wire::MpaReqRep& f, 
 // (mpa::settle), configure framing and both Data Sinks.
 void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& ctx) {
   StreamModel& sm = model.streams[c.stream];
-  Glue glue{*this, c, 1};
+  DirectionCallbacks callbacks{*this, c, 1};
   c.reply_frame = ctx.frame;
   if (f.reject) {
     report(FindingId::mpa_rejected, ctx,
@@ -175,8 +175,8 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
                : "connection rejected (" + std::to_string(f.private_data.size()) +
                      " octets of private data)");
     sm.state = StreamState::rejected;
-    c.ds(0).framer.stop(glue);
-    c.ds(1).framer.stop(glue);
+    c.ds(0).framer.stop(callbacks);
+    c.ds(1).framer.stop(callbacks);
     return;
   }
   const auto& req = sm.dirs[0].mpa_frame;
@@ -205,8 +205,8 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
   c.ds(0).sink.set_ird(p.responder_ird);
   c.ds(1).sink.set_ird(p.initiator_ird);
   if (p.peer_to_peer && !sm.mid_stream) c.ds(0).sink.expect_rtr(p.rtr);
-  Glue g0{*this, c, 0};
-  Glue g1{*this, c, 1};
+  DirectionCallbacks g0{*this, c, 0};
+  DirectionCallbacks g1{*this, c, 1};
   sm.dirs[1].mpa.s0 = c.ds(1).framer.s0().value_or(0);
   c.ds(0).framer.set_params(p.markers_to_responder, p.crc, g0);
   c.ds(1).framer.set_params(p.markers_to_initiator, p.crc, g1);
@@ -216,7 +216,7 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
 void Analyzer::Impl::on_fpdu(Connection& c, int dir, RawPdu& p, PduEvent& ev, const Ctx& ctx) {
   StreamModel& sm = model.streams[c.stream];
   DirectionModel& dm = sm.dirs[dir];
-  DirectionState& ds = c.ds(dir);
+  DirectionEngine& ds = c.ds(dir);
   dm.fpdus++;
   const std::uint16_t len = load_be16(p.plain.data());
   ev.ulpdu_length = len;

@@ -73,7 +73,7 @@ class Analyzer::Impl::ShadowView final : public rdmap::SinkMemory {
 void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx) {
   StreamModel& sm = model.streams[c.stream];
   DirectionModel& dm = sm.dirs[dir];
-  DirectionState& ds = c.ds(dir);
+  DirectionEngine& ds = c.ds(dir);
   const wire::DdpSegment& seg = *ev.ddp;
   const wire::DdpHeader& h = seg.header;
   if (h.control.reserved != 0 && once(ds, FindingId::ddp_reserved_nonzero)) {
@@ -110,18 +110,18 @@ void Analyzer::Impl::tagged_segment(Connection& c, int dir, PduEvent& ev, const 
                                     const rdmap::SegmentStep& step, const ddp::TaggedRx& before) {
   StreamModel& sm = model.streams[c.stream];
   DirectionModel& dm = sm.dirs[dir];
-  DirectionState& ds = c.ds(dir);
+  DirectionEngine& ds = c.ds(dir);
   const auto& h = ev.ddp->header;
   const std::uint64_t len = ev.ddp->payload.size();
   MessageTrack& m = ds.tagged;
-  if (step.abandoned) abandon(c, dir, m.fifo_id);
+  if (step.abandoned) abandon(c, dir, m.delivery_id);
   if (step.starts_message) {
     m.record = new_record(c, dir, step.opcode, true);
     if (m.record != kNoIndex) {
       model.messages[m.record].stag = h.stag;
       model.messages[m.record].to = h.to;
     }
-    m.fifo_id = fifo_push(c, dir, m.record);
+    m.delivery_id = delivery_push(c, dir, m.record);
   }
   if (step.read) ev.analysis.request_frame = step.read->frame;
   if (m.record != kNoIndex) {
@@ -180,7 +180,7 @@ void Analyzer::Impl::tagged_segment(Connection& c, int dir, PduEvent& ev, const 
                " ended with octets missing from the capture (not analysed)",
            true);
   }
-  complete(c, dir, m.fifo_id, m.record, ev, step.placed);
+  complete(c, dir, m.delivery_id, m.record, ev, step.placed);
   m = MessageTrack{};
 }
 
@@ -188,14 +188,14 @@ void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, cons
                                       const rdmap::SegmentStep& step) {
   StreamModel& sm = model.streams[c.stream];
   DirectionModel& dm = sm.dirs[dir];
-  DirectionState& ds = c.ds(dir);
+  DirectionEngine& ds = c.ds(dir);
   const auto& h = ev.ddp->header;
   QueueStats& qs = dm.queues[h.qn];
   qs.qn = h.qn;
   qs.segments++;
   if (step.kind == rdmap::SegmentStep::Kind::ignored) return;  // duplicate, after its last
   MessageTrack& m = ds.queues[h.qn];
-  if (step.abandoned) abandon(c, dir, m.fifo_id);
+  if (step.abandoned) abandon(c, dir, m.delivery_id);
   if (step.starts_message) {
     m = MessageTrack{};
     m.record = new_record(c, dir, step.opcode, false);
@@ -203,7 +203,7 @@ void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, cons
       model.messages[m.record].qn = h.qn;
       model.messages[m.record].msn = step.msn;
     }
-    m.fifo_id = fifo_push(c, dir, m.record);
+    m.delivery_id = delivery_push(c, dir, m.record);
     if (qs.messages == 0 && qs.segments == 1) qs.first_msn = step.msn;
   }
   if (m.record != kNoIndex) {
@@ -224,7 +224,7 @@ void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, cons
   dm.opcodes[step.opcode].messages++;
   const MessageTrack done = std::move(m);
   m = MessageTrack{};
-  complete(c, dir, done.fifo_id, done.record, ev, true);
+  complete(c, dir, done.delivery_id, done.record, ev, true);
   if (!step.damaged) untagged_message(c, dir, ev, ctx, step, done);
 }
 
@@ -232,7 +232,7 @@ void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, cons
 void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
                                       const rdmap::SegmentStep& step, const MessageTrack& m) {
   const DirectionModel& dm = model.streams[c.stream].dirs[dir];
-  DirectionState& peer = c.ds(1 - dir);  // the sender's own Data Sink
+  DirectionEngine& peer = c.ds(1 - dir);  // the sender's own Data Sink
   switch (static_cast<wire::Opcode>(step.opcode)) {
     case wire::Opcode::read_request:
       if (step.read_request) {
@@ -391,22 +391,22 @@ std::size_t Analyzer::Impl::new_record(Connection& c, int dir, std::uint8_t opco
   return model.messages.size() - 1;
 }
 
-std::uint64_t Analyzer::Impl::fifo_push(Connection& c, int dir, std::size_t record) {
-  DirectionState& ds = c.ds(dir);
-  if (ds.fifo.size() >= options.limits.max_pending_messages) {
+std::uint64_t Analyzer::Impl::delivery_push(Connection& c, int dir, std::size_t record) {
+  DirectionEngine& ds = c.ds(dir);
+  if (ds.delivery.size() >= options.limits.max_pending_messages) {
     limit_reached("max_pending_messages", Ctx{c.stream, dir, cur_frame, {}});
-    ds.fifo.pop_front();
-    ds.fifo_base++;
+    ds.delivery.pop_front();
+    ds.delivery_base++;
   }
-  ds.fifo.push_back({record, false});
-  return ds.fifo_base + ds.fifo.size() - 1;
+  ds.delivery.push_back({record, false});
+  return ds.delivery_base + ds.delivery.size() - 1;
 }
 
 // The message's last segment arrived. `placed` is false when a segment broke a placement rule
 // (nothing of it counts as placed); such a message and abandoned ones are never delivered.
-void Analyzer::Impl::complete(Connection& c, int dir, std::uint64_t fifo_id, std::size_t record,
+void Analyzer::Impl::complete(Connection& c, int dir, std::uint64_t delivery_id, std::size_t record,
                               PduEvent& ev, bool placed) {
-  DirectionState& ds = c.ds(dir);
+  DirectionEngine& ds = c.ds(dir);
   if (record != kNoIndex && placed) {
     auto& r = model.messages[record];
     r.complete = true;
@@ -414,26 +414,26 @@ void Analyzer::Impl::complete(Connection& c, int dir, std::uint64_t fifo_id, std
     r.placed_ts_ns = cur_ts;
     ev.analysis.messages_completed.push_back(record);
   }
-  if (fifo_id >= ds.fifo_base && fifo_id - ds.fifo_base < ds.fifo.size())
-    ds.fifo[fifo_id - ds.fifo_base].complete = true;
+  if (delivery_id >= ds.delivery_base && delivery_id - ds.delivery_base < ds.delivery.size())
+    ds.delivery[delivery_id - ds.delivery_base].complete = true;
   // RFC 5041 §5.3: delivery in order once every earlier message is placed and delivered.
-  while (!ds.fifo.empty() && ds.fifo.front().complete) {
-    const std::size_t rec = ds.fifo.front().record;
+  while (!ds.delivery.empty() && ds.delivery.front().complete) {
+    const std::size_t rec = ds.delivery.front().record;
     if (rec != kNoIndex && model.messages[rec].complete) {
       model.messages[rec].delivered_frame = cur_frame;
       model.messages[rec].delivered_ts_ns = cur_ts;
       ev.analysis.messages_delivered.push_back(rec);
     }
-    ds.fifo.pop_front();
-    ds.fifo_base++;
+    ds.delivery.pop_front();
+    ds.delivery_base++;
   }
 }
 
 // Drops an unfinished message from the delivery queue (it will never complete).
-void Analyzer::Impl::abandon(Connection& c, int dir, std::uint64_t fifo_id) {
-  DirectionState& ds = c.ds(dir);
-  if (fifo_id >= ds.fifo_base && fifo_id - ds.fifo_base < ds.fifo.size())
-    ds.fifo[fifo_id - ds.fifo_base].complete = true;  // let later messages through
+void Analyzer::Impl::abandon(Connection& c, int dir, std::uint64_t delivery_id) {
+  DirectionEngine& ds = c.ds(dir);
+  if (delivery_id >= ds.delivery_base && delivery_id - ds.delivery_base < ds.delivery.size())
+    ds.delivery[delivery_id - ds.delivery_base].complete = true;  // let later messages through
 }
 
 // ShadowMemory::find with the previous answer kept: a message's segments all go to one region.
@@ -456,7 +456,7 @@ ShadowBuffer* Analyzer::Impl::region_for(Connection& c, int dir, const RegionKey
 // End of input: messages still open never received their last segment.
 void Analyzer::Impl::finish_direction(Connection& c, int dir) {
   const StreamModel& sm = model.streams[c.stream];
-  DirectionState& ds = c.ds(dir);
+  DirectionEngine& ds = c.ds(dir);
   const Ctx ctx{c.stream, dir, sm.last_frame, {}};
   const std::string cut = sm.closed ? "" : " (the capture ends before the connection does)";
   for (std::uint32_t qn = 0; qn < rdmap::DataSink::kQueues; ++qn) {

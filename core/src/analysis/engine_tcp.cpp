@@ -14,7 +14,7 @@ bool same_endpoint(const net::Endpoint& x, const net::Endpoint& y) {
   return x.port == y.port && same_address(x.addr, y.addr);
 }
 
-DirectionState::DirectionState(const Limits& l, HistoryBudget* budget)
+DirectionEngine::DirectionEngine(const Limits& l, HistoryBudget* budget)
     : reasm(l.reassembly_window, l.retransmission_history, budget), framer(l) {
   rdmap::SinkConfig sc;
   sc.max_reads = l.max_outstanding_reads;
@@ -139,7 +139,7 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
   sm.last_ts_ns = ts;
   const int dir = same_endpoint(seg.src, sm.client) ? 0 : 1;
   DirectionModel& dm = sm.dirs[dir];
-  DirectionState& ds = c.ds(dir);
+  DirectionEngine& ds = c.ds(dir);
   if (seg.flags & net::tcp_flag::syn) {
     ds.reasm.syn(seg.seq);
     if (seg.mss) dm.mss = seg.mss;
@@ -163,13 +163,13 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
                "(snaplen); later truncated frames of this direction are not reported again");
   }
   const std::uint32_t seq = (seg.flags & net::tcp_flag::syn) ? seg.seq + 1 : seg.seq;
-  Glue glue{*this, c, dir};
+  DirectionCallbacks callbacks{*this, c, dir};
   // Callbacks may swap the connection's sides: count both directions' pending octets.
   auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
   auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
   pending_total -= held();
   resync_total -= resyncing();
-  ds.reasm.segment(seq, seg.payload, frame, lost_tail, glue);
+  ds.reasm.segment(seq, seg.payload, frame, lost_tail, callbacks);
   if (!history_capped && ds.reasm.history_limited()) {
     history_capped = true;
     limit_reached("max_history_total", Ctx{c.stream, dir, frame, {}});
@@ -179,7 +179,7 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
     // its holes (they become gaps).
     limit_reached("max_pending_total", Ctx{c.stream, dir, frame, {}});
     for (int d = 0; d < 2; ++d) {
-      Glue g{*this, c, d};
+      DirectionCallbacks g{*this, c, d};
       c.ds(d).reasm.flush(g);
     }
   }
@@ -190,7 +190,7 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
     limit_reached("max_resync_total", Ctx{c.stream, dir, frame, {}});
     for (int d = 0; d < 2; ++d) {
       if (resync_held(c.ds(d)) == 0) continue;
-      Glue g{*this, c, d};
+      DirectionCallbacks g{*this, c, d};
       c.ds(d).framer.stop(g, "not framed: max_resync_total reached while looking for a boundary");
     }
   }
@@ -199,36 +199,36 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
 
 // Octets a direction's framer holds while it looks for an FPDU boundary or waits for the
 // MPA Reply (a partial FPDU in order is bounded by the FPDU size, not counted).
-std::size_t Analyzer::Impl::resync_held(DirectionState& ds) {
+std::size_t Analyzer::Impl::resync_held(DirectionEngine& ds) {
   const auto st = ds.framer.state();
   return st == MpaFramer::State::resync || st == MpaFramer::State::wait_params
              ? ds.framer.buffered()
              : 0;
 }
 
-void Analyzer::Impl::Glue::on_data(std::uint64_t offset, ByteView data, std::uint64_t frame,
+void Analyzer::Impl::DirectionCallbacks::on_data(std::uint64_t offset, ByteView data, std::uint64_t frame,
                                    std::uint32_t offset_in_frame) {
   impl.on_data(conn, dir(), offset, data, frame, offset_in_frame);
 }
-void Analyzer::Impl::Glue::on_gap(std::uint64_t offset, std::uint64_t length,
+void Analyzer::Impl::DirectionCallbacks::on_gap(std::uint64_t offset, std::uint64_t length,
                                   std::uint64_t next_frame) {
   impl.on_gap(conn, dir(), offset, length, next_frame);
 }
-void Analyzer::Impl::Glue::on_conflict(std::uint64_t offset, std::uint64_t length,
+void Analyzer::Impl::DirectionCallbacks::on_conflict(std::uint64_t offset, std::uint64_t length,
                                        std::uint64_t frame) {
   impl.report(FindingId::tcp_retransmission_conflict, Ctx{conn.stream, dir(), frame, {}},
               std::to_string(length) + " octets at stream offset " + std::to_string(offset) +
                   " differ from the copy seen first (first copy kept)");
 }
-void Analyzer::Impl::Glue::on_raw_pdu(RawPdu& pdu) {
+void Analyzer::Impl::DirectionCallbacks::on_raw_pdu(RawPdu& pdu) {
   impl.on_raw_pdu(conn, dir(), pdu);
 }
 
 void Analyzer::Impl::on_data(Connection& c, int dir, std::uint64_t offset, ByteView data,
                              std::uint64_t frame, std::uint32_t offset_in_frame) {
   if (model.streams[c.stream].state == StreamState::not_iwarp) return;
-  Glue glue{*this, c, dir};
-  c.ds(dir).framer.feed(offset, data, frame, offset_in_frame, glue);
+  DirectionCallbacks callbacks{*this, c, dir};
+  c.ds(dir).framer.feed(offset, data, frame, offset_in_frame, callbacks);
 }
 
 void Analyzer::Impl::on_gap(Connection& c, int dir, std::uint64_t offset, std::uint64_t length,
@@ -240,8 +240,8 @@ void Analyzer::Impl::on_gap(Connection& c, int dir, std::uint64_t offset, std::u
          std::to_string(length) + " octets missing from the capture at stream offset " +
              std::to_string(offset));
   lost_input(c, dir);
-  Glue glue{*this, c, dir};
-  c.ds(dir).framer.gap(offset, length, glue);
+  DirectionCallbacks callbacks{*this, c, dir};
+  c.ds(dir).framer.gap(offset, length, callbacks);
 }
 
 // ---- end of input and the user's regions ---------------------------------------------------
@@ -252,9 +252,9 @@ void Analyzer::Impl::finish() {
     const StreamModel& sm = model.streams[c.stream];
     if (sm.state == StreamState::not_iwarp || sm.state == StreamState::unknown) continue;
     for (int dir = 0; dir < 2; ++dir) {
-      Glue glue{*this, c, dir};
-      c.ds(dir).reasm.flush(glue);
-      c.ds(dir).framer.finish(glue);
+      DirectionCallbacks callbacks{*this, c, dir};
+      c.ds(dir).reasm.flush(callbacks);
+      c.ds(dir).framer.finish(callbacks);
     }
     for (int dir = 0; dir < 2; ++dir)
       finish_direction(c, dir);
