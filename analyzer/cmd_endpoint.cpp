@@ -12,6 +12,7 @@
 
 #include "cmd_endpoint_options.h"
 #include "ddpscope/endpoint/endpoint.h"
+#include "ddpscope/ulp/rping.h"
 
 namespace ddpscope::cli {
 namespace {
@@ -40,12 +41,6 @@ struct EndpointArgs {
 struct LocalRegion {
   std::vector<std::uint8_t> mem;
   std::uint32_t stag = 0;
-};
-
-struct RemoteAdv {
-  std::uint64_t addr = 0;
-  std::uint32_t stag = 0;
-  std::uint32_t size = 0;
 };
 
 std::uint8_t parse_access(const std::string& s) {
@@ -107,9 +102,9 @@ class ScriptRunner {
         Bytes& b = recvs_[e.wr_id];
         Bytes msg(b.begin(), b.begin() + e.length);
         c.session().post_recv(b, e.wr_id);
-        if (msg.size() == 16)
-          advs_.push_back(RemoteAdv{load_be64(msg.data()), load_be32(msg.data() + 8),
-                                    load_be32(msg.data() + 12)});
+        // Every message of rping's size is taken as an advertisement, plausible or not: the
+        // script tests the peer with what it names.
+        if (const auto adv = ulp::decode_rping_info(msg)) advs_.push_back(*adv);
         if (echo_) c.session().send(msg);
         ++recvs_seen_;
         break;
@@ -158,12 +153,8 @@ class ScriptRunner {
         sleep_until_.reset();
       } else if (name == "advertise") {
         const LocalRegion& r = regions_[op.value("region", "buf")];
-        Bytes b;
-        ByteWriter w(b);
-        w.be64(reinterpret_cast<std::uintptr_t>(r.mem.data()));
-        w.be32(r.stag);
-        w.be32(static_cast<std::uint32_t>(r.mem.size()));
-        st = s.send(b);
+        st = s.send(ulp::encode_rping_info({reinterpret_cast<std::uintptr_t>(r.mem.data()), r.stag,
+                                            static_cast<std::uint32_t>(r.mem.size())}));
       } else if (name == "send") {
         Bytes data;
         if (op.contains("text")) {
@@ -176,28 +167,28 @@ class ScriptRunner {
         so.solicited = op.value("se", false);
         if (op.contains("invalidate")) {
           const auto k = op["invalidate"].get<std::size_t>();
-          if (k < advs_.size()) so.invalidate_stag = advs_[k].stag;
+          if (k < advs_.size()) so.invalidate_stag = advs_[k].rkey;
         }
         st = s.send(data, so);
       } else if (name == "write" || name == "read" || name == "fetch_add" || name == "cswap") {
         const std::size_t k = op.value("remote", 0u);
         if (k >= advs_.size()) return false;  // wait for the advertisement
-        const RemoteAdv& adv = advs_[k];
-        const std::uint64_t to = adv.addr + op.value("offset", 0ULL);
+        const ulp::RpingInfo& adv = advs_[k];
+        const std::uint64_t to = adv.buf + op.value("offset", 0ULL);
         if (name == "write") {
           Bytes data = pattern(op.value("size", 0u), op.value("seed", 0u));
-          st = s.rdma_write(data, adv.stag, to);
+          st = s.rdma_write(data, adv.rkey, to);
         } else if (name == "read") {
           const LocalRegion& r = regions_[op.value("into", "buf")];
           const std::uint64_t lto =
               reinterpret_cast<std::uintptr_t>(r.mem.data()) + op.value("into_offset", 0ULL);
-          st = s.rdma_read(r.stag, lto, op.value("size", 0u), adv.stag, to);
+          st = s.rdma_read(r.stag, lto, op.value("size", 0u), adv.rkey, to);
           waiting_completion_ = st == PostStatus::ok;
         } else if (name == "fetch_add") {
-          st = s.atomic_fetch_add(adv.stag, to, op.value("add", 1ULL));
+          st = s.atomic_fetch_add(adv.rkey, to, op.value("add", 1ULL));
           waiting_completion_ = st == PostStatus::ok;
         } else {
-          st = s.atomic_compare_swap(adv.stag, to, op.value("compare", 0ULL),
+          st = s.atomic_compare_swap(adv.rkey, to, op.value("compare", 0ULL),
                                      op.value("swap", 0ULL));
           waiting_completion_ = st == PostStatus::ok;
         }
@@ -251,7 +242,7 @@ class ScriptRunner {
   std::size_t recv_size_ = 65536;
   std::size_t recv_count_ = 16;
   std::vector<Bytes> recvs_;
-  std::vector<RemoteAdv> advs_;
+  std::vector<ulp::RpingInfo> advs_;  // the peer's, in arrival order
   std::size_t pc_ = 0;
   std::size_t recvs_seen_ = 0, recvs_consumed_ = 0;
   std::size_t writes_seen_ = 0, writes_consumed_ = 0;

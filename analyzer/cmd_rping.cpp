@@ -12,6 +12,7 @@
 
 #include "cmd_endpoint_options.h"
 #include "ddpscope/endpoint/endpoint.h"
+#include "ddpscope/ulp/rping.h"
 
 namespace ddpscope::cli {
 namespace {
@@ -33,7 +34,7 @@ struct RpingArgs {
   MpaFlags mpa;
 };
 
-constexpr std::size_t kAdvSize = 16;
+constexpr std::size_t kAdvSize = ulp::RpingInfo::kSize;
 constexpr std::uint32_t kMinSize = 26;  // sizeof "rdma-ping-%d: " with INT_MAX
 
 // rping's buffer text for iteration `ping` (start character carried across iterations).
@@ -47,24 +48,6 @@ void fill_pattern(std::vector<std::uint8_t>& buf, int ping) {
     if (++c > 122) c = 65;
   }
   buf[buf.size() - 1] = 0;
-}
-
-Bytes advertisement(std::uint64_t addr, std::uint32_t stag, std::uint32_t size) {
-  Bytes b;
-  ByteWriter w(b);
-  w.be64(addr);
-  w.be32(stag);
-  w.be32(size);
-  return b;
-}
-
-struct Adv {
-  std::uint64_t addr = 0;
-  std::uint32_t stag = 0;
-  std::uint32_t size = 0;
-};
-Adv parse_adv(const std::uint8_t* p) {
-  return Adv{load_be64(p), load_be32(p + 8), load_be32(p + 12)};
 }
 
 std::uint64_t addr_of(const std::vector<std::uint8_t>& b) {
@@ -97,7 +80,7 @@ int run_client(const RpingArgs& a) {
   auto next_iteration = [&](endpoint::Connection& c) {
     fill_pattern(start_buf, ping);
     std::fill(rdma_buf.begin(), rdma_buf.end(), 0);
-    c.session().send(advertisement(addr_of(start_buf), *start_stag, a.size));
+    c.session().send(ulp::encode_rping_info({addr_of(start_buf), *start_stag, a.size}));
     st = St::wait_read_go;
   };
   loop.on_connection = [&](endpoint::Connection& c) { c.session().post_recv(recv_buf, 1); };
@@ -110,7 +93,7 @@ int run_client(const RpingArgs& a) {
       case EventKind::recv_completed:
         c.session().post_recv(recv_buf, 1);
         if (st == St::wait_read_go) {
-          c.session().send(advertisement(addr_of(rdma_buf), *rdma_stag, a.size));
+          c.session().send(ulp::encode_rping_info({addr_of(rdma_buf), *rdma_stag, a.size}));
           st = St::wait_write_go;
         } else if (st == St::wait_write_go) {
           if (std::memcmp(start_buf.data(), rdma_buf.data(), a.size) != 0) {
@@ -213,26 +196,28 @@ int run_server(const RpingArgs& a) {
         break;
       case EventKind::recv_completed: {
         c.session().post_recv(recv_buf, 1);
-        if (e.length != kAdvSize) {
+        const auto adv = e.length <= recv_buf.size()
+                             ? ulp::decode_rping_info(ByteView(recv_buf.data(), e.length))
+                             : std::nullopt;
+        if (!adv) {
           failure = "advertisement of " + std::to_string(e.length) + " octets";
           st = St::failed;
           c.session().close();
           break;
         }
-        const Adv adv = parse_adv(recv_buf.data());
         if (st == St::wait_read_adv) {
-          if (adv.size > rdma_buf.size()) {
+          if (adv->size > rdma_buf.size()) {
             failure = "client buffer larger than ours";
             st = St::failed;
             c.session().close();
             break;
           }
-          read_len = adv.size;
-          c.session().rdma_read(*rdma_stag, addr_of(rdma_buf), adv.size, adv.stag, adv.addr);
+          read_len = adv->size;
+          c.session().rdma_read(*rdma_stag, addr_of(rdma_buf), adv->size, adv->rkey, adv->buf);
           st = St::reading;
         } else if (st == St::wait_write_adv) {
-          c.session().rdma_write(ByteView(rdma_buf.data(), std::min(adv.size, read_len)), adv.stag,
-                                 adv.addr);
+          c.session().rdma_write(ByteView(rdma_buf.data(), std::min(adv->size, read_len)),
+                                 adv->rkey, adv->buf);
           c.session().send(go);
           ++ping;
           st = (a.count && ping >= a.count) ? St::done : St::wait_read_adv;

@@ -71,7 +71,7 @@ std::string describe_pdu(const PduRecord& p) {
   }
   if (!p.ddp) return "FPDU len=" + std::to_string(p.ulpdu_length);
   const wire::DdpHeader& h = *p.ddp;
-  const wire::OpcodeInfo& op = wire::opcode_info(h.rsvd_ulp0 & 0x0F);
+  const wire::OpcodeInfo& op = wire::opcode_info(wire::RdmapControl::from_byte(h.rsvd_ulp0).opcode);
   std::string s{op.defined ? op.name : std::string_view("Reserved opcode")};
   if (h.control.tagged) {
     s += " STag=" + hex32(h.stag) + " TO=" + hex64(h.to) + " len=" + std::to_string(p.payload_size);

@@ -47,6 +47,10 @@ At at(tvbuff_t* tvb, std::size_t off, std::size_t len) {
   }
   return {nullptr, 0, 0};
 }
+// A field of a header or body that starts at `base` in the tvb, placed by core's codec table.
+At at(tvbuff_t* tvb, std::size_t base, wire::FieldSpan f) {
+  return at(tvb, base + f.offset, f.size);
+}
 
 proto_item* add_uint(proto_tree* t, int hf_id, At a, std::uint32_t v) {
   return proto_tree_add_uint(t, hf_id, a.tvb, a.off, a.len, v);
@@ -76,106 +80,117 @@ tvbuff_t* child_tvb(const DrawContext& ctx, packet_info* pinfo, const Bytes& byt
 }
 
 void draw_reqrep(proto_tree* mt, tvbuff_t* tvb, const wire::MpaReqRep& r) {
+  namespace field = wire::mpa_reqrep_field;
+  // The keys are string literals: NUL-terminated, as proto_tree_add_string wants.
+  const At ka = at(tvb, 0, field::key);
   proto_tree_add_string(
-      mt, hf.mpa_key, at(tvb, 0, 16).tvb, at(tvb, 0, 16).off, at(tvb, 0, 16).len,
-      r.kind == wire::MpaFrameKind::request ? "MPA ID Req Frame" : "MPA ID Rep Frame");
+      mt, hf.mpa_key, ka.tvb, ka.off, ka.len,
+      (r.kind == wire::MpaFrameKind::request ? wire::kMpaRequestKey : wire::kMpaReplyKey).data());
   const std::uint8_t flags = r.flags_byte();
-  proto_item* fi = add_uint(mt, hf.mpa_flags, at(tvb, 16, 1), flags);
+  const At fa = at(tvb, 0, field::flags);
+  proto_item* fi = add_uint(mt, hf.mpa_flags, fa, flags);
   proto_tree* ft = proto_item_add_subtree(fi, ett.mpa_flags);
-  add_bool(ft, hf.mpa_flag_m, at(tvb, 16, 1), flags);
-  add_bool(ft, hf.mpa_flag_c, at(tvb, 16, 1), flags);
-  add_bool(ft, hf.mpa_flag_r, at(tvb, 16, 1), flags);
-  add_bool(ft, hf.mpa_flag_enhanced, at(tvb, 16, 1), flags);
-  add_uint(ft, hf.mpa_flag_reserved, at(tvb, 16, 1), flags);
-  add_uint(mt, hf.mpa_rev, at(tvb, 17, 1), r.revision);
-  add_uint(mt, hf.mpa_pd_length, at(tvb, 18, 2), static_cast<std::uint32_t>(r.private_data.size()));
+  add_bool(ft, hf.mpa_flag_m, fa, flags);
+  add_bool(ft, hf.mpa_flag_c, fa, flags);
+  add_bool(ft, hf.mpa_flag_r, fa, flags);
+  add_bool(ft, hf.mpa_flag_enhanced, fa, flags);
+  add_uint(ft, hf.mpa_flag_reserved, fa, flags);
+  add_uint(mt, hf.mpa_rev, at(tvb, 0, field::revision), r.revision);
+  add_uint(mt, hf.mpa_pd_length, at(tvb, 0, field::pd_length),
+           static_cast<std::uint32_t>(r.private_data.size()));
   if (r.private_data.empty()) return;
-  add_bytes(mt, hf.mpa_private_data, at(tvb, 20, r.private_data.size()), r.private_data.data(),
+  const std::size_t pd = field::private_data;
+  add_bytes(mt, hf.mpa_private_data, at(tvb, pd, r.private_data.size()), r.private_data.data(),
             r.private_data.size());
   if (r.enhanced_pd) {
     const wire::MpaEnhancedPd& e = *r.enhanced_pd;
-    const std::uint32_t w1 =
-        (e.peer_to_peer ? 0x8000u : 0) | (e.zero_length_send_rtr ? 0x4000u : 0) | (e.ird & 0x3FFFu);
-    const std::uint32_t w2 = (e.zero_length_write_rtr ? 0x8000u : 0) |
-                             (e.zero_length_read_rtr ? 0x4000u : 0) | (e.ord & 0x3FFFu);
-    const At ea = or_empty(at(tvb, 20, 4));
+    const std::uint32_t w1 = e.ird_word();
+    const std::uint32_t w2 = e.ord_word();
+    const At ea = or_empty(at(tvb, pd, wire::MpaEnhancedPd::kSize));
     proto_tree* et = proto_tree_add_subtree(mt, ea.tvb, ea.off, ea.len, ett.mpa_enhanced, nullptr,
                                             "RFC 6581 enhanced private data");
-    proto_item* w = add_uint(et, hf.mpa_ird_word, at(tvb, 20, 2), w1);
+    const At ia = at(tvb, pd, wire::mpa_enhanced_field::ird_word);
+    proto_item* w = add_uint(et, hf.mpa_ird_word, ia, w1);
     proto_tree* wt = proto_item_add_subtree(w, ett.mpa_enhanced);
-    add_bool(wt, hf.mpa_a, at(tvb, 20, 2), w1);
-    add_bool(wt, hf.mpa_b, at(tvb, 20, 2), w1);
-    add_uint(wt, hf.mpa_ird, at(tvb, 20, 2), w1);
-    w = add_uint(et, hf.mpa_ord_word, at(tvb, 22, 2), w2);
+    add_bool(wt, hf.mpa_a, ia, w1);
+    add_bool(wt, hf.mpa_b, ia, w1);
+    add_uint(wt, hf.mpa_ird, ia, w1);
+    const At oa = at(tvb, pd, wire::mpa_enhanced_field::ord_word);
+    w = add_uint(et, hf.mpa_ord_word, oa, w2);
     wt = proto_item_add_subtree(w, ett.mpa_enhanced);
-    add_bool(wt, hf.mpa_c, at(tvb, 22, 2), w2);
-    add_bool(wt, hf.mpa_d, at(tvb, 22, 2), w2);
-    add_uint(wt, hf.mpa_ord, at(tvb, 22, 2), w2);
+    add_bool(wt, hf.mpa_c, oa, w2);
+    add_bool(wt, hf.mpa_d, oa, w2);
+    add_uint(wt, hf.mpa_ord, oa, w2);
     const ByteView ulp = r.ulp_private_data();
     if (!ulp.empty()) {
-      add_bytes(mt, hf.mpa_ulp_private_data, at(tvb, 24, ulp.size()), ulp.data(), ulp.size());
+      add_bytes(mt, hf.mpa_ulp_private_data, at(tvb, pd + wire::MpaEnhancedPd::kSize, ulp.size()),
+                ulp.data(), ulp.size());
     }
   }
 }
 
 void draw_ddp_header_fields(proto_tree* t, tvbuff_t* tvb, std::size_t base,
                             const wire::DdpHeader& h, bool quoted) {
+  namespace field = wire::ddp_field;
   const std::uint8_t ctl = h.control.byte();
-  proto_item* ci =
-      add_uint(t, quoted ? hf.term_ddp_control : hf.ddp_control, at(tvb, base, 1), ctl);
+  const At ca = at(tvb, base, field::control);
+  proto_item* ci = add_uint(t, quoted ? hf.term_ddp_control : hf.ddp_control, ca, ctl);
   proto_tree* ct = proto_item_add_subtree(ci, quoted ? ett.term_ddp_control : ett.ddp_control);
-  add_bool(ct, quoted ? hf.term_ddp_t : hf.ddp_t, at(tvb, base, 1), ctl);
-  add_bool(ct, quoted ? hf.term_ddp_l : hf.ddp_l, at(tvb, base, 1), ctl);
-  add_uint(ct, quoted ? hf.term_ddp_rsvd : hf.ddp_rsvd, at(tvb, base, 1), ctl);
-  add_uint(ct, quoted ? hf.term_ddp_dv : hf.ddp_dv, at(tvb, base, 1), ctl);
-  if (quoted) add_uint(t, hf.term_ddp_rsvdulp, at(tvb, base + 1, 1), h.rsvd_ulp0);
+  add_bool(ct, quoted ? hf.term_ddp_t : hf.ddp_t, ca, ctl);
+  add_bool(ct, quoted ? hf.term_ddp_l : hf.ddp_l, ca, ctl);
+  add_uint(ct, quoted ? hf.term_ddp_rsvd : hf.ddp_rsvd, ca, ctl);
+  add_uint(ct, quoted ? hf.term_ddp_dv : hf.ddp_dv, ca, ctl);
+  if (quoted) add_uint(t, hf.term_ddp_rsvdulp, at(tvb, base, field::rsvd_ulp), h.rsvd_ulp0);
   if (h.control.tagged) {
-    add_uint(t, quoted ? hf.term_ddp_stag : hf.ddp_stag, at(tvb, base + 2, 4), h.stag);
-    add_u64(t, quoted ? hf.term_ddp_to : hf.ddp_to, at(tvb, base + 6, 8), h.to);
+    add_uint(t, quoted ? hf.term_ddp_stag : hf.ddp_stag, at(tvb, base, field::stag), h.stag);
+    add_u64(t, quoted ? hf.term_ddp_to : hf.ddp_to, at(tvb, base, field::to), h.to);
   } else {
-    if (!quoted) add_uint(t, hf.ddp_inval_stag, at(tvb, base + 2, 4), h.rsvd_ulp1);
-    add_uint(t, quoted ? hf.term_ddp_qn : hf.ddp_qn, at(tvb, base + 6, 4), h.qn);
-    add_uint(t, quoted ? hf.term_ddp_msn : hf.ddp_msn, at(tvb, base + 10, 4), h.msn);
-    add_uint(t, quoted ? hf.term_ddp_mo : hf.ddp_mo, at(tvb, base + 14, 4), h.mo);
+    if (!quoted) add_uint(t, hf.ddp_inval_stag, at(tvb, base, field::rsvd_ulp1), h.rsvd_ulp1);
+    add_uint(t, quoted ? hf.term_ddp_qn : hf.ddp_qn, at(tvb, base, field::qn), h.qn);
+    add_uint(t, quoted ? hf.term_ddp_msn : hf.ddp_msn, at(tvb, base, field::msn), h.msn);
+    add_uint(t, quoted ? hf.term_ddp_mo : hf.ddp_mo, at(tvb, base, field::mo), h.mo);
   }
 }
 
 void draw_read_request(proto_tree* t, tvbuff_t* tvb, std::size_t b, const wire::ReadRequest& r,
                        bool quoted) {
-  add_uint(t, quoted ? hf.term_rr_sink_stag : hf.rr_sink_stag, at(tvb, b, 4), r.sink_stag);
-  add_u64(t, quoted ? hf.term_rr_sink_to : hf.rr_sink_to, at(tvb, b + 4, 8), r.sink_to);
-  add_uint(t, quoted ? hf.term_rr_size : hf.rr_size, at(tvb, b + 12, 4), r.size);
-  add_uint(t, quoted ? hf.term_rr_source_stag : hf.rr_source_stag, at(tvb, b + 16, 4),
+  namespace field = wire::read_request_field;
+  add_uint(t, quoted ? hf.term_rr_sink_stag : hf.rr_sink_stag, at(tvb, b, field::sink_stag),
+           r.sink_stag);
+  add_u64(t, quoted ? hf.term_rr_sink_to : hf.rr_sink_to, at(tvb, b, field::sink_to), r.sink_to);
+  add_uint(t, quoted ? hf.term_rr_size : hf.rr_size, at(tvb, b, field::size), r.size);
+  add_uint(t, quoted ? hf.term_rr_source_stag : hf.rr_source_stag, at(tvb, b, field::source_stag),
            r.source_stag);
-  add_u64(t, quoted ? hf.term_rr_source_to : hf.rr_source_to, at(tvb, b + 20, 8), r.source_to);
+  add_u64(t, quoted ? hf.term_rr_source_to : hf.rr_source_to, at(tvb, b, field::source_to),
+          r.source_to);
 }
 
 void draw_terminate(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord& p) {
   const wire::Terminate& term = *p.terminate;
   const wire::TerminateControl& c = term.control;
-  const std::uint32_t word = (std::uint32_t{c.layer} & 0xF) << 28 |
-                             (std::uint32_t{c.etype} & 0xF) << 24 | std::uint32_t{c.code} << 16 |
-                             (c.m ? 0x8000u : 0) | (c.d ? 0x4000u : 0) | (c.r ? 0x2000u : 0) |
-                             (c.reserved & 0x1FFFu);
-  proto_item* ci = add_uint(t, hf.term_control, at(tvb, b, 4), word);
+  // The control word as meant, in the RFC layout the fields' masks describe (a siw word is
+  // shown as the sender meant it; the layout item says which it was).
+  const std::uint32_t word = c.rfc_word();
+  const At wa = at(tvb, b, wire::terminate_field::control);
+  proto_item* ci = add_uint(t, hf.term_control, wa, word);
   proto_tree* ct = proto_item_add_subtree(ci, ett.term_control);
-  add_uint(ct, hf.term_layer, at(tvb, b, 4), word);
-  proto_tree_add_uint_format_value(ct, hf.term_etype, at(tvb, b, 4).tvb, at(tvb, b, 4).off,
-                                   at(tvb, b, 4).len, word, "%s (0x%x)", p.term_etype_name.c_str(),
-                                   c.etype);
-  proto_tree_add_uint_format_value(
-      ct, hf.term_code, at(tvb, b, 4).tvb, at(tvb, b, 4).off, at(tvb, b, 4).len, word,
-      "%s (0x%02x)", p.term_code_name.empty() ? "Unknown" : p.term_code_name.c_str(), c.code);
-  add_bool(ct, hf.term_m, at(tvb, b, 4), word);
-  add_bool(ct, hf.term_d, at(tvb, b, 4), word);
-  add_bool(ct, hf.term_r, at(tvb, b, 4), word);
-  add_uint(ct, hf.term_reserved, at(tvb, b, 4), word);
-  generated(add_uint(ct, hf.term_layout, at(tvb, b, 4), static_cast<std::uint32_t>(term.layout)));
+  add_uint(ct, hf.term_layer, wa, word);
+  proto_tree_add_uint_format_value(ct, hf.term_etype, wa.tvb, wa.off, wa.len, word, "%s (0x%x)",
+                                   p.term_etype_name.c_str(), c.etype);
+  proto_tree_add_uint_format_value(ct, hf.term_code, wa.tvb, wa.off, wa.len, word, "%s (0x%02x)",
+                                   p.term_code_name.empty() ? "Unknown" : p.term_code_name.c_str(),
+                                   c.code);
+  add_bool(ct, hf.term_m, wa, word);
+  add_bool(ct, hf.term_d, wa, word);
+  add_bool(ct, hf.term_r, wa, word);
+  add_uint(ct, hf.term_reserved, wa, word);
+  generated(add_uint(ct, hf.term_layout, wa, static_cast<std::uint32_t>(term.layout)));
   generated(proto_tree_add_string(t, hf.term_error, nullptr, 0, 0, p.quoted_term_name.c_str()));
-  std::size_t off = b + wire::kTerminateControlSize;
+  std::size_t off = b + wire::terminate_field::control.end();
   if (term.ddp_segment_length) {
-    add_uint(t, hf.term_seg_len, at(tvb, off, 2), *term.ddp_segment_length);
-    off += 2;
+    const wire::FieldSpan f = wire::terminate_field::ddp_segment_length;
+    add_uint(t, hf.term_seg_len, at(tvb, b, f), *term.ddp_segment_length);
+    off = b + f.end();
   }
   if (term.ddp_header) {
     const std::size_t n = term.ddp_header->size();
@@ -203,28 +218,31 @@ void draw_terminate(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord
 
 void draw_atomics(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord& p) {
   if (p.atomic_request) {
+    namespace field = wire::atomic_request_field;
     const wire::AtomicRequest& a = *p.atomic_request;
-    const std::uint32_t w = (a.reserved << 4) | (a.atomic_opcode & 0x0Fu);
-    add_uint(t, hf.atomic_reserved, at(tvb, b, 4), w);
-    proto_tree_add_uint_format_value(t, hf.atomic_opcode, at(tvb, b, 4).tvb, at(tvb, b, 4).off,
-                                     at(tvb, b, 4).len, w, "%s (%u)",
-                                     a.atomic_opcode == 0   ? "FetchAdd"
-                                     : a.atomic_opcode == 2 ? "CompareSwap"
-                                                            : "Unknown",
-                                     a.atomic_opcode);
-    add_uint(t, hf.atomic_request_id, at(tvb, b + 4, 4), a.request_id);
-    add_uint(t, hf.atomic_remote_stag, at(tvb, b + 8, 4), a.remote_stag);
-    add_u64(t, hf.atomic_remote_to, at(tvb, b + 12, 8), a.remote_to);
-    add_u64(t, hf.atomic_add_swap_data, at(tvb, b + 20, 8), a.add_swap_data);
-    add_u64(t, hf.atomic_add_swap_mask, at(tvb, b + 28, 8), a.add_swap_mask);
-    add_u64(t, hf.atomic_compare_data, at(tvb, b + 36, 8), a.compare_data);
-    add_u64(t, hf.atomic_compare_mask, at(tvb, b + 44, 8), a.compare_mask);
+    const std::uint32_t w = a.opcode_word();
+    const At wa = at(tvb, b, field::opcode_word);
+    add_uint(t, hf.atomic_reserved, wa, w);
+    proto_tree_add_uint_format_value(t, hf.atomic_opcode, wa.tvb, wa.off, wa.len, w, "%s (%u)",
+                                     wire::atomic_op_name(a.atomic_opcode).data(), a.atomic_opcode);
+    add_uint(t, hf.atomic_request_id, at(tvb, b, field::request_id), a.request_id);
+    add_uint(t, hf.atomic_remote_stag, at(tvb, b, field::remote_stag), a.remote_stag);
+    add_u64(t, hf.atomic_remote_to, at(tvb, b, field::remote_to), a.remote_to);
+    add_u64(t, hf.atomic_add_swap_data, at(tvb, b, field::add_swap_data), a.add_swap_data);
+    add_u64(t, hf.atomic_add_swap_mask, at(tvb, b, field::add_swap_mask), a.add_swap_mask);
+    add_u64(t, hf.atomic_compare_data, at(tvb, b, field::compare_data), a.compare_data);
+    add_u64(t, hf.atomic_compare_mask, at(tvb, b, field::compare_mask), a.compare_mask);
   }
   if (p.atomic_response) {
-    add_uint(t, hf.atomic_orig_request_id, at(tvb, b, 4), p.atomic_response->request_id);
-    add_u64(t, hf.atomic_orig_value, at(tvb, b + 4, 8), p.atomic_response->original_value);
+    namespace field = wire::atomic_response_field;
+    add_uint(t, hf.atomic_orig_request_id, at(tvb, b, field::request_id),
+             p.atomic_response->request_id);
+    add_u64(t, hf.atomic_orig_value, at(tvb, b, field::original_value),
+            p.atomic_response->original_value);
   }
-  if (p.immediate_data) add_u64(t, hf.immediate_data, at(tvb, b, 8), *p.immediate_data);
+  if (p.immediate_data) {
+    add_u64(t, hf.immediate_data, at(tvb, b, wire::kImmediateDataSize), *p.immediate_data);
+  }
 }
 
 void draw_segment_analysis(const DrawContext& ctx, proto_tree* dt, const PduRecord& p) {
@@ -317,27 +335,31 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_
       const At a = or_empty(at(pdu_tvb, p.marker_offsets[i], wire::kMpaMarkerSize));
       proto_item* mi = proto_tree_add_item(mt, hf.mpa_marker, a.tvb, a.off, a.len, ENC_NA);
       proto_tree* mk = proto_item_add_subtree(mi, ett.mpa_marker);
-      add_uint(mk, hf.mpa_marker_reserved, at(pdu_tvb, p.marker_offsets[i], 2),
+      add_uint(mk, hf.mpa_marker_reserved,
+               at(pdu_tvb, p.marker_offsets[i], wire::marker_field::reserved),
                p.markers[i].reserved);
-      add_uint(mk, hf.mpa_marker_fpduptr, at(pdu_tvb, p.marker_offsets[i] + 2, 2),
-               p.markers[i].fpduptr);
+      add_uint(mk, hf.mpa_marker_fpduptr,
+               at(pdu_tvb, p.marker_offsets[i], wire::marker_field::fpduptr), p.markers[i].fpduptr);
       generated(proto_tree_add_uint64(mk, hf.mpa_marker_position, nullptr, 0, 0,
                                       p.markers[i].stream_pos));
     }
     fpdu_tvb = child_tvb(ctx, pinfo, p.fpdu, "FPDU without markers");
   }
   const std::size_t total = p.fpdu_size();
-  add_uint(mt, hf.mpa_ulpdu_length, at(fpdu_tvb, 0, 2), p.ulpdu_length);
+  add_uint(mt, hf.mpa_ulpdu_length, at(fpdu_tvb, 0, wire::fpdu_field::ulpdu_length),
+           p.ulpdu_length);
   const std::size_t pad = wire::fpdu_pad(p.ulpdu_length);
-  const std::size_t pad_off = 2 + std::size_t{p.ulpdu_length};
+  const std::size_t pad_off = wire::fpdu_pad_offset(p.ulpdu_length);
   if (pad != 0 && pad_off + pad <= total) {
     const At a = at(fpdu_tvb, pad_off, pad);
     if (a.tvb != nullptr) proto_tree_add_item(mt, hf.mpa_pad, a.tvb, a.off, a.len, ENC_NA);
   }
   generated(
       proto_tree_add_boolean(mt, hf.mpa_crc_in_use, nullptr, 0, 0, p.crc_expected.has_value()));
-  if (total >= 4 && at(fpdu_tvb, total - 4, 4).tvb != nullptr) {
-    proto_tree_add_checksum(mt, fpdu_tvb, static_cast<guint>(total - 4), hf.mpa_crc,
+  const std::size_t crc_off = wire::fpdu_crc_offset(p.ulpdu_length);
+  if (crc_off + wire::kMpaCrcSize <= total &&
+      at(fpdu_tvb, crc_off, wire::kMpaCrcSize).tvb != nullptr) {
+    proto_tree_add_checksum(mt, fpdu_tvb, static_cast<guint>(crc_off), hf.mpa_crc,
                             hf.mpa_crc_status, nullptr, pinfo, p.crc_expected.value_or(0),
                             ENC_LITTLE_ENDIAN,
                             p.crc_expected ? PROTO_CHECKSUM_VERIFY : PROTO_CHECKSUM_NO_FLAGS);
@@ -347,9 +369,11 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_
   if (!p.ddp) return nullptr;
 
   // DDP (RFC 5041 §4)
-  tvbuff_t* ulpdu = at(fpdu_tvb, 2, p.ulpdu_length).tvb != nullptr
-                        ? tvb_new_subset_length(fpdu_tvb, 2, p.ulpdu_length)
-                        : nullptr;
+  const std::size_t ulpdu_off = wire::fpdu_field::ulpdu;
+  tvbuff_t* ulpdu =
+      at(fpdu_tvb, ulpdu_off, p.ulpdu_length).tvb != nullptr
+          ? tvb_new_subset_length(fpdu_tvb, static_cast<gint>(ulpdu_off), p.ulpdu_length)
+          : nullptr;
   const wire::DdpHeader& h = *p.ddp;
   const std::size_t hs = h.size();
   const At da = or_empty(at(ulpdu, 0, hs));
@@ -362,10 +386,13 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_
   draw_segment_analysis(ctx, dt, p);
 
   // RDMAP (RFC 5040 §4, RFC 7306)
+  // RDMAP's header starts in DDP's first RsvdULP octet (RFC 5040 §4.2).
   const std::uint8_t rctl = h.rsvd_ulp0;
-  const std::uint8_t op = rctl & 0x0F;
-  const At ra = at(ulpdu, 1, 1);
-  const At rall = or_empty(at(ulpdu, 1, p.ulpdu_length > 0 ? p.ulpdu_length - 1u : 0u));
+  const std::uint8_t op = wire::RdmapControl::from_byte(rctl).opcode;
+  const wire::FieldSpan rf = wire::ddp_field::rsvd_ulp;
+  const At ra = at(ulpdu, 0, rf);
+  const At rall =
+      or_empty(at(ulpdu, rf.offset, p.ulpdu_length > rf.offset ? p.ulpdu_length - rf.offset : 0u));
   proto_item* ri = proto_tree_add_item(tree, proto.rdmap, rall.tvb, rall.off, rall.len, ENC_NA);
   proto_item_append_text(ri, ", %s", p.info.c_str());
   proto_tree* rt = proto_item_add_subtree(ri, ett.rdmap);

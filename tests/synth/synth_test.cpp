@@ -7,6 +7,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/analysis/regions_file.h"
+#include "ddpscope/capture/feed.h"
 #include "ddpscope/capture/file_reader.h"
 #include "ddpscope/common/crc32c.h"
 #include "ddpscope/net/packet.h"
@@ -417,6 +420,70 @@ TEST(SynthSamples, EveryScenarioInSamplesGenerates) {
     const std::string sb((std::istreambuf_iterator<char>(b)), {});
     EXPECT_EQ(sa, sb) << name << ": run samples/regenerate.sh";
   }
+}
+
+// The analyzer's findings of warning or error severity on a generated capture, as (code, frame).
+std::vector<std::pair<std::string, std::uint64_t>> analyze(const SynthResult& r,
+                                                           const std::string& pcap) {
+  Analyzer an;
+  if (!r.regions_path.empty()) {
+    std::vector<RegionSpec> regions;
+    std::string err;
+    EXPECT_TRUE(load_regions_file(r.regions_path, regions, err)) << err;
+    an.add_regions(regions);
+  }
+  std::string err;
+  auto reader = capture::CaptureReader::open(pcap, err);
+  EXPECT_TRUE(reader) << err;
+  if (!reader) return {};
+  capture::feed(*reader, an);
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (const Finding& x : an.model().findings)
+    if (x.severity != Severity::note) out.emplace_back(std::string(x.code()), x.frame);
+  return out;
+}
+
+// The generator predicts what the analyzer learns from an advertisement with core's own
+// decoder rule (ulp/rping.h): a Send on NVMe-oF's port or naming a buffer outside user space is
+// no advertisement, so with a regions file its STag stays unknown.
+TEST(SynthAdvertisements, PredictedWithCoresDecoderRule) {
+  json j = base_scenario();
+  j["connections"][0]["server"]["port"] = 4420;
+  j["connections"].push_back(j["connections"][0]);
+  j["connections"][1]["server"]["port"] = 7174;
+  j["connections"][1]["client"]["port"] = 5001;
+  j["connections"].push_back(j["connections"][1]);
+  j["connections"][2]["client"]["port"] = 5002;
+  j["regions"] = json::parse(R"([{"stag": "0x99", "base": "0x1000", "length": 64,
+                                   "sink": "10.1.0.2"}])");
+  j["operations"] = json::parse(R"([
+    {"op": "advertise_rping", "connection": 0, "from": "client", "label": "on port 4420",
+     "buf": "0x55d0c0a01000", "rkey": "0xab", "size": 64},
+    {"op": "write", "connection": 0, "from": "server", "stag": "0xab", "to": "0x55d0c0a01000",
+     "text": "abc"},
+    {"op": "advertise_rping", "connection": 1, "from": "client", "label": "above 2^47",
+     "buf": "0x800000000000", "rkey": "0xac", "size": 64},
+    {"op": "write", "connection": 1, "from": "server", "stag": "0xac", "to": "0x800000000000",
+     "text": "abc"},
+    {"op": "advertise_rping", "connection": 2, "from": "client", "label": "learned",
+     "buf": "0x7ffffffff000", "rkey": "0xad", "size": 64},
+    {"op": "write", "connection": 2, "from": "server", "stag": "0xad", "to": "0x7ffffffff03f",
+     "text": "abc"}
+  ])");
+  SynthResult r;
+  std::string err;
+  ASSERT_TRUE(synthesize_json(j, tmp("adverts.pcap"), r, err)) << err;
+  ASSERT_EQ(r.expected.size(), 3u);
+  EXPECT_EQ(r.expected[0].code, "ddp.tagged.invalid-stag");
+  EXPECT_EQ(r.expected[0].op, 1);
+  EXPECT_EQ(r.expected[1].code, "ddp.tagged.invalid-stag");
+  EXPECT_EQ(r.expected[1].op, 3);
+  EXPECT_EQ(r.expected[2].code, "ddp.tagged.bounds");
+  EXPECT_EQ(r.expected[2].op, 5);
+  std::vector<std::pair<std::string, std::uint64_t>> predicted;
+  for (const auto& e : r.expected)
+    predicted.emplace_back(e.code, e.frame);
+  EXPECT_EQ(analyze(r, tmp("adverts.pcap")), predicted);
 }
 
 }  // namespace

@@ -768,6 +768,160 @@ TEST(Terminate, EncodesReadRequestWhenRawHeaderMissing) {
   EXPECT_EQ(r->rdmap_read_request, sample_read_request());
 }
 
+// ---------------------------------------------------------------------------------------------
+// Field tables and control words (what hosts use to place fields): checked against the
+// encoders' octets
+// ---------------------------------------------------------------------------------------------
+
+std::uint64_t field_value(const Bytes& b, std::size_t base, FieldSpan f) {
+  EXPECT_LE(base + f.end(), b.size());
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < f.size; ++i)
+    v = (v << 8) | b.at(base + f.offset + i);
+  return v;
+}
+
+TEST(FieldTables, MpaReqRepAndEnhancedWord) {
+  MpaReqRep f;
+  f.kind = MpaFrameKind::reply;
+  f.markers = true;
+  f.enhanced = true;
+  f.revision = 2;
+  f.enhanced_pd = MpaEnhancedPd{true, false, 0x1234, false, true, 0x0567};
+  f.private_data = {0xAA, 0xBB};
+  const Bytes b = encode_mpa_reqrep(f);
+  namespace field = mpa_reqrep_field;
+  EXPECT_EQ(Bytes(b.begin(), b.begin() + field::key.end()),
+            Bytes(kMpaReplyKey.begin(), kMpaReplyKey.end()));
+  EXPECT_EQ(field_value(b, 0, field::flags), f.flags_byte());
+  EXPECT_EQ(field_value(b, 0, field::revision), 2u);
+  EXPECT_EQ(field_value(b, 0, field::pd_length), 6u);
+  EXPECT_EQ(field_value(b, field::private_data, mpa_enhanced_field::ird_word),
+            f.enhanced_pd->ird_word());
+  EXPECT_EQ(field_value(b, field::private_data, mpa_enhanced_field::ord_word),
+            f.enhanced_pd->ord_word());
+  EXPECT_EQ(b.at(field::private_data + MpaEnhancedPd::kSize), 0xAA);
+  EXPECT_EQ(f.enhanced_pd->ird_word(), kMpaEnhancedPeerToPeer | 0x1234);
+  EXPECT_EQ(f.enhanced_pd->ord_word(), kMpaEnhancedReadRtr | 0x0567);
+}
+
+TEST(FieldTables, EnhancedWordBitsRoundTrip) {
+  for (int bits = 0; bits < 16; ++bits) {
+    const MpaEnhancedPd pd{(bits & 1) != 0, (bits & 2) != 0, 0x3FFF,
+                           (bits & 4) != 0, (bits & 8) != 0, 1};
+    EXPECT_EQ(MpaEnhancedPd::from_words(pd.ird_word(), pd.ord_word()), pd);
+    EXPECT_EQ((pd.ird_word() & kMpaEnhancedPeerToPeer) != 0, pd.peer_to_peer);
+    EXPECT_EQ((pd.ird_word() & kMpaEnhancedSendRtr) != 0, pd.zero_length_send_rtr);
+    EXPECT_EQ((pd.ord_word() & kMpaEnhancedWriteRtr) != 0, pd.zero_length_write_rtr);
+    EXPECT_EQ((pd.ord_word() & kMpaEnhancedReadRtr) != 0, pd.zero_length_read_rtr);
+    EXPECT_EQ(pd.ird_word() & kMpaEnhancedIrdOrdMask, 0x3FFF);
+  }
+  // IRD and ORD are cut to their 14 bits, never into the flags.
+  EXPECT_EQ((MpaEnhancedPd{false, false, 0xFFFF, false, false, 0xFFFF}).ird_word(), 0x3FFF);
+}
+
+TEST(FieldTables, FpduAndMarker) {
+  const Bytes ulpdu = pattern(5);
+  const Bytes b = encode_fpdu(ulpdu, {});
+  EXPECT_EQ(field_value(b, 0, fpdu_field::ulpdu_length), 5u);
+  EXPECT_EQ(Bytes(b.begin() + fpdu_field::ulpdu, b.begin() + fpdu_field::ulpdu + 5), ulpdu);
+  EXPECT_EQ(fpdu_pad_offset(5), 7u);
+  EXPECT_EQ(fpdu_crc_offset(5) + kMpaCrcSize, b.size());
+  EXPECT_EQ(mpa_crc_from_wire(b.data() + fpdu_crc_offset(5)),
+            crc32c(ByteView(b).first(fpdu_crc_offset(5))));
+  // A marker at stream position 512 inside a long FPDU starting at 500 points back 12 octets.
+  FpduEncodeOptions o;
+  o.markers = true;
+  o.stream_pos = 500;
+  const Bytes m = encode_fpdu(pattern(64), o);
+  EXPECT_EQ(field_value(m, 12, marker_field::reserved), 0u);
+  EXPECT_EQ(field_value(m, 12, marker_field::fpduptr), 12u);
+}
+
+TEST(FieldTables, DdpHeaders) {
+  Bytes b;
+  ByteWriter w(b);
+  encode_ddp_header(tagged_header(0x41, 0x11223344, 0x5566778899AABBCC, true), w);
+  ASSERT_EQ(b.size(), kDdpTaggedHeaderSize);
+  EXPECT_EQ(field_value(b, 0, ddp_field::control), (DdpControl{true, true, 0, 1}.byte()));
+  EXPECT_EQ(field_value(b, 0, ddp_field::rsvd_ulp), 0x41u);
+  EXPECT_EQ(field_value(b, 0, ddp_field::stag), 0x11223344u);
+  EXPECT_EQ(field_value(b, 0, ddp_field::to), 0x5566778899AABBCCu);
+  b.clear();
+  encode_ddp_header(untagged_header(Opcode::send_invalidate, 7, 8, 9, false, 0xABCD), w);
+  ASSERT_EQ(b.size(), kDdpUntaggedHeaderSize);
+  EXPECT_EQ(field_value(b, 0, ddp_field::rsvd_ulp1), 0xABCDu);
+  EXPECT_EQ(field_value(b, 0, ddp_field::qn), 7u);
+  EXPECT_EQ(field_value(b, 0, ddp_field::msn), 8u);
+  EXPECT_EQ(field_value(b, 0, ddp_field::mo), 9u);
+}
+
+TEST(FieldTables, RdmapBodies) {
+  Bytes b;
+  ByteWriter w(b);
+  const ReadRequest rr{0x01020304, 0x1111111111111111, 0x0A0B0C0D, 0x05060708, 0x2222222222222222};
+  encode_read_request(rr, w);
+  namespace rf = read_request_field;
+  EXPECT_EQ(field_value(b, 0, rf::sink_stag), rr.sink_stag);
+  EXPECT_EQ(field_value(b, 0, rf::sink_to), rr.sink_to);
+  EXPECT_EQ(field_value(b, 0, rf::size), rr.size);
+  EXPECT_EQ(field_value(b, 0, rf::source_stag), rr.source_stag);
+  EXPECT_EQ(field_value(b, 0, rf::source_to), rr.source_to);
+
+  b.clear();
+  const AtomicRequest a{0x0ABCDEF, 2, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99};
+  encode_atomic_request(a, w);
+  namespace af = atomic_request_field;
+  EXPECT_EQ(field_value(b, 0, af::opcode_word), a.opcode_word());
+  EXPECT_EQ(a.opcode_word() & kAtomicOpcodeMask, 2u);
+  EXPECT_EQ((a.opcode_word() & kAtomicReservedMask) >> 4, 0x0ABCDEFu);
+  EXPECT_EQ(field_value(b, 0, af::request_id), 0x33u);
+  EXPECT_EQ(field_value(b, 0, af::remote_stag), 0x44u);
+  EXPECT_EQ(field_value(b, 0, af::remote_to), 0x55u);
+  EXPECT_EQ(field_value(b, 0, af::add_swap_data), 0x66u);
+  EXPECT_EQ(field_value(b, 0, af::add_swap_mask), 0x77u);
+  EXPECT_EQ(field_value(b, 0, af::compare_data), 0x88u);
+  EXPECT_EQ(field_value(b, 0, af::compare_mask), 0x99u);
+
+  b.clear();
+  encode_atomic_response({0x12345678, 0x9ABCDEF012345678}, w);
+  EXPECT_EQ(field_value(b, 0, atomic_response_field::request_id), 0x12345678u);
+  EXPECT_EQ(field_value(b, 0, atomic_response_field::original_value), 0x9ABCDEF012345678u);
+}
+
+TEST(FieldTables, RdmapControlByteMasks) {
+  const std::uint8_t b = RdmapControl{2, 1, 0xB}.byte();
+  EXPECT_EQ(b & kRdmapVersionMask, 0x80);
+  EXPECT_EQ(b & kRdmapReservedMask, 0x10);
+  EXPECT_EQ(b & kRdmapOpcodeMask, 0x0B);
+  EXPECT_EQ(RdmapControl::from_byte(b), (RdmapControl{2, 1, 0xB}));
+}
+
+TEST(FieldTables, TerminateControlWord) {
+  Terminate t;
+  t.control = TerminateControl{0x2, 0x1, 0x05, true, true, false, 0x1ABC};
+  t.ddp_segment_length = 0x0123;
+  t.ddp_header = untagged_header(Opcode::send, 0, 1, 0, true);
+  Bytes b;
+  ByteWriter w(b);
+  encode_terminate(t, TerminateLayout::rfc, w);
+  const std::uint32_t word = t.control.rfc_word();
+  EXPECT_EQ(field_value(b, 0, terminate_field::control), word);
+  EXPECT_EQ(field_value(b, 0, terminate_field::ddp_segment_length), 0x0123u);
+  EXPECT_EQ(word & kTermLayerMask, 0x20000000u);
+  EXPECT_EQ(word & kTermEtypeMask, 0x01000000u);
+  EXPECT_EQ(word & kTermCodeMask, 0x00050000u);
+  EXPECT_EQ(word & kTermFlagM, kTermFlagM);
+  EXPECT_EQ(word & kTermFlagD, kTermFlagD);
+  EXPECT_EQ(word & kTermFlagR, 0u);
+  EXPECT_EQ(word & kTermReservedMask, 0x1ABCu);
+  EXPECT_EQ(TerminateControl::from_rfc_word(word), t.control);
+  // The masks tile the word.
+  EXPECT_EQ(kTermLayerMask | kTermEtypeMask | kTermCodeMask | kTermFlagM | kTermFlagD | kTermFlagR |
+                kTermReservedMask,
+            0xFFFFFFFFu);
+}
+
 TEST(Bytes, ToHex) {
   const Bytes b = {0x00, 0xAB, 0x10, 0xFF};
   EXPECT_EQ(to_hex(b), "00ab10ff");

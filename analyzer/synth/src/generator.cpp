@@ -10,6 +10,8 @@
 
 #include "ddpscope/findings/catalog.h"
 #include "ddpscope/net/packet.h"
+#include "ddpscope/ulp/advert.h"
+#include "ddpscope/ulp/rping.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
 
@@ -693,17 +695,24 @@ class Generator {
     }
   }
 
-  // rping's advertisement (and any 16-octet Send the analyzer's decoder accepts as one).
-  void learn_advertisement(int ci, int dir, const Bytes& payload) {
-    if (payload.size() != 16) return;
-    KnownRegion k;
-    k.base = load_be64(payload.data());
-    k.stag = load_be32(payload.data() + 8);
-    k.length = load_be32(payload.data() + 12);
-    if (k.base == 0 || k.length == 0 || k.length > (1u << 30)) return;
-    k.owner = conns_[ci].ep[dir].addr;
-    k.conn = ci;
-    regions_.push_back(k);
+  // The regions the analyzer learns from one complete Send of `dir`: core's own advertisement
+  // decoders (ulp/advert.h) judge it, with the connection's endpoints, as the analyzer does.
+  void learn_advertisements(int ci, int dir, wire::Opcode opcode, const Bytes& payload) {
+    const Conn& c = conns_[ci];
+    const AdvertContext ctx{static_cast<std::uint8_t>(opcode), c.ep[dir], c.ep[1 - dir],
+                            static_cast<std::uint32_t>(ci)};
+    std::vector<AdvertisedRegion> found;
+    for (const auto& d : advertisers_)
+      d->decode(ctx, payload, found);
+    for (const AdvertisedRegion& a : found) {
+      KnownRegion k;
+      k.base = a.base;
+      k.stag = a.stag;
+      k.length = a.length;
+      k.owner = a.owner;
+      k.conn = ci;
+      regions_.push_back(k);
+    }
   }
 
   // ------------------------------------------------------------------ operations
@@ -722,19 +731,15 @@ class Generator {
         if (op.invalidate_stag)
           opc = op.solicited ? wire::Opcode::send_se_invalidate : wire::Opcode::send_invalidate;
         emit_untagged(ci, dir, oi, opc, wire::kQnSend, op.invalidate_stag.value_or(0), op.data, f);
-        if (!f) learn_advertisement(ci, dir, op.data);
+        if (!f) learn_advertisements(ci, dir, opc, op.data);
         // RFC 5040 §5.3: the Data Sink invalidates its own STag named by the sender.
         if (op.invalidate_stag) invalidated_.insert({them, *op.invalidate_stag});
         break;
       }
       case OpType::advertise_rping: {
-        Bytes body;
-        ByteWriter w(body);
-        w.be64(op.adv_base);
-        w.be32(op.adv_stag);
-        w.be32(op.adv_length);
+        const Bytes body = ulp::encode_rping_info({op.adv_base, op.adv_stag, op.adv_length});
         emit_untagged(ci, dir, oi, wire::Opcode::send, wire::kQnSend, 0, body, f);
-        if (!f) learn_advertisement(ci, dir, body);
+        if (!f) learn_advertisements(ci, dir, wire::Opcode::send, body);
         break;
       }
       case OpType::immediate: {
@@ -1104,6 +1109,8 @@ class Generator {
   std::vector<int> order_;  // capture order of packet ids, built when faults apply
   std::vector<Expect> expects_;
   std::vector<KnownRegion> regions_;
+  const std::vector<std::unique_ptr<AdvertisementDecoder>> advertisers_ =
+      default_advertisement_decoders();
   bool regions_file_ = false;
   std::set<std::pair<net::Address, std::uint32_t>> invalidated_;
   std::map<std::pair<net::Address, std::uint32_t>, WrittenBytes> written_;

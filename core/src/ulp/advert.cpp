@@ -1,27 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ddpscope/ulp/advert.h"
 
-#include "ddpscope/wire/mpa.h"
-#include "ddpscope/wire/rdmap.h"
+#include "ddpscope/ulp/rping.h"
 
 namespace ddpscope {
 
 void RpingAdvertisementDecoder::decode(const AdvertContext& ctx, ByteView message,
                                        std::vector<AdvertisedRegion>& out) const {
-  if (!wire::opcode_is_send_family(ctx.opcode) || message.size() != 16) return;
-  ByteReader r(message);
+  const auto info =
+      ulp::rping_advertisement(ctx.opcode, ctx.sender.port, ctx.receiver.port, message);
+  if (!info) return;
   AdvertisedRegion region;
-  region.base = r.be64();
-  region.stag = r.be32();
-  region.length = r.be32();
+  region.stag = info->rkey;
+  region.base = info->buf;
+  region.length = info->size;
   region.owner = ctx.sender.addr;
-  // rping buffers are small and mapped in user space: a canonical x86-64/AArch64 user address
-  // (below 2^47). Other 16-octet Sends (an NVMe-oF completion, for one) mostly fail this.
-  constexpr std::uint64_t kUserSpaceEnd = 1ull << 47;
-  if (region.base == 0 || region.length == 0 || region.length > (1u << 30)) return;
-  if (region.base >= kUserSpaceEnd || region.length > kUserSpaceEnd - region.base) return;
-  // NVMe-oF's well-known port: its 16-octet completions are not advertisements.
-  if (ctx.sender.port == 4420 || ctx.receiver.port == 4420) return;
   out.push_back(region);
 }
 

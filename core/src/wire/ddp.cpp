@@ -27,23 +27,33 @@ DdpControl DdpControl::from_byte(std::uint8_t b) {
 Result<DdpHeader> decode_ddp_header(ByteView data) {
   if (data.empty()) return Result<DdpHeader>::need_more(kDdpTaggedHeaderSize);
   DdpHeader h;
-  h.control = DdpControl::from_byte(data[0]);
+  h.control = DdpControl::from_byte(data[ddp_field::control.offset]);
   const std::size_t size = h.size();
   if (data.size() < size) return Result<DdpHeader>::need_more(size);
-  ByteReader r(data.first(size));
-  r.u8();
-  h.rsvd_ulp0 = r.u8();
+  const std::uint8_t* p = data.data();
+  h.rsvd_ulp0 = p[ddp_field::rsvd_ulp.offset];
   if (h.control.tagged) {
-    h.stag = r.be32();
-    h.to = r.be64();
+    h.stag = load_be32(p + ddp_field::stag.offset);
+    h.to = load_be64(p + ddp_field::to.offset);
   } else {
-    h.rsvd_ulp1 = r.be32();
-    h.qn = r.be32();
-    h.msn = r.be32();
-    h.mo = r.be32();
+    h.rsvd_ulp1 = load_be32(p + ddp_field::rsvd_ulp1.offset);
+    h.qn = load_be32(p + ddp_field::qn.offset);
+    h.msn = load_be32(p + ddp_field::msn.offset);
+    h.mo = load_be32(p + ddp_field::mo.offset);
   }
   return Result<DdpHeader>::ok(h, size);
 }
+
+// The encoder appends the fields in table order; each layout fills its header exactly.
+static_assert(ddp_field::control.end() == ddp_field::rsvd_ulp.offset &&
+              ddp_field::rsvd_ulp.end() == ddp_field::stag.offset &&
+              ddp_field::stag.end() == ddp_field::to.offset &&
+              ddp_field::to.end() == kDdpTaggedHeaderSize);
+static_assert(ddp_field::rsvd_ulp.end() == ddp_field::rsvd_ulp1.offset &&
+              ddp_field::rsvd_ulp1.end() == ddp_field::qn.offset &&
+              ddp_field::qn.end() == ddp_field::msn.offset &&
+              ddp_field::msn.end() == ddp_field::mo.offset &&
+              ddp_field::mo.end() == kDdpUntaggedHeaderSize);
 
 void encode_ddp_header(const DdpHeader& header, ByteWriter& out) {
   out.u8(header.control.byte());

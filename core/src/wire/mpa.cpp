@@ -46,28 +46,44 @@ bool could_be_mpa_key(ByteView data) {
   return is_prefix_of(data, kMpaRequestKey) || is_prefix_of(data, kMpaReplyKey);
 }
 
-MpaEnhancedPd decode_mpa_enhanced_pd(const std::uint8_t* p) {
-  const std::uint16_t w0 = load_be16(p);
-  const std::uint16_t w1 = load_be16(p + 2);
+std::uint16_t MpaEnhancedPd::ird_word() const {
+  std::uint16_t w = ird & kMpaEnhancedIrdOrdMask;
+  if (peer_to_peer) w |= kMpaEnhancedPeerToPeer;
+  if (zero_length_send_rtr) w |= kMpaEnhancedSendRtr;
+  return w;
+}
+
+std::uint16_t MpaEnhancedPd::ord_word() const {
+  std::uint16_t w = ord & kMpaEnhancedIrdOrdMask;
+  if (zero_length_write_rtr) w |= kMpaEnhancedWriteRtr;
+  if (zero_length_read_rtr) w |= kMpaEnhancedReadRtr;
+  return w;
+}
+
+MpaEnhancedPd MpaEnhancedPd::from_words(std::uint16_t ird_word, std::uint16_t ord_word) {
   MpaEnhancedPd pd;
-  pd.peer_to_peer = (w0 & 0x8000) != 0;
-  pd.zero_length_send_rtr = (w0 & 0x4000) != 0;
-  pd.ird = w0 & 0x3FFF;
-  pd.zero_length_write_rtr = (w1 & 0x8000) != 0;
-  pd.zero_length_read_rtr = (w1 & 0x4000) != 0;
-  pd.ord = w1 & 0x3FFF;
+  pd.peer_to_peer = (ird_word & kMpaEnhancedPeerToPeer) != 0;
+  pd.zero_length_send_rtr = (ird_word & kMpaEnhancedSendRtr) != 0;
+  pd.ird = ird_word & kMpaEnhancedIrdOrdMask;
+  pd.zero_length_write_rtr = (ord_word & kMpaEnhancedWriteRtr) != 0;
+  pd.zero_length_read_rtr = (ord_word & kMpaEnhancedReadRtr) != 0;
+  pd.ord = ord_word & kMpaEnhancedIrdOrdMask;
   return pd;
 }
 
+static_assert(mpa_enhanced_field::ord_word.end() == MpaEnhancedPd::kSize);
+
+MpaEnhancedPd decode_mpa_enhanced_pd(const std::uint8_t* p) {
+  return MpaEnhancedPd::from_words(load_be16(p + mpa_enhanced_field::ird_word.offset),
+                                   load_be16(p + mpa_enhanced_field::ord_word.offset));
+}
+
+// The encoder appends the halves in table order.
+static_assert(mpa_enhanced_field::ird_word.end() == mpa_enhanced_field::ord_word.offset);
+
 void encode_mpa_enhanced_pd(const MpaEnhancedPd& pd, ByteWriter& out) {
-  std::uint16_t w0 = pd.ird & 0x3FFF;
-  if (pd.peer_to_peer) w0 |= 0x8000;
-  if (pd.zero_length_send_rtr) w0 |= 0x4000;
-  std::uint16_t w1 = pd.ord & 0x3FFF;
-  if (pd.zero_length_write_rtr) w1 |= 0x8000;
-  if (pd.zero_length_read_rtr) w1 |= 0x4000;
-  out.be16(w0);
-  out.be16(w1);
+  out.be16(pd.ird_word());
+  out.be16(pd.ord_word());
 }
 
 Result<MpaReqRep> decode_mpa_reqrep(ByteView data) {
@@ -77,28 +93,34 @@ Result<MpaReqRep> decode_mpa_reqrep(ByteView data) {
   if (data.size() < kMpaReqRepHeaderSize) {
     return Result<MpaReqRep>::need_more(kMpaReqRepHeaderSize);
   }
-  ByteReader r(data);
+  namespace field = mpa_reqrep_field;
   MpaReqRep f;
-  f.kind = is_prefix_of(data.first(kMpaKeySize), kMpaRequestKey) ? MpaFrameKind::request
-                                                                 : MpaFrameKind::reply;
-  r.take(kMpaKeySize);
-  const std::uint8_t flags = r.u8();
+  f.kind = is_prefix_of(data.subspan(field::key.offset, field::key.size), kMpaRequestKey)
+               ? MpaFrameKind::request
+               : MpaFrameKind::reply;
+  const std::uint8_t flags = data[field::flags.offset];
   f.markers = (flags & kMpaFlagMarkers) != 0;
   f.crc = (flags & kMpaFlagCrc) != 0;
   f.reject = (flags & kMpaFlagReject) != 0;
   f.enhanced = (flags & kMpaFlagEnhanced) != 0;
   f.reserved = flags & kMpaFlagReservedMask;
-  f.revision = r.u8();
-  const std::uint16_t pd_length = r.be16();
-  const std::size_t total = kMpaReqRepHeaderSize + pd_length;
+  f.revision = data[field::revision.offset];
+  const std::uint16_t pd_length = load_be16(data.data() + field::pd_length.offset);
+  const std::size_t total = field::private_data + pd_length;
   if (data.size() < total) return Result<MpaReqRep>::need_more(total);
-  const ByteView pd = r.take(pd_length);
+  const ByteView pd = data.subspan(field::private_data, pd_length);
   f.private_data.assign(pd.begin(), pd.end());
   if (f.revision == 2 && f.enhanced && pd.size() >= MpaEnhancedPd::kSize) {
     f.enhanced_pd = decode_mpa_enhanced_pd(pd.data());
   }
   return Result<MpaReqRep>::ok(std::move(f), total);
 }
+
+// The encoder appends the fields in table order.
+static_assert(mpa_reqrep_field::key.end() == mpa_reqrep_field::flags.offset &&
+              mpa_reqrep_field::flags.end() == mpa_reqrep_field::revision.offset &&
+              mpa_reqrep_field::revision.end() == mpa_reqrep_field::pd_length.offset &&
+              mpa_reqrep_field::pd_length.end() == mpa_reqrep_field::private_data);
 
 Bytes encode_mpa_reqrep(const MpaReqRep& frame) {
   Bytes out;
@@ -131,15 +153,15 @@ std::uint32_t mulpdu(std::uint32_t emss, bool markers) {
 
 Result<Fpdu> decode_fpdu(ByteView data) {
   if (data.size() < kMpaLengthSize) return Result<Fpdu>::need_more(kMpaLengthSize);
-  ByteReader r(data);
   Fpdu f;
-  f.ulpdu_length = r.be16();
+  f.ulpdu_length = load_be16(data.data() + fpdu_field::ulpdu_length.offset);
   const std::size_t total = fpdu_size(f.ulpdu_length);
   if (data.size() < total) return Result<Fpdu>::need_more(total);
-  f.ulpdu = r.take(f.ulpdu_length);
-  f.pad = r.take(fpdu_pad(f.ulpdu_length));
-  f.crc_field = mpa_crc_from_wire(r.take(kMpaCrcSize).data());
-  f.crc_computed = crc32c(data.first(total - kMpaCrcSize));
+  f.ulpdu = data.subspan(fpdu_field::ulpdu, f.ulpdu_length);
+  f.pad = data.subspan(fpdu_pad_offset(f.ulpdu_length), fpdu_pad(f.ulpdu_length));
+  const std::size_t crc_at = fpdu_crc_offset(f.ulpdu_length);
+  f.crc_field = mpa_crc_from_wire(data.data() + crc_at);
+  f.crc_computed = crc32c(data.first(crc_at));
   return Result<Fpdu>::ok(f, total);
 }
 
@@ -167,8 +189,9 @@ class MarkedWriter {
     if (!markers_ || !is_marker_position(pos_)) return;
     // A marker in front of the header (pos_ < base_) points at it: FPDUPTR 0.
     const std::uint64_t ptr = pos_ > base_ ? pos_ - base_ : 0;
-    const std::uint8_t m[kMpaMarkerSize] = {0, 0, static_cast<std::uint8_t>(ptr >> 8),
-                                            static_cast<std::uint8_t>(ptr)};
+    std::uint8_t m[kMpaMarkerSize] = {0, 0, 0, 0};  // reserved octets zero
+    m[marker_field::fpduptr.offset] = static_cast<std::uint8_t>(ptr >> 8);
+    m[marker_field::fpduptr.offset + 1] = static_cast<std::uint8_t>(ptr);
     out_.insert(out_.end(), m, m + kMpaMarkerSize);
     if (covered) crc_.update(ByteView{m, kMpaMarkerSize});
     pos_ += kMpaMarkerSize;
@@ -249,8 +272,8 @@ MarkerSplit strip_markers(ByteView data, std::uint64_t stream_pos) {
       }
       Marker m;
       m.stream_pos = pos;
-      m.reserved = load_be16(&data[i]);
-      m.fpduptr = load_be16(&data[i + 2]);
+      m.reserved = load_be16(&data[i + marker_field::reserved.offset]);
+      m.fpduptr = load_be16(&data[i + marker_field::fpduptr.offset]);
       s.markers.push_back(m);
       i += kMpaMarkerSize;
       continue;

@@ -9,16 +9,43 @@
 
 namespace ddpscope::wire {
 
+namespace {
+
+// Shift of a mask's lowest set bit.
+constexpr int shift_of(std::uint32_t mask) {
+  int s = 0;
+  while (mask != 0 && (mask & 1u) == 0) {
+    mask >>= 1;
+    ++s;
+  }
+  return s;
+}
+
+// A field's value placed under, or taken from under, its mask in a control word.
+template <auto Mask>
+constexpr decltype(Mask) put(std::uint32_t value) {
+  constexpr int kShift = shift_of(Mask);
+  return static_cast<decltype(Mask)>((value << kShift) & Mask);
+}
+template <auto Mask>
+constexpr std::uint32_t get(std::uint32_t word) {
+  constexpr int kShift = shift_of(Mask);
+  return (word & Mask) >> kShift;
+}
+
+}  // namespace
+
 std::uint8_t RdmapControl::byte() const {
-  return static_cast<std::uint8_t>(((version & 0x03) << 6) | ((reserved & 0x03) << 4) |
-                                   (opcode & 0x0F));
+  return static_cast<std::uint8_t>(put<kRdmapVersionMask>(version) |
+                                   put<kRdmapReservedMask>(reserved) |
+                                   put<kRdmapOpcodeMask>(opcode));
 }
 
 RdmapControl RdmapControl::from_byte(std::uint8_t b) {
   RdmapControl c;
-  c.version = static_cast<std::uint8_t>(b >> 6);
-  c.reserved = static_cast<std::uint8_t>((b >> 4) & 0x03);
-  c.opcode = b & 0x0F;
+  c.version = static_cast<std::uint8_t>(get<kRdmapVersionMask>(b));
+  c.reserved = static_cast<std::uint8_t>(get<kRdmapReservedMask>(b));
+  c.opcode = static_cast<std::uint8_t>(get<kRdmapOpcodeMask>(b));
   return c;
 }
 
@@ -79,15 +106,24 @@ const OpcodeInfo& opcode_info(std::uint8_t opcode) {
 
 Result<ReadRequest> decode_read_request(ByteView body) {
   if (body.size() < ReadRequest::kSize) return Result<ReadRequest>::need_more(ReadRequest::kSize);
-  ByteReader r(body);
+  namespace field = read_request_field;
+  const std::uint8_t* p = body.data();
   ReadRequest q;
-  q.sink_stag = r.be32();
-  q.sink_to = r.be64();
-  q.size = r.be32();
-  q.source_stag = r.be32();
-  q.source_to = r.be64();
+  q.sink_stag = load_be32(p + field::sink_stag.offset);
+  q.sink_to = load_be64(p + field::sink_to.offset);
+  q.size = load_be32(p + field::size.offset);
+  q.source_stag = load_be32(p + field::source_stag.offset);
+  q.source_to = load_be64(p + field::source_to.offset);
   return Result<ReadRequest>::ok(q, ReadRequest::kSize);
 }
+
+// The encoder appends the fields in table order.
+static_assert(read_request_field::sink_stag.offset == 0 &&
+              read_request_field::sink_stag.end() == read_request_field::sink_to.offset &&
+              read_request_field::sink_to.end() == read_request_field::size.offset &&
+              read_request_field::size.end() == read_request_field::source_stag.offset &&
+              read_request_field::source_stag.end() == read_request_field::source_to.offset &&
+              read_request_field::source_to.end() == ReadRequest::kSize);
 
 void encode_read_request(const ReadRequest& q, ByteWriter& out) {
   out.be32(q.sink_stag);
@@ -103,23 +139,40 @@ Result<AtomicRequest> decode_atomic_request(ByteView body) {
   if (body.size() < AtomicRequest::kSize) {
     return Result<AtomicRequest>::need_more(AtomicRequest::kSize);
   }
-  ByteReader r(body);
+  namespace field = atomic_request_field;
+  const std::uint8_t* p = body.data();
   AtomicRequest a;
-  const std::uint32_t w0 = r.be32();
-  a.reserved = w0 >> 4;
-  a.atomic_opcode = static_cast<std::uint8_t>(w0 & 0x0F);
-  a.request_id = r.be32();
-  a.remote_stag = r.be32();
-  a.remote_to = r.be64();
-  a.add_swap_data = r.be64();
-  a.add_swap_mask = r.be64();
-  a.compare_data = r.be64();
-  a.compare_mask = r.be64();
+  const std::uint32_t w0 = load_be32(p + field::opcode_word.offset);
+  a.reserved = get<kAtomicReservedMask>(w0);
+  a.atomic_opcode = static_cast<std::uint8_t>(get<kAtomicOpcodeMask>(w0));
+  a.request_id = load_be32(p + field::request_id.offset);
+  a.remote_stag = load_be32(p + field::remote_stag.offset);
+  a.remote_to = load_be64(p + field::remote_to.offset);
+  a.add_swap_data = load_be64(p + field::add_swap_data.offset);
+  a.add_swap_mask = load_be64(p + field::add_swap_mask.offset);
+  a.compare_data = load_be64(p + field::compare_data.offset);
+  a.compare_mask = load_be64(p + field::compare_mask.offset);
   return Result<AtomicRequest>::ok(a, AtomicRequest::kSize);
 }
 
+std::uint32_t AtomicRequest::opcode_word() const {
+  return put<kAtomicReservedMask>(reserved) | put<kAtomicOpcodeMask>(atomic_opcode);
+}
+
+// The encoder appends the fields in table order.
+static_assert(
+    atomic_request_field::opcode_word.offset == 0 &&
+    atomic_request_field::opcode_word.end() == atomic_request_field::request_id.offset &&
+    atomic_request_field::request_id.end() == atomic_request_field::remote_stag.offset &&
+    atomic_request_field::remote_stag.end() == atomic_request_field::remote_to.offset &&
+    atomic_request_field::remote_to.end() == atomic_request_field::add_swap_data.offset &&
+    atomic_request_field::add_swap_data.end() == atomic_request_field::add_swap_mask.offset &&
+    atomic_request_field::add_swap_mask.end() == atomic_request_field::compare_data.offset &&
+    atomic_request_field::compare_data.end() == atomic_request_field::compare_mask.offset &&
+    atomic_request_field::compare_mask.end() == AtomicRequest::kSize);
+
 void encode_atomic_request(const AtomicRequest& a, ByteWriter& out) {
-  out.be32(((a.reserved & 0x0FFFFFFFu) << 4) | (a.atomic_opcode & 0x0Fu));
+  out.be32(a.opcode_word());
   out.be32(a.request_id);
   out.be32(a.remote_stag);
   out.be64(a.remote_to);
@@ -144,12 +197,17 @@ Result<AtomicResponse> decode_atomic_response(ByteView body) {
   if (body.size() < AtomicResponse::kSize) {
     return Result<AtomicResponse>::need_more(AtomicResponse::kSize);
   }
-  ByteReader r(body);
   AtomicResponse a;
-  a.request_id = r.be32();
-  a.original_value = r.be64();
+  a.request_id = load_be32(body.data() + atomic_response_field::request_id.offset);
+  a.original_value = load_be64(body.data() + atomic_response_field::original_value.offset);
   return Result<AtomicResponse>::ok(a, AtomicResponse::kSize);
 }
+
+// The encoder appends the fields in table order.
+static_assert(atomic_response_field::request_id.offset == 0 &&
+              atomic_response_field::request_id.end() ==
+                  atomic_response_field::original_value.offset &&
+              atomic_response_field::original_value.end() == AtomicResponse::kSize);
 
 void encode_atomic_response(const AtomicResponse& a, ByteWriter& out) {
   out.be32(a.request_id);
@@ -169,24 +227,9 @@ Result<std::uint64_t> decode_immediate_data(ByteView body) {
 
 namespace {
 
-constexpr std::uint8_t kRfcFlagM = 0x80;  // third octet
-constexpr std::uint8_t kRfcFlagD = 0x40;
-constexpr std::uint8_t kRfcFlagR = 0x20;
 constexpr std::uint8_t kSiwFlagM = 0x01;  // third octet, little-endian bit-field order
 constexpr std::uint8_t kSiwFlagD = 0x02;
 constexpr std::uint8_t kSiwFlagR = 0x04;
-
-TerminateControl read_rfc(const std::uint8_t* p) {
-  TerminateControl c;
-  c.layer = static_cast<std::uint8_t>(p[0] >> 4);
-  c.etype = p[0] & 0x0F;
-  c.code = p[1];
-  c.m = (p[2] & kRfcFlagM) != 0;
-  c.d = (p[2] & kRfcFlagD) != 0;
-  c.r = (p[2] & kRfcFlagR) != 0;
-  c.reserved = static_cast<std::uint16_t>(((p[2] & 0x1F) << 8) | p[3]);
-  return c;
-}
 
 // siw declares Layer:4 EType:4 ECode:8 M:1 D:1 R:1 Rsvd:13 as bit fields; on a little-endian
 // machine the first field takes the low bits of each octet.
@@ -209,11 +252,32 @@ Result<Terminate> truncated(std::size_t offset, const char* what) {
 
 }  // namespace
 
+std::uint32_t TerminateControl::rfc_word() const {
+  std::uint32_t w = put<kTermLayerMask>(layer) | put<kTermEtypeMask>(etype) |
+                    put<kTermCodeMask>(code) | put<kTermReservedMask>(reserved);
+  if (m) w |= kTermFlagM;
+  if (d) w |= kTermFlagD;
+  if (r) w |= kTermFlagR;
+  return w;
+}
+
+TerminateControl TerminateControl::from_rfc_word(std::uint32_t w) {
+  TerminateControl c;
+  c.layer = static_cast<std::uint8_t>(get<kTermLayerMask>(w));
+  c.etype = static_cast<std::uint8_t>(get<kTermEtypeMask>(w));
+  c.code = static_cast<std::uint8_t>(get<kTermCodeMask>(w));
+  c.m = (w & kTermFlagM) != 0;
+  c.d = (w & kTermFlagD) != 0;
+  c.r = (w & kTermFlagR) != 0;
+  c.reserved = static_cast<std::uint16_t>(get<kTermReservedMask>(w));
+  return c;
+}
+
 Result<Terminate> decode_terminate(ByteView body) {
   if (body.size() < kTerminateControlSize) return truncated(body.size(), "control word");
   Terminate t;
   const std::uint8_t* p = body.data();
-  t.rfc_reading = read_rfc(p);
+  t.rfc_reading = TerminateControl::from_rfc_word(load_be32(p + terminate_field::control.offset));
   const bool rfc_flags_clear = !t.rfc_reading.m && !t.rfc_reading.d && !t.rfc_reading.r;
   const bool only_siw_bits = (p[2] & 0x07) != 0 && (p[2] & 0x18) == 0 && p[3] == 0;
   if (rfc_flags_clear && only_siw_bits && body.size() > kTerminateControlSize) {
@@ -250,14 +314,7 @@ Result<Terminate> decode_terminate(ByteView body) {
 void encode_terminate(const Terminate& t, TerminateLayout layout, ByteWriter& out) {
   const TerminateControl& c = t.control;
   if (layout == TerminateLayout::rfc) {
-    out.u8(static_cast<std::uint8_t>(((c.layer & 0x0F) << 4) | (c.etype & 0x0F)));
-    out.u8(c.code);
-    std::uint8_t b2 = static_cast<std::uint8_t>((c.reserved >> 8) & 0x1F);
-    if (c.m) b2 |= kRfcFlagM;
-    if (c.d) b2 |= kRfcFlagD;
-    if (c.r) b2 |= kRfcFlagR;
-    out.u8(b2);
-    out.u8(static_cast<std::uint8_t>(c.reserved));
+    out.be32(c.rfc_word());
   } else {
     out.u8(static_cast<std::uint8_t>(((c.etype & 0x0F) << 4) | (c.layer & 0x0F)));
     out.u8(c.code);

@@ -17,8 +17,8 @@ namespace ddpscope {
 
 struct AdvertContext {
   std::uint8_t opcode = 0;  // RDMAP opcode of the message (a Send variant)
-  net::Endpoint sender;     // who advertised (owns the memory)
-  net::Endpoint receiver;
+  net::Endpoint sender;     // who advertised (owns the memory); port 0: not known
+  net::Endpoint receiver;   // port 0: not known
   std::uint32_t stream = 0;
 };
 
@@ -39,7 +39,7 @@ class AdvertisementDecoder {
 };
 
 // rping (rdma-core librdmacm/examples/rping.c): a 16-octet SEND holding
-// { be64 buf; be32 rkey; be32 size; }.
+// { be64 buf; be32 rkey; be32 size; }, taken to be one by ulp::rping_advertisement (rping.h).
 class RpingAdvertisementDecoder final : public AdvertisementDecoder {
  public:
   std::string_view name() const override { return "rping"; }

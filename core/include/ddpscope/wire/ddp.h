@@ -13,6 +13,7 @@
 
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/common/result.h"
+#include "ddpscope/wire/field.h"
 
 namespace ddpscope::wire {
 
@@ -27,6 +28,20 @@ inline constexpr std::uint8_t kDdpVersionMask = 0x03;
 inline constexpr std::uint8_t kDdpVersion = 1;
 inline constexpr std::size_t kDdpTaggedHeaderSize = 14;
 inline constexpr std::size_t kDdpUntaggedHeaderSize = 18;
+
+// The fields of a DDP header, from its first octet.
+namespace ddp_field {
+inline constexpr FieldSpan control{0, 1};   // T L Rsvd DV
+inline constexpr FieldSpan rsvd_ulp{1, 1};  // RDMAP's control byte
+// Tagged (RFC 5041 §4.2)
+inline constexpr FieldSpan stag{2, 4};
+inline constexpr FieldSpan to{6, 8};
+// Untagged (RFC 5041 §4.3)
+inline constexpr FieldSpan rsvd_ulp1{2, 4};  // RDMAP: the Invalidate STag
+inline constexpr FieldSpan qn{6, 4};
+inline constexpr FieldSpan msn{10, 4};
+inline constexpr FieldSpan mo{14, 4};
+}  // namespace ddp_field
 
 struct DdpControl {
   bool tagged = false;

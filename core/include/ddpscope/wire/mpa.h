@@ -13,6 +13,7 @@
 
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/common/result.h"
+#include "ddpscope/wire/field.h"
 
 namespace ddpscope::wire {
 
@@ -34,7 +35,28 @@ inline constexpr std::uint8_t kMpaFlagEnhanced = 0x10;  // RFC 6581
 inline constexpr std::uint8_t kMpaFlagReservedMask = 0x0F;
 inline constexpr std::uint8_t kMpaFlagSiwGsoExp = 0x08;  // siw's experimental GSO bit (vendor)
 
+// The fields of a Request/Reply, from the first octet of its key; the private data follows the
+// header (PD_Length octets).
+namespace mpa_reqrep_field {
+inline constexpr FieldSpan key{0, kMpaKeySize};
+inline constexpr FieldSpan flags{16, 1};  // M C R Enhanced, then the reserved bits
+inline constexpr FieldSpan revision{17, 1};
+inline constexpr FieldSpan pd_length{18, 2};
+inline constexpr std::size_t private_data = kMpaReqRepHeaderSize;
+}  // namespace mpa_reqrep_field
+
 enum class MpaFrameKind : std::uint8_t { request, reply };
+
+// The RFC 6581 enhanced word: two big-endian 16-bit halves at the start of the private data.
+namespace mpa_enhanced_field {
+inline constexpr FieldSpan ird_word{0, 2};  // A | B | IRD
+inline constexpr FieldSpan ord_word{2, 2};  // C | D | ORD
+}  // namespace mpa_enhanced_field
+inline constexpr std::uint16_t kMpaEnhancedPeerToPeer = 0x8000;  // A, IRD word
+inline constexpr std::uint16_t kMpaEnhancedSendRtr = 0x4000;     // B, IRD word
+inline constexpr std::uint16_t kMpaEnhancedWriteRtr = 0x8000;    // C, ORD word
+inline constexpr std::uint16_t kMpaEnhancedReadRtr = 0x4000;     // D, ORD word
+inline constexpr std::uint16_t kMpaEnhancedIrdOrdMask = 0x3FFF;  // IRD, ORD: 14 bits each
 
 // RFC 6581 enhanced private data: the first 4 octets of PD when Rev = 2 and Enhanced is set.
 struct MpaEnhancedPd {
@@ -46,6 +68,10 @@ struct MpaEnhancedPd {
   std::uint16_t ord = 0;                             // 14 bits
   static constexpr std::uint16_t kNoValue = 0x3FFF;  // Intel's "not given" (convention)
   static constexpr std::size_t kSize = 4;
+  // The two halves as on the wire (IRD and ORD cut to 14 bits).
+  std::uint16_t ird_word() const;
+  std::uint16_t ord_word() const;
+  static MpaEnhancedPd from_words(std::uint16_t ird_word, std::uint16_t ord_word);
   bool operator==(const MpaEnhancedPd&) const = default;
 };
 
@@ -94,6 +120,18 @@ inline constexpr std::size_t kMpaCrcSize = 4;
 inline constexpr std::size_t kMpaMarkerSize = 4;
 inline constexpr std::size_t kMpaMarkerInterval = 512;
 
+// The fields of a marker-free FPDU (RFC 5044 §4.1), from its first octet: ULPDU_Length, the
+// ULPDU, pad to a 4-octet boundary, then the CRC.
+namespace fpdu_field {
+inline constexpr FieldSpan ulpdu_length{0, kMpaLengthSize};
+inline constexpr std::size_t ulpdu = kMpaLengthSize;
+}  // namespace fpdu_field
+// A marker (RFC 5044 §4.3): 16 reserved bits, then FPDUPTR.
+namespace marker_field {
+inline constexpr FieldSpan reserved{0, 2};
+inline constexpr FieldSpan fpduptr{2, 2};
+}  // namespace marker_field
+
 // Pad octets after the ULPDU so that (2 + ulpdu_length + pad) % 4 == 0.
 constexpr std::size_t fpdu_pad(std::size_t ulpdu_length) {
   return (4 - ((2 + ulpdu_length) & 3)) & 3;
@@ -101,6 +139,13 @@ constexpr std::size_t fpdu_pad(std::size_t ulpdu_length) {
 // FPDU size without markers: length field + ULPDU + pad + CRC.
 constexpr std::size_t fpdu_size(std::size_t ulpdu_length) {
   return kMpaLengthSize + ulpdu_length + fpdu_pad(ulpdu_length) + kMpaCrcSize;
+}
+// Where the pad and the CRC field of a marker-free FPDU start.
+constexpr std::size_t fpdu_pad_offset(std::size_t ulpdu_length) {
+  return fpdu_field::ulpdu + ulpdu_length;
+}
+constexpr std::size_t fpdu_crc_offset(std::size_t ulpdu_length) {
+  return fpdu_size(ulpdu_length) - kMpaCrcSize;
 }
 
 // MULPDU from the effective MSS (RFC 5044 §8 (verify the exact formula)):

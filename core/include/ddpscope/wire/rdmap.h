@@ -14,6 +14,7 @@
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/common/result.h"
 #include "ddpscope/wire/ddp.h"
+#include "ddpscope/wire/field.h"
 
 namespace ddpscope::wire {
 
@@ -22,6 +23,10 @@ namespace ddpscope::wire {
 // ---------------------------------------------------------------------------------------------
 
 inline constexpr std::uint8_t kRdmapVersion = 1;
+// The RDMAP control byte (RFC 5040 §4.2), DDP's first RsvdULP octet: RV, Rsvd, OpCode.
+inline constexpr std::uint8_t kRdmapVersionMask = 0xC0;
+inline constexpr std::uint8_t kRdmapReservedMask = 0x30;
+inline constexpr std::uint8_t kRdmapOpcodeMask = 0x0F;
 
 enum class Opcode : std::uint8_t {
   rdma_write = 0x0,
@@ -88,6 +93,13 @@ struct ReadRequest {
   static constexpr std::size_t kSize = 28;
   bool operator==(const ReadRequest&) const = default;
 };
+namespace read_request_field {
+inline constexpr FieldSpan sink_stag{0, 4};
+inline constexpr FieldSpan sink_to{4, 8};
+inline constexpr FieldSpan size{12, 4};
+inline constexpr FieldSpan source_stag{16, 4};
+inline constexpr FieldSpan source_to{20, 8};
+}  // namespace read_request_field
 Result<ReadRequest> decode_read_request(ByteView body);
 void encode_read_request(const ReadRequest& r, ByteWriter& out);
 
@@ -104,8 +116,22 @@ struct AtomicRequest {
   std::uint64_t compare_data = 0;
   std::uint64_t compare_mask = 0;
   static constexpr std::size_t kSize = 52;
+  // The first word as on the wire: Reserved (28 bits), then the Atomic OpCode (4 bits).
+  std::uint32_t opcode_word() const;
   bool operator==(const AtomicRequest&) const = default;
 };
+inline constexpr std::uint32_t kAtomicReservedMask = 0xFFFFFFF0;
+inline constexpr std::uint32_t kAtomicOpcodeMask = 0x0000000F;
+namespace atomic_request_field {
+inline constexpr FieldSpan opcode_word{0, 4};
+inline constexpr FieldSpan request_id{4, 4};
+inline constexpr FieldSpan remote_stag{8, 4};
+inline constexpr FieldSpan remote_to{12, 8};
+inline constexpr FieldSpan add_swap_data{20, 8};
+inline constexpr FieldSpan add_swap_mask{28, 8};
+inline constexpr FieldSpan compare_data{36, 8};
+inline constexpr FieldSpan compare_mask{44, 8};
+}  // namespace atomic_request_field
 Result<AtomicRequest> decode_atomic_request(ByteView body);
 void encode_atomic_request(const AtomicRequest& r, ByteWriter& out);
 std::string_view atomic_op_name(std::uint8_t op);
@@ -117,6 +143,10 @@ struct AtomicResponse {
   static constexpr std::size_t kSize = 12;
   bool operator==(const AtomicResponse&) const = default;
 };
+namespace atomic_response_field {
+inline constexpr FieldSpan request_id{0, 4};
+inline constexpr FieldSpan original_value{4, 8};
+}  // namespace atomic_response_field
 Result<AtomicResponse> decode_atomic_response(ByteView body);
 void encode_atomic_response(const AtomicResponse& r, ByteWriter& out);
 
@@ -133,8 +163,19 @@ struct TerminateControl {
   bool d = false;              // DDP header included
   bool r = false;              // RDMAP header included
   std::uint16_t reserved = 0;  // 13 bits
+  // The control word in the RFC layout, as a big-endian 32-bit value (masks below).
+  std::uint32_t rfc_word() const;
+  static TerminateControl from_rfc_word(std::uint32_t word);
   bool operator==(const TerminateControl&) const = default;
 };
+// RFC 5040 §4.8: Layer (4) | EType (4) | Error Code (8) | M | D | R | Rsvd (13).
+inline constexpr std::uint32_t kTermLayerMask = 0xF0000000;
+inline constexpr std::uint32_t kTermEtypeMask = 0x0F000000;
+inline constexpr std::uint32_t kTermCodeMask = 0x00FF0000;
+inline constexpr std::uint32_t kTermFlagM = 0x00008000;
+inline constexpr std::uint32_t kTermFlagD = 0x00004000;
+inline constexpr std::uint32_t kTermFlagR = 0x00002000;
+inline constexpr std::uint32_t kTermReservedMask = 0x00001FFF;
 // The two ways a Terminate control word has been seen on the wire.
 enum class TerminateLayout : std::uint8_t {
   rfc,  // RFC 5040: Layer | EType | Code | M D R | Rsvd13
@@ -154,6 +195,12 @@ struct Terminate {
 };
 inline constexpr std::size_t kTerminateControlSize = 4;
 inline constexpr std::size_t kTerminateRdmapHeaderSize = 28;
+// The fixed fields of a Terminate body; the quoted DDP header follows the segment length (with
+// D), and the quoted RDMAP header follows that (with R).
+namespace terminate_field {
+inline constexpr FieldSpan control{0, kTerminateControlSize};
+inline constexpr FieldSpan ddp_segment_length{4, 2};
+}  // namespace terminate_field
 // Decodes a Terminate body. Recognises siw's layout when the RFC reading has M/D/R clear,
 // reserved bits only where siw puts M/D/R, and a quoted header is present.
 Result<Terminate> decode_terminate(ByteView body);

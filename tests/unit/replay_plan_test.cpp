@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Replay's plan from captures built here: a connection fed segment by segment into an Analyzer
+// (the hostile tests' builder), its PDUs assembled into messages, the side's SessionConfig from
+// the captured MPA frames, and the plan's regions, fills and comparisons.
+#include "ddpscope/session/replay_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/ulp/rping.h"
+#include "hostile/hostile_builders.h"
+
+namespace ddpscope::session {
+namespace {
+
+using hostile::Wire;
+using wire::Opcode;
+
+constexpr auto u8 = [](Opcode o) { return static_cast<std::uint8_t>(o); };
+
+Bytes text(const std::string& s) {
+  return Bytes(s.begin(), s.end());
+}
+
+Bytes read_request_body(const wire::ReadRequest& rr) {
+  Bytes b;
+  ByteWriter w(b);
+  wire::encode_read_request(rr, w);
+  return b;
+}
+
+// One captured connection: the Analyzer, the assembler watching stream 0, and a Wire that
+// tells the assembler each frame's time (frame N at N microseconds, as Wire stamps it).
+struct Capture {
+  explicit Capture(std::uint16_t client_port = 40000) : wire(an, client_port) {
+    an.set_observer(&assembler);
+    wire.frame_counter = &frames;
+  }
+  Analyzer an;
+  MessageAssembler assembler{0};
+  Wire wire;
+  std::uint64_t frames = 0;
+
+  void next_frame() { assembler.set_frame_time(static_cast<std::int64_t>(frames + 1) * 1000); }
+  void handshake(const wire::MpaReqRep& req, const wire::MpaReqRep& rep) {
+    next_frame();
+    wire.segment(0, wire.seq[0]++, {}, net::tcp_flag::syn);
+    next_frame();
+    wire.segment(1, wire.seq[1]++, {}, net::tcp_flag::syn | net::tcp_flag::ack);
+    next_frame();
+    wire.send(0, wire::encode_mpa_reqrep(req));
+    next_frame();
+    wire.send(1, wire::encode_mpa_reqrep(rep));
+  }
+  void fpdu(int dir, const wire::DdpHeader& h, ByteView body = {}) {
+    next_frame();
+    wire.fpdu(dir, h, body);
+  }
+  void send(int dir, std::uint32_t msn, ByteView body, Opcode op = Opcode::send) {
+    fpdu(dir, wire::untagged_header(op, wire::kQnSend, msn, 0, true), body);
+  }
+  const Model& finish() {
+    an.finish();
+    return an.model();
+  }
+};
+
+wire::MpaReqRep frame(wire::MpaFrameKind kind, std::optional<wire::MpaEnhancedPd> pd,
+                      Bytes ulp_pd = {}) {
+  wire::MpaReqRep f;
+  f.kind = kind;
+  f.crc = true;
+  f.revision = pd ? 2 : 1;
+  f.enhanced = pd.has_value();
+  f.enhanced_pd = pd;
+  f.private_data = std::move(ulp_pd);
+  return f;
+}
+
+// RFC 6581 peer-to-peer with a zero-length Write RTR.
+void p2p_write_handshake(Capture& c) {
+  c.handshake(frame(wire::MpaFrameKind::request,
+                    wire::MpaEnhancedPd{true, false, 8, true, false, 4}, text("hello")),
+              frame(wire::MpaFrameKind::reply, wire::MpaEnhancedPd{true, false, 4, true, false, 8},
+                    text("hi")));
+  c.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0, 0, true));  // the RTR
+}
+
+// ------------------------------------------------------------------ message assembly
+
+TEST(MessageAssembler, SegmentsJoinTheirMessageInOrderOfTheLastSegment) {
+  Capture c;
+  p2p_write_handshake(c);
+  const Bytes a = text("0123456789"), b = text("abcdefghij");
+  // The client's Send in two segments (MO 0 and 10), and the server's RDMA Write in two
+  // (TO 0x1000, 0x1005) completing in between.
+  c.fpdu(0, wire::untagged_header(Opcode::send, wire::kQnSend, 1, 0, false), a);
+  c.fpdu(1, wire::tagged_header(Opcode::rdma_write, 0x77, 0x1000, false), ByteView(b).first(5));
+  c.fpdu(1, wire::tagged_header(Opcode::rdma_write, 0x77, 0x1005, true), ByteView(b).subspan(5));
+  c.fpdu(0, wire::untagged_header(Opcode::send, wire::kQnSend, 1, 10, true), b);
+  c.fpdu(0, wire::untagged_header(Opcode::read_request, wire::kQnReadRequest, 1, 0, true),
+         read_request_body({0x10, 0x2000, 64, 0x20, 0x3000}));
+  c.fpdu(1, wire::untagged_header(Opcode::terminate, wire::kQnTerminate, 1, 0, true),
+         Bytes{0x12, 0x05, 0, 0});
+  c.finish();
+  const auto& m = c.assembler.messages();
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m[0].opcode, u8(Opcode::rdma_write));  // the RTR
+  EXPECT_TRUE(m[0].data.empty());
+  EXPECT_EQ(m[1].direction, 1);
+  EXPECT_EQ(m[1].opcode, u8(Opcode::rdma_write));
+  EXPECT_EQ(m[1].stag, 0x77u);
+  EXPECT_EQ(m[1].to, 0x1000u);
+  EXPECT_EQ(m[1].data, b);
+  EXPECT_EQ(m[1].frame, 7u);    // first segment
+  EXPECT_EQ(m[1].ts_ns, 8000);  // last segment
+  EXPECT_EQ(m[2].direction, 0);
+  EXPECT_EQ(m[2].msn, 1u);
+  Bytes ab = a;
+  ab.insert(ab.end(), b.begin(), b.end());
+  EXPECT_EQ(m[2].data, ab);
+  EXPECT_EQ(m[2].frame, 6u);
+  EXPECT_EQ(m[2].ts_ns, 9000);
+  ASSERT_TRUE(m[3].read_request);
+  EXPECT_EQ(m[3].read_request->size, 64u);
+  EXPECT_EQ(m[3].qn, wire::kQnReadRequest);
+  ASSERT_TRUE(m[4].terminate);
+  EXPECT_EQ(*m[4].terminate, (TerminateError{1, 2, 5}));
+  EXPECT_EQ(describe(m[3]), "RDMA Read Request of 64 octets");
+  EXPECT_EQ(describe(m[2]), "Send, 20 octets");
+}
+
+TEST(MessageAssembler, OnlyItsStreamAndOnlyGoodCrc) {
+  Capture c;
+  p2p_write_handshake(c);
+  // Another connection's Send, on stream 1.
+  Wire other(c.an, 40001, 2);
+  other.frame_counter = &c.frames;
+  other.handshake();
+  other.fpdu(0, wire::untagged_header(Opcode::send, wire::kQnSend, 1, 0, true), text("other"));
+  // A Send whose CRC does not hold is not the sender's message.
+  Bytes bad = c.wire.fpdu_bytes(wire::untagged_header(Opcode::send, wire::kQnSend, 1, 0, true),
+                                text("broken"));
+  bad.back() ^= 1;
+  c.wire.send(0, bad);
+  c.send(0, 2, text("good"));
+  const Model& model = c.finish();
+  ASSERT_EQ(model.streams.size(), 2u);
+  const auto& m = c.assembler.messages();
+  ASSERT_EQ(m.size(), 2u);  // the RTR and "good"
+  EXPECT_EQ(m[1].data, text("good"));
+}
+
+TEST(MessageAssembler, PayloadBeyondTheCapIsDropped) {
+  Capture c;
+  p2p_write_handshake(c);
+  // A tagged continuation far past the first TO (and one below it, which wraps).
+  c.fpdu(1, wire::tagged_header(Opcode::rdma_write, 0x77, 0x1000, false), text("a"));
+  c.fpdu(1, wire::tagged_header(Opcode::rdma_write, 0x77, 0x0fff, false), text("b"));
+  c.fpdu(1,
+         wire::tagged_header(Opcode::rdma_write, 0x77, 0x1000 + MessageAssembler::kMaxMessageOctets,
+                             true),
+         text("c"));
+  c.finish();
+  const auto& m = c.assembler.messages();
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[1].data, text("a"));
+}
+
+// ------------------------------------------------------------------ session configuration
+
+TEST(ReplaySessionConfig, EachSideRepeatsItsOwnFrame) {
+  Capture c;
+  p2p_write_handshake(c);
+  const Model& model = c.finish();
+  const auto client = replay_session_config(model.streams[0], ReplaySide::client);
+  ASSERT_TRUE(client);
+  EXPECT_EQ(client->role, Role::initiator);
+  EXPECT_EQ(client->mpa.revision, 2);
+  EXPECT_TRUE(client->mpa.enhanced);
+  EXPECT_TRUE(client->mpa.crc);
+  EXPECT_FALSE(client->mpa.markers);
+  EXPECT_TRUE(client->mpa.peer_to_peer);
+  EXPECT_EQ(client->mpa.ird, 8);
+  EXPECT_EQ(client->mpa.ord, 4);
+  EXPECT_EQ(client->mpa.rtr_types, rtr_offer::write);
+  EXPECT_EQ(client->mpa.private_data, text("hello"));  // the ULP's, without the word
+  EXPECT_EQ(client->pd, 0u);
+  const auto server = replay_session_config(model.streams[0], ReplaySide::server);
+  ASSERT_TRUE(server);
+  EXPECT_EQ(server->role, Role::responder);
+  EXPECT_EQ(server->mpa.ird, 4);
+  EXPECT_EQ(server->mpa.ord, 8);
+  EXPECT_EQ(server->mpa.private_data, text("hi"));
+}
+
+TEST(ReplaySessionConfig, RtrTypesMarkersAndRevisionOne) {
+  Capture c;
+  auto req = frame(wire::MpaFrameKind::request, wire::MpaEnhancedPd{true, true, 1, false, true, 2});
+  req.markers = true;
+  c.handshake(
+      req, frame(wire::MpaFrameKind::reply, wire::MpaEnhancedPd{false, false, 3, false, false, 4}));
+  Capture v1;
+  v1.handshake(frame(wire::MpaFrameKind::request, std::nullopt, text("pd")),
+               frame(wire::MpaFrameKind::reply, std::nullopt));
+  const Model& m = c.finish();
+  const auto client = replay_session_config(m.streams[0], ReplaySide::client);
+  ASSERT_TRUE(client);
+  EXPECT_TRUE(client->mpa.markers);
+  EXPECT_EQ(client->mpa.rtr_types, rtr_offer::send | rtr_offer::read);
+  // A responder whose word names no RTR type accepts a zero-length Write.
+  const auto server = replay_session_config(m.streams[0], ReplaySide::server);
+  ASSERT_TRUE(server);
+  EXPECT_FALSE(server->mpa.peer_to_peer);
+  EXPECT_EQ(server->mpa.rtr_types, rtr_offer::write);
+
+  const Model& m1 = v1.finish();
+  const auto old = replay_session_config(m1.streams[0], ReplaySide::client);
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->mpa.revision, 1);
+  EXPECT_FALSE(old->mpa.enhanced);
+  EXPECT_FALSE(old->mpa.peer_to_peer);
+  EXPECT_EQ(old->mpa.private_data, text("pd"));
+}
+
+TEST(ReplaySessionConfig, NoFrameNoConfig) {
+  Capture c;
+  c.next_frame();
+  c.wire.syn();
+  c.wire.send(0, wire::encode_mpa_reqrep(frame(wire::MpaFrameKind::request, std::nullopt)));
+  const Model& m = c.finish();
+  ASSERT_EQ(m.streams.size(), 1u);
+  EXPECT_TRUE(replay_session_config(m.streams[0], ReplaySide::client));
+  EXPECT_FALSE(replay_session_config(m.streams[0], ReplaySide::server));
+}
+
+// ------------------------------------------------------------------ the plan
+
+std::optional<ReplayPlan> plan_of(Capture& c, ReplaySide side, std::string& error) {
+  const Model& m = c.finish();
+  return make_replay_plan(m.streams.at(0), side, c.assembler.take_messages(), error);
+}
+
+// The client advertises a buffer, the server reads it and writes into another, the client
+// reads the server's; an atomic of the server on a third.
+void rping_like(Capture& c) {
+  p2p_write_handshake(c);
+  c.send(0, 1, ulp::encode_rping_info({0x5000, 0xa1, 16}));
+  c.fpdu(1, wire::untagged_header(Opcode::read_request, wire::kQnReadRequest, 1, 0, true),
+         read_request_body({0xb1, 0x9000, 16, 0xa1, 0x5000}));
+  c.fpdu(0, wire::tagged_header(Opcode::read_response, 0xb1, 0x9000, true),
+         text("start buffer 001"));
+  c.send(1, 1, text("go"));
+  c.fpdu(1, wire::tagged_header(Opcode::rdma_write, 0xa2, 0x6000, true), text("written"));
+  Bytes atomic;
+  ByteWriter w(atomic);
+  wire::encode_atomic_request({0, 0, 7, 0xa3, 0x7008, 1, 0, 0, 0}, w);
+  c.fpdu(1, wire::untagged_header(Opcode::atomic_request, wire::kQnAtomicRequest, 1, 0, true),
+         atomic);
+  c.fpdu(0, wire::untagged_header(Opcode::read_request, wire::kQnReadRequest, 1, 0, true),
+         read_request_body({0xa4, 0x8000, 32, 0xb2, 0x1000}));
+}
+
+TEST(ReplayPlan, ScriptRegionsAndFillsOfTheClient) {
+  Capture c;
+  rping_like(c);
+  std::string err;
+  auto plan = plan_of(c, ReplaySide::client, err);
+  ASSERT_TRUE(plan) << err;
+  EXPECT_EQ(plan->us(), 0);
+  // The RTR belongs to the handshake.
+  ASSERT_EQ(plan->script.size(), 7u);
+  EXPECT_EQ(plan->script[0].opcode, u8(Opcode::send));
+  EXPECT_TRUE(plan->ours_to_send(plan->script[0]));
+  EXPECT_FALSE(plan->ours_to_send(plan->script[1]));  // the peer's
+  EXPECT_FALSE(plan->ours_to_send(plan->script[2]));  // our Read Response: the session's job
+  // Regions: our advertised buffer (read by the peer), what the peer wrote and used
+  // atomically, and the sink of our own Read; not the peer's source (0xb2) nor sink (0xb1).
+  ASSERT_EQ(plan->regions.size(), 4u);
+  EXPECT_EQ(plan->regions.at(0xa1).base, 0x5000u);
+  EXPECT_EQ(plan->regions.at(0xa1).mem.size(), 16u);
+  EXPECT_EQ(plan->regions.at(0xa2).base, 0x6000u);
+  EXPECT_EQ(plan->regions.at(0xa2).mem.size(), 7u);
+  EXPECT_EQ(plan->regions.at(0xa3).base, 0x7008u);
+  EXPECT_EQ(plan->regions.at(0xa3).mem.size(), 8u);
+  EXPECT_EQ(plan->regions.at(0xa4).mem.size(), 32u);
+  // The peer's Read (script[1]) finds what our Read Response carried once our Send before it
+  // (script[0]) is due.
+  EXPECT_EQ(plan->region_bytes(0xa1, 0x5000, 16), Bytes(16, 0));
+  plan->apply_fills(1);
+  EXPECT_EQ(plan->region_bytes(0xa1, 0x5000, 16), text("start buffer 001"));
+  EXPECT_EQ(plan->region_bytes(0xa1, 0x5008, 8), text("ffer 001"));
+  EXPECT_TRUE(plan->region_bytes(0xa1, 0x5008, 9).empty());
+  EXPECT_TRUE(plan->region_bytes(0xa1, 0x4fff, 1).empty());
+  EXPECT_TRUE(plan->region_bytes(0x99, 0, 0).empty());
+  EXPECT_EQ(plan->max_send, 4096u);
+}
+
+TEST(ReplayPlan, FillsWaitForThePeersReadRequest) {
+  Capture c;
+  p2p_write_handshake(c);
+  // Two rounds: the peer reads our buffer twice, seeing other data each time.
+  c.send(0, 1, ulp::encode_rping_info({0x5000, 0xa1, 4}));
+  for (std::uint32_t i = 1; i <= 2; ++i) {
+    c.fpdu(1, wire::untagged_header(Opcode::read_request, wire::kQnReadRequest, i, 0, true),
+           read_request_body({0xb1, 0x9000, 4, 0xa1, 0x5000}));
+    c.fpdu(0, wire::tagged_header(Opcode::read_response, 0xb1, 0x9000, true),
+           text(i == 1 ? "one." : "two."));
+    c.send(0, 1 + i, text("next"));
+  }
+  std::string err;
+  auto plan = plan_of(c, ReplaySide::client, err);
+  ASSERT_TRUE(plan) << err;
+  ASSERT_EQ(plan->script.size(), 7u);
+  EXPECT_EQ(plan->region_bytes(0xa1, 0x5000, 4), Bytes(4, 0));
+  plan->apply_fills(1);  // due with our advertisement: the first Read, up to our Send at [3]
+  EXPECT_EQ(plan->region_bytes(0xa1, 0x5000, 4), text("one."));
+  plan->apply_fills(4);  // due with our Send at [3]: the second
+  EXPECT_EQ(plan->region_bytes(0xa1, 0x5000, 4), text("two."));
+}
+
+TEST(ReplayPlan, ReadRtrAndItsResponseBelongToTheHandshake) {
+  Capture c;
+  c.handshake(
+      frame(wire::MpaFrameKind::request, wire::MpaEnhancedPd{true, false, 8, false, true, 4}),
+      frame(wire::MpaFrameKind::reply, wire::MpaEnhancedPd{true, false, 4, false, true, 8}));
+  c.fpdu(0, wire::untagged_header(Opcode::read_request, wire::kQnReadRequest, 1, 0, true),
+         read_request_body({0x1, 0, 0, 0x2, 0}));
+  c.fpdu(1, wire::tagged_header(Opcode::read_response, 0x1, 0, true));
+  c.send(1, 1, text("first"));
+  std::string err;
+  auto plan = plan_of(c, ReplaySide::server, err);
+  ASSERT_TRUE(plan) << err;
+  ASSERT_EQ(plan->script.size(), 1u);
+  EXPECT_EQ(plan->script[0].data, text("first"));
+  EXPECT_TRUE(plan->ours_to_send(plan->script[0]));
+}
+
+TEST(ReplayPlan, RegionsOverTheCapAreRefused) {
+  Capture c;
+  p2p_write_handshake(c);
+  c.fpdu(1, wire::untagged_header(Opcode::read_request, wire::kQnReadRequest, 1, 0, true),
+         read_request_body({0xb1, 0, 16, 0xa1, 0}));
+  c.fpdu(1, wire::untagged_header(Opcode::read_request, wire::kQnReadRequest, 2, 0, true),
+         read_request_body({0xb1, 0, 16, 0xa1, kReplayMaxRegion}));
+  std::string err;
+  EXPECT_FALSE(plan_of(c, ReplaySide::client, err));
+  EXPECT_EQ(err, "region of STag 161 too large");
+}
+
+TEST(ReplayPlan, ComparesAndLearnsTheLivePeersBuffers) {
+  Capture c;
+  rping_like(c);
+  std::string err;
+  auto plan = plan_of(c, ReplaySide::server, err);
+  ASSERT_TRUE(plan) << err;
+  const CapturedMessage& adv = plan->script[0];  // the client's advertisement
+  LiveMessage live;
+  live.opcode = adv.opcode;
+  live.data = ulp::encode_rping_info({0x7f0000001000, 0xc1, 16});
+  live.length = 16;
+  EXPECT_EQ(plan->live_stag_to(0xa1, 0x5004), std::make_pair(0xa1u, std::uint64_t{0x5004}));
+  EXPECT_EQ(plan->compare(adv, live), "");
+  EXPECT_EQ(plan->live_stag_to(0xa1, 0x5004), std::make_pair(0xc1u, std::uint64_t{0x7f0000001004}));
+  live.data = ulp::encode_rping_info({0x7f0000001000, 0xc1, 32});
+  EXPECT_EQ(plan->compare(adv, live), "advertised length 32, captured 16");
+
+  const CapturedMessage& response = plan->script[2];  // the Read Response, 16 octets
+  LiveMessage r;
+  r.opcode = response.opcode;
+  r.data = text("start buffer 001");
+  EXPECT_EQ(plan->compare(response, r), "");
+  r.data[6] = 'B';
+  EXPECT_EQ(plan->compare(response, r), "data differs from octet 6");
+  r.data.pop_back();
+  EXPECT_EQ(plan->compare(response, r), "size 15 octets");
+  r.opcode = u8(Opcode::send);
+  r.length = 15;
+  EXPECT_EQ(plan->compare(response, r), "the live peer sent Send, 15 octets");
+
+  const CapturedMessage& read = plan->script[6];
+  LiveMessage lr;
+  lr.opcode = read.opcode;
+  lr.length = 32;
+  EXPECT_EQ(plan->compare(read, lr), "");
+  lr.length = 31;
+  EXPECT_EQ(plan->compare(read, lr), "Read of 31 octets");
+}
+
+// On NVMe-oF's port a 16-octet Send is no advertisement (the analyzer's rule): no region for
+// it, and it is compared as data.
+TEST(ReplayPlan, AdvertisementsJudgedByTheAnalyzersRule) {
+  Capture c(ulp::kNvmeOfPort);
+  p2p_write_handshake(c);
+  c.send(0, 1, ulp::encode_rping_info({0x5000, 0xa1, 16}));
+  std::string err;
+  auto plan = plan_of(c, ReplaySide::client, err);
+  ASSERT_TRUE(plan) << err;
+  EXPECT_TRUE(plan->regions.empty());
+  LiveMessage live;
+  live.opcode = u8(Opcode::send);
+  live.data = ulp::encode_rping_info({0x5000, 0xc1, 16});
+  EXPECT_EQ(plan->compare(plan->script[0], live), "data differs from octet 11");
+  EXPECT_EQ(plan->live_stag_to(0xa1, 0x5000), std::make_pair(0xa1u, std::uint64_t{0x5000}));
+}
+
+TEST(ReplayPlan, TerminatesCompareByTheirTriple) {
+  Capture c;
+  p2p_write_handshake(c);
+  c.fpdu(1, wire::untagged_header(Opcode::terminate, wire::kQnTerminate, 1, 0, true),
+         Bytes{0x12, 0x05, 0, 0});
+  std::string err;
+  auto plan = plan_of(c, ReplaySide::client, err);
+  ASSERT_TRUE(plan) << err;
+  ASSERT_EQ(plan->script.size(), 1u);
+  LiveMessage t;
+  t.opcode = u8(Opcode::terminate);
+  t.terminate = TerminateError{1, 2, 5};
+  EXPECT_EQ(plan->compare(plan->script[0], t), "");
+  t.terminate = TerminateError{1, 2, 6};
+  EXPECT_NE(plan->compare(plan->script[0], t).find("Terminate "), std::string::npos);
+  EXPECT_NE(describe(t).find("Terminate"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ddpscope::session
