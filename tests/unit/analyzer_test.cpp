@@ -645,5 +645,28 @@ TEST(Analysis, NonIwarpTcpIsIgnored) {
   EXPECT_TRUE(a.model().findings.empty());
 }
 
+// An empty regions file still says the regions are known: every STag the Data Sinks did not
+// register, advertise or name in a Read Request is invalid (it used to count as no file at all).
+TEST(Analysis, EmptyRegionsFileMakesEveryUnknownStagInvalid) {
+  for (const bool given : {false, true}) {
+    Conn c;
+    c.handshake();
+    c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x77, 0x1000, false), pattern(16));
+    c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x77, 0x1010, true), pattern(16));
+    Analyzer a;
+    if (given) a.add_regions({});
+    const Model& m = c.run(a, c.segments());
+    if (!given) {
+      EXPECT_TRUE(codes(m).empty());
+      continue;
+    }
+    // Once per message: the STag is the same in both segments.
+    ASSERT_EQ(codes(m), (std::vector<std::string>{"ddp.tagged.invalid-stag"}));
+    ASSERT_TRUE(m.findings[0].terminate);
+    EXPECT_EQ(*m.findings[0].terminate,
+              (TerminateError{1, ddp_etype::tagged_buffer, ddp_tagged_code::invalid_stag}));
+  }
+}
+
 }  // namespace
 }  // namespace ddpscope
