@@ -6,8 +6,13 @@
 // stream is cut into TCP segments (by tcp_segment_size, or N whole FPDUs per segment), and
 // the peer answers with a pure ACK (and, for Reads and Atomics, with the responses). FINs
 // close every connection at the end. TCP faults (drop, duplicate, reorder, conflict) are then
-// applied to the segment list, and each expectation, recorded as (connection, direction,
-// stream offset of the offending PDU's first octet), is resolved to a frame number.
+// applied to the segment list.
+//
+// Three parts, one job each: the planner (generator.cpp) decides what each connection and
+// operation sends; the emitter (emitter.h) turns that into octets, TCP segments and frames,
+// and expects what it injects below the Data Sink (CRC, markers, ULPDU_Length, TCP loss); the
+// oracle (oracle.h) runs every DDP segment through core's Data Sink model to predict the rest.
+// The MPA setup findings are core's mpa::check_frame and mpa::settle on the frames sent.
 #pragma once
 
 #include <cstdint>

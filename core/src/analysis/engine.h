@@ -32,7 +32,7 @@ inline constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
 // One queue's message being recorded (what the Data Sink model does not keep).
 struct MessageTrack {
   std::size_t record = kNoIndex;  // index into Model::messages
-  std::uint64_t delivery_id = 0;      // place in the delivery queue
+  std::uint64_t delivery_id = 0;  // place in the delivery queue
   Bytes body;                     // the first octets of an untagged message, for decoding
 };
 
@@ -54,12 +54,11 @@ struct DirectionEngine {
   MpaFramer framer;
   rdmap::DataSink sink;  // the receiver's Data Sink model
   MessageTrack tagged;   // the tagged message in progress
-  FindingId tagged_violation = FindingId::count_;  // the open tagged message's last finding
   std::array<MessageTrack, rdmap::DataSink::kQueues> queues;
   std::deque<PendingDelivery> delivery;  // messages in arrival order, awaiting delivery
-  std::uint64_t delivery_base = 0;  // id of delivery.front()
-  std::deque<HeaderEcho> recent;  // DDP headers sent, for Terminates that quote them
-  std::set<FindingId> once;       // noisy findings reported once per direction
+  std::uint64_t delivery_base = 0;       // id of delivery.front()
+  std::deque<HeaderEcho> recent;         // DDP headers sent, for Terminates that quote them
+  std::set<FindingId> once;              // noisy findings reported once per direction
   bool truncated_reported = false;
 };
 
@@ -181,8 +180,7 @@ struct Analyzer::Impl {
                         const rdmap::SegmentStep& step);
   void untagged_message(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
                         const rdmap::SegmentStep& step, const MessageTrack& m);
-  void learn_from_read_request(Connection& c, int dir, const wire::ReadRequest& rr,
-                               const Ctx& ctx);
+  void learn_from_read_request(Connection& c, int dir, const wire::ReadRequest& rr, const Ctx& ctx);
   void advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t op, ByteView body);
   void terminate(Connection& c, int dir, PduEvent& ev, const Ctx& ctx, ByteView body);
   std::size_t new_record(Connection& c, int dir, std::uint8_t opcode, bool is_tagged);

@@ -29,12 +29,6 @@ bool differs(const ShadowBuffer& buf, std::uint64_t to, ByteView content) {
   return false;
 }
 
-// STag-level facts do not change within a message: one finding per message, not per segment.
-bool stag_level(FindingId id) {
-  return id == FindingId::ddp_tagged_invalid_stag || id == FindingId::rdmap_stag_invalidated_use ||
-         id == FindingId::ddp_tagged_stag_wrong_stream || id == FindingId::ddp_tagged_access_rights;
-}
-
 }  // namespace
 
 // What the Data Sink model asks of the analysis: the shadow buffers of the receiving host, read
@@ -87,14 +81,8 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
   }
   ShadowView view(*this, dm.to.addr);
   const rdmap::SegmentStep step = ds.sink.receive(seg, view);
-  if (step.violation) {
-    const bool repeat = h.control.tagged && !step.starts_message && before.open &&
-                        stag_level(step.violation->id) && ds.tagged_violation == step.violation->id;
-    if (!repeat) report(*step.violation, ctx, step.after_loss);
-    if (h.control.tagged) ds.tagged_violation = step.violation->id;
-  } else if (h.control.tagged && step.starts_message) {
-    ds.tagged_violation = FindingId::count_;
-  }
+  // An STag-level violation is reported once per tagged message (SegmentStep::repeated).
+  if (step.violation && !step.repeated) report(*step.violation, ctx, step.after_loss);
   if (step.limit_hit) limit_reached("max_outstanding_reads", Ctx{c.stream, dir, ctx.frame, {}});
   if (!step.decoded) return;
   auto& oc = dm.opcodes[step.opcode];

@@ -19,6 +19,13 @@ bool keep(SegmentStep& step, std::optional<Violation> v) {
   return true;
 }
 
+// The facts of an STag (RFC 5040 §5.3: valid, its stream and protection domain, its rights) do
+// not change within a message.
+bool stag_level(FindingId id) {
+  return id == FindingId::ddp_tagged_invalid_stag || id == FindingId::rdmap_stag_invalidated_use ||
+         id == FindingId::ddp_tagged_stag_wrong_stream || id == FindingId::ddp_tagged_access_rights;
+}
+
 }  // namespace
 
 std::optional<Violation> check_rtr(llp::RtrType expected, const wire::DdpSegment& seg) {
@@ -60,10 +67,25 @@ DataSink::DataSink(SinkConfig config) : config_(std::move(config)) {
 
 SegmentStep DataSink::receive(const wire::DdpSegment& seg, SinkMemory& memory) {
   SegmentStep step;
+  const bool tagged_open = tagged_.open;
+  checks(seg, memory, step);
+  if (!seg.header.control.tagged) return step;
+  if (step.violation) {
+    const FindingId id = step.violation->id;
+    step.repeated =
+        tagged_open && !step.starts_message && stag_level(id) && tagged_violation_ == id;
+    tagged_violation_ = id;
+  } else if (step.starts_message) {
+    tagged_violation_ = FindingId::count_;
+  }
+  return step;
+}
+
+void DataSink::checks(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step) {
   const auto& h = seg.header;
   step.opcode = wire::RdmapControl::from_byte(h.rsvd_ulp0).opcode;
-  if (keep(step, ddp::check_version(h))) return step;
-  if (keep(step, check_control(h, config_.rfc7306))) return step;
+  if (keep(step, ddp::check_version(h))) return;
+  if (keep(step, check_control(h, config_.rfc7306))) return;
   step.decoded = true;
   if (config_.expect_rtr != llp::RtrType::none &&
       !(step.opcode == op(wire::Opcode::terminate) && !h.control.tagged)) {
@@ -75,7 +97,6 @@ SegmentStep DataSink::receive(const wire::DdpSegment& seg, SinkMemory& memory) {
     tagged_segment(seg, memory, step);
   else
     untagged_segment(seg, memory, step);
-  return step;
 }
 
 void DataSink::tagged_segment(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step) {

@@ -66,11 +66,11 @@ struct PendingAtomic {
 
 struct SinkConfig {
   ddp::StreamFacts stream;
-  bool rfc7306 = true;                // atomics and immediate data accepted (siw: no)
-  std::optional<std::uint16_t> ird;   // Read Requests accepted in progress (RFC 6581)
+  bool rfc7306 = true;                           // atomics and immediate data accepted (siw: no)
+  std::optional<std::uint16_t> ird;              // Read Requests accepted in progress (RFC 6581)
   llp::RtrType expect_rtr = llp::RtrType::none;  // the first segment must be this RTR
-  bool mid_stream = false;            // analysis: no MSN is known at first
-  std::size_t max_reads = SIZE_MAX;   // ORQ and IRQ entries kept (oldest dropped beyond)
+  bool mid_stream = false;                       // analysis: no MSN is known at first
+  std::size_t max_reads = SIZE_MAX;              // ORQ and IRQ entries kept (oldest dropped beyond)
   std::size_t max_atomics = SIZE_MAX;
 };
 
@@ -83,6 +83,10 @@ struct SegmentStep {
     terminate,  // a segment of a Terminate message (QN 2): the host decodes it
   };
   std::optional<Violation> violation;  // the first rule it broke
+  // The violation is STag-level (invalid, invalidated, other stream, access) and the same as the
+  // previous segment of this tagged message broke: the facts of an STag do not change within a
+  // message, so a host that goes on after a violation (an analysis) reports it once per message.
+  bool repeated = false;
   bool after_loss = false;  // analysis: the state the rule used was unsure after capture loss
   Kind kind = Kind::ignored;
   std::uint8_t opcode = 0;
@@ -109,7 +113,7 @@ struct SegmentStep {
   std::optional<PendingAtomic> atomic;  // the request an Atomic Response answers
   std::optional<std::uint64_t> immediate;
   std::optional<std::uint32_t> invalidated;  // Send with Invalidate accepted: this STag
-  bool limit_hit = false;  // an ORQ/IRQ/atomics cap dropped its oldest entry
+  bool limit_hit = false;                    // an ORQ/IRQ/atomics cap dropped its oldest entry
 };
 
 class DataSink {
@@ -159,6 +163,7 @@ class DataSink {
     std::uint32_t invalidate_stag = 0;
     std::array<std::uint8_t, wire::AtomicRequest::kSize> body{};  // a fixed-size body so far
   };
+  void checks(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step);
   void tagged_segment(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step);
   void untagged_segment(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step);
   // RDMAP at a message's last segment; false when it broke a rule.
@@ -168,6 +173,7 @@ class DataSink {
   ddp::TaggedRx tagged_;
   bool tagged_read_matched_ = false;  // the open Read Response matched the ORQ head
   bool tagged_violated_ = false;      // the open tagged message broke a placement rule
+  FindingId tagged_violation_ = FindingId::count_;  // the last one a tagged segment broke
   std::array<Queue, kQueues> queues_;
   std::deque<OutstandingRead> orq_;
   std::deque<wire::ReadRequest> irq_;
