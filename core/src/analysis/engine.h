@@ -32,7 +32,7 @@ inline constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
 // One queue's message being recorded (what the Data Sink model does not keep).
 struct MessageTrack {
   std::size_t record = kNoIndex;  // index into Model::messages
-  std::uint64_t delivery_id = 0;      // place in the delivery queue
+  std::uint64_t delivery_id = 0;  // place in the delivery queue
   Bytes body;                     // the first octets of an untagged message, for decoding
 };
 
@@ -52,14 +52,14 @@ struct DirectionEngine {
   DirectionEngine(const Limits& l, HistoryBudget* budget);
   TcpReassembler reasm;
   MpaFramer framer;
-  rdmap::DataSink sink;  // the receiver's Data Sink model
-  MessageTrack tagged;   // the tagged message in progress
+  rdmap::DataSink sink;                            // the receiver's Data Sink model
+  MessageTrack tagged;                             // the tagged message in progress
   FindingId tagged_violation = FindingId::count_;  // the open tagged message's last finding
   std::array<MessageTrack, rdmap::DataSink::kQueues> queues;
   std::deque<PendingDelivery> delivery;  // messages in arrival order, awaiting delivery
-  std::uint64_t delivery_base = 0;  // id of delivery.front()
-  std::deque<HeaderEcho> recent;  // DDP headers sent, for Terminates that quote them
-  std::set<FindingId> once;       // noisy findings reported once per direction
+  std::uint64_t delivery_base = 0;       // id of delivery.front()
+  std::deque<HeaderEcho> recent;         // DDP headers sent, for Terminates that quote them
+  std::set<FindingId> once;              // noisy findings reported once per direction
   bool truncated_reported = false;
 };
 
@@ -143,6 +143,9 @@ struct Analyzer::Impl {
   void add_regions(std::span<const RegionSpec> regions);
   void install_region(const RegionSpec& r, const net::Address& owner);
   void ensure_ownerless_regions(const net::Address& host);
+  // The protection domain the user said the Data Sink at `sink` uses (an exact endpoint first,
+  // then its host's), or nullopt.
+  std::optional<std::uint32_t> protection_domain_of(const net::Endpoint& sink) const;
 
   // Adapts reassembly and framing callbacks to one connection direction. The direction is
   // looked up from the state object on every call: sides may be swapped while a callback chain
@@ -181,8 +184,7 @@ struct Analyzer::Impl {
                         const rdmap::SegmentStep& step);
   void untagged_message(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
                         const rdmap::SegmentStep& step, const MessageTrack& m);
-  void learn_from_read_request(Connection& c, int dir, const wire::ReadRequest& rr,
-                               const Ctx& ctx);
+  void learn_from_read_request(Connection& c, int dir, const wire::ReadRequest& rr, const Ctx& ctx);
   void advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t op, ByteView body);
   void terminate(Connection& c, int dir, PduEvent& ev, const Ctx& ctx, ByteView body);
   std::size_t new_record(Connection& c, int dir, std::uint8_t opcode, bool is_tagged);
