@@ -887,6 +887,20 @@ TEST(Agreement, AtomicRequestTooLong) {
   a.expect_agreement(FindingId::ddp_untagged_message_too_long, T(1, 2, 5));
 }
 
+// Two Read Requests in one segment at IRD 1: the second comes before the victim could answer
+// the first (the requester exceeded its ORD, RFC 5040 §5.2).
+TEST(Agreement, IrdExceededInOneSegment) {
+  Agreement a;
+  const Bytes rr = a.read_request(a.stag, a.kBase, 16);
+  wire::FpduEncodeOptions fo;
+  Bytes both = wire::encode_fpdu(a.untagged(op(Opcode::read_request), 1, 1, 0, rr), fo);
+  const Bytes second = wire::encode_fpdu(a.untagged(op(Opcode::read_request), 1, 2, 0, rr), fo);
+  both.insert(both.end(), second.begin(), second.end());
+  a.to_peer = false;
+  a.inject_octets(both);
+  a.expect_agreement(FindingId::rdmap_ird_exceeded, T(0, 2, 7));
+}
+
 TEST(Agreement, MarkersInBothConventionsDrawNoVerdict) {
   Agreement a(Options{.markers = true});
   for (const auto c :

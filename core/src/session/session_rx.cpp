@@ -408,8 +408,7 @@ void Session::handle_terminate(const wire::DdpSegment& seg) {
   deadline_.reset();
   stall_deadline_.reset();
   // RFC 5040 §5.4: no more Read Responses after the stream is terminated.
-  sink_.clear_inbound_reads();
-  irq_sent_ = 0;
+  drop_inbound_reads();
   start_teardown_timer();
   push(std::move(e));
 }
@@ -449,8 +448,7 @@ void Session::fatal(const Violation& v, const wire::DdpSegment* seg, ByteView ul
   deadline_.reset();
   stall_deadline_.reset();
   start_teardown_timer();
-  sink_.clear_inbound_reads();
-  irq_sent_ = 0;
+  drop_inbound_reads();
   Event e;
   e.kind = EventKind::terminate_sent;
   e.terminate = error;

@@ -66,11 +66,11 @@ struct PendingAtomic {
 
 struct SinkConfig {
   ddp::StreamFacts stream;
-  bool rfc7306 = true;                // atomics and immediate data accepted (siw: no)
-  std::optional<std::uint16_t> ird;   // Read Requests accepted in progress (RFC 6581)
+  bool rfc7306 = true;                           // atomics and immediate data accepted (siw: no)
+  std::optional<std::uint16_t> ird;              // Read Requests accepted in progress (RFC 6581)
   llp::RtrType expect_rtr = llp::RtrType::none;  // the first segment must be this RTR
-  bool mid_stream = false;            // analysis: no MSN is known at first
-  std::size_t max_reads = SIZE_MAX;   // ORQ and IRQ entries kept (oldest dropped beyond)
+  bool mid_stream = false;                       // analysis: no MSN is known at first
+  std::size_t max_reads = SIZE_MAX;              // ORQ and IRQ entries kept (oldest dropped beyond)
   std::size_t max_atomics = SIZE_MAX;
 };
 
@@ -109,7 +109,7 @@ struct SegmentStep {
   std::optional<PendingAtomic> atomic;  // the request an Atomic Response answers
   std::optional<std::uint64_t> immediate;
   std::optional<std::uint32_t> invalidated;  // Send with Invalidate accepted: this STag
-  bool limit_hit = false;  // an ORQ/IRQ/atomics cap dropped its oldest entry
+  bool limit_hit = false;                    // an ORQ/IRQ/atomics cap dropped its oldest entry
 };
 
 class DataSink {
@@ -123,7 +123,10 @@ class DataSink {
   // It sent a Read Request (its ORQ) or an Atomic Request. False when the cap dropped the oldest.
   bool read_requested(const OutstandingRead& read);
   bool atomic_requested(const PendingAtomic& atomic);
-  // It finished answering the oldest inbound Read Request (its last Read Response segment).
+  // It finished answering the oldest inbound Read Request: its last Read Response segment left
+  // this side (an analysis: it is in the capture; the endpoint: the transport took it). Until
+  // then the request counts against IRD (RFC 5040 §5.2: the requester's ORD slot is not free
+  // before the response reached it), so both hosts count what the wire order shows.
   void read_answered();
   // After a Terminate: no more Read Responses (RFC 5040 §5.4).
   void clear_inbound_reads() { irq_.clear(); }
