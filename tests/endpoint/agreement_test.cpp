@@ -59,7 +59,8 @@ struct Options {
   std::uint16_t ird = 1;
   std::size_t low_water = 256u << 10;  // 0: the victim never answers a Read Request
   bool rfc7306 = true;
-  bool send_rtr = true;  // false: the peer's RTR is dropped, the test sends its own first FPDU
+  bool send_rtr = true;    // false: the peer's RTR is dropped, the test sends its own first FPDU
+  bool early_rtr = false;  // the peer's RTR rides with its MPA Request, before the Reply
 };
 
 nlohmann::json access_names(std::uint8_t a) {
@@ -130,10 +131,25 @@ class Agreement {
     victim->post_recv(recv, 1);
     victim->start();
     peer->start();
-    move(*peer, kToVictim);  // the MPA Request
-    request_size_ = chunks_.back().bytes.size();
+    if (o.early_rtr) {
+      // The RTR (a zero-length Write, RFC 6581 §9.2) in the Request's segment: sent before the
+      // Reply could have arrived.
+      Bytes b(peer->output().begin(), peer->output().end());
+      peer->consume_output(b.size());
+      request_size_ = b.size();
+      wire::FpduEncodeOptions fo;
+      fo.crc = o.crc;
+      const Bytes rtr = wire::encode_fpdu(tagged(1, 0, 0), fo);
+      b.insert(b.end(), rtr.begin(), rtr.end());
+      injected_ = chunks_.size();
+      victim->receive(b);
+      chunks_.push_back({kToVictim, std::move(b)});
+    } else {
+      move(*peer, kToVictim);  // the MPA Request
+      request_size_ = chunks_.back().bytes.size();
+    }
     move(*victim, kFromVictim);  // the MPA Reply
-    if (!o.send_rtr) {
+    if (!o.send_rtr || o.early_rtr) {
       // The peer's RTR never reaches the wire: the test's own first FPDU takes its place.
       Bytes rtr(peer->output().begin(), peer->output().end());
       peer->consume_output(rtr.size());
@@ -899,6 +915,13 @@ TEST(Agreement, IrdExceededInOneSegment) {
   a.to_peer = false;
   a.inject_octets(both);
   a.expect_agreement(FindingId::rdmap_ird_exceeded, T(0, 2, 7));
+}
+
+// RFC 5044 §7.1: the initiator sends no FPDU before it received the Reply; this one's RTR came
+// in its Request's segment.
+TEST(Agreement, FpduBeforeTheReply) {
+  Agreement a(Options{.early_rtr = true});
+  a.expect_agreement(FindingId::mpa_handshake_invalid, T(2, 0, 4));
 }
 
 TEST(Agreement, MarkersInBothConventionsDrawNoVerdict) {

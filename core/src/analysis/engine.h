@@ -169,7 +169,7 @@ struct Analyzer::Impl {
   int on_reqrep(Connection& c, int dir, const wire::MpaReqRep& f, const Ctx& ctx);
   void settle(Connection& c, const wire::MpaReqRep& reply, const Ctx& ctx);
   void on_fpdu(Connection& c, int dir, RawPdu& p, PduEvent& ev, const Ctx& ctx);
-  void check_setup_order(Connection& c, int dir, const Ctx& ctx);
+  void check_setup_order(Connection& c, int dir, const wire::DdpHeader& first, const Ctx& ctx);
   void check_markers(Connection& c, int dir, const RawPdu& p, const Ctx& ctx);
   void swap_sides(Connection& c);
   void start_mid_stream(Connection& c, int dir, bool markers, bool crc);

@@ -363,6 +363,7 @@ bool Session::handle_request(const wire::MpaReqRep& req) {
     return false;
   }
   queue_reqrep(false);
+  setup_gate_ = tx_taken_ + output_size();
   if (neg_.peer_to_peer) {
     state_ = State::wait_rtr;
     sink_.expect_rtr(neg_.rtr);
@@ -413,7 +414,10 @@ bool Session::handle_reply(const wire::MpaReqRep& rep) {
   }
   sink_.set_ird(neg_.ird);
   enter_full_operation();
-  if (neg_.peer_to_peer) send_rtr();
+  if (neg_.peer_to_peer && neg_.rtr != RtrType::none) {
+    send_rtr();
+    setup_gate_ = tx_taken_ + output_size();
+  }
   return true;
 }
 

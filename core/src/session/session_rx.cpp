@@ -222,6 +222,16 @@ void Session::handle_ulpdu(ByteView ulpdu) {
     fatal(ddp::header_too_short(ulpdu.size()), nullptr, ulpdu);
     return;
   }
+  if (setup_gate_) {
+    const auto from =
+        config_.role == Role::responder ? mpa::Sender::initiator : mpa::Sender::responder;
+    const auto v = mpa::check_setup_order(from, tx_taken_ >= *setup_gate_, seg->header);
+    setup_gate_.reset();
+    if (v) {
+      fatal(*v, nullptr, ulpdu);
+      return;
+    }
+  }
   SinkView view(*this);
   const rdmap::SegmentStep step = sink_.receive(*seg, view);
   if (step.violation && step.violation->terminate) {

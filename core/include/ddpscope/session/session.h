@@ -356,7 +356,10 @@ class Session {
   bool direct_mode_ = false;
   bool input_paused_ = false;
   std::uint64_t fpdus_in_ = 0;  // complete FPDUs framed (progress for the stall timer)
-  rdmap::DataSink sink_;        // our Data Sink: MSNs, the tagged message, ORQ, IRQ, atomics, RTR
+  // Until the peer's first FPDU: the transmit position just past the frame that allows it (our
+  // Reply, or our RTR in peer-to-peer mode), checked by mpa::check_setup_order.
+  std::optional<std::uint64_t> setup_gate_;
+  rdmap::DataSink sink_;  // our Data Sink: MSNs, the tagged message, ORQ, IRQ, atomics, RTR
   std::deque<RecvBuffer> recvs_;
   std::deque<QueuedRead> read_queue_;
   // The IRQ (sink_.irq()) from its head: entries whose Read Response is queued in full but not
