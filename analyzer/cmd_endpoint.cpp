@@ -226,6 +226,11 @@ class ScriptRunner {
     if (e.kind == EventKind::write_placed || e.kind == EventKind::read_requested)
       std::printf(" stag=0x%08x to=0x%llx", e.stag, static_cast<unsigned long long>(e.to));
     if (e.invalidated_stag) std::printf(" invalidated=0x%08x", *e.invalidated_stag);
+    if (e.kind == EventKind::terminate_sent || e.kind == EventKind::terminate_received) {
+      // (layer, type, code) as `analyze --json` gives a finding's "terminate".
+      std::printf(" terminate=%u/%u/0x%02x", e.terminate.layer, e.terminate.etype,
+                  e.terminate.code);
+    }
     if (e.kind == EventKind::atomic_completed || e.kind == EventKind::immediate_received)
       std::printf(" value=%llu", static_cast<unsigned long long>(e.value));
     if (!e.message.empty()) std::printf(" (%s)", e.message.c_str());

@@ -106,16 +106,17 @@ int analyze(const AnalyzeArgs& a) {
                                    net::Endpoint{*addr, static_cast<std::uint16_t>(port)},
                                    a.hint_crc, a.hint_markers});
   }
-  Analyzer analyzer(opt);
+  RegionsFile regions;
   if (!a.regions.empty()) {
-    std::vector<RegionSpec> regions;
     std::string err;
     if (!load_regions_file(a.regions, regions, err)) {
       std::cerr << "ddpscope: " << err << "\n";
       return kExitUsage;
     }
-    analyzer.add_regions(regions);
+    opt.protection_domains = regions.protection_domains;
   }
+  Analyzer analyzer(opt);
+  if (!a.regions.empty()) analyzer.add_regions(regions.regions);
   std::string err;
   auto reader = capture::CaptureReader::open(a.file, err);
   if (!reader) {

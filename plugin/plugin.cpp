@@ -106,10 +106,10 @@ bool is_hinted(std::uint32_t port) {
 
 // The regions file preference, in core's format (regions_file.h). A file that does not parse
 // gives no regions file (and the analysis does not take unknown STags as invalid).
-std::optional<std::vector<RegionSpec>> load_regions(const char* path) noexcept {
+std::optional<RegionsFile> load_regions(const char* path) noexcept {
   if (path == nullptr || *path == '\0') return std::nullopt;
   try {
-    std::vector<RegionSpec> out;
+    RegionsFile out;
     std::string error;
     if (!load_regions_file(path, out, error)) return std::nullopt;
     return out;
@@ -329,7 +329,10 @@ void init_capture() {
       }
     }
   }
-  options.regions = load_regions(pref_regions_file);
+  if (auto file = load_regions(pref_regions_file)) {
+    options.regions = std::move(file->regions);
+    options.analyzer.protection_domains = std::move(file->protection_domains);
+  }
   try {
     state = new CaptureState(std::move(options));
   } catch (...) {

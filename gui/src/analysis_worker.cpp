@@ -30,15 +30,18 @@ void AnalysisWorker::analyze(const QString& path, const QString& regions, quint6
     emit progress(job, done, total, frames);
   };
   cb.snapshot = [this, job](SnapshotPtr snap) { emit snapshotReady(job, std::move(snap)); };
-  std::vector<RegionSpec> specs;
+  RegionsFile file;
   QString err;
-  if (!regions.isEmpty() && !loadRegionsFile(regions, specs, &err)) {
+  if (!regions.isEmpty() && !loadRegionsFile(regions, file, &err)) {
     emit finished(job, failedSnapshot(path.toStdString(), err));
     return;
   }
   std::optional<std::vector<RegionSpec>> given;
-  if (!regions.isEmpty()) given = std::move(specs);
-  auto snap = std::const_pointer_cast<Snapshot>(analyze_capture(path.toStdString(), cb, {}, given));
+  if (!regions.isEmpty()) given = std::move(file.regions);
+  AnalyzerOptions options;
+  options.protection_domains = std::move(file.protection_domains);
+  auto snap =
+      std::const_pointer_cast<Snapshot>(analyze_capture(path.toStdString(), cb, options, given));
   snap->regions_file = regions.toStdString();
   emit finished(job, SnapshotPtr(std::move(snap)));
 }

@@ -402,9 +402,9 @@ void MainWindow::openFile(const QString& path, const QString& regions) {
 bool MainWindow::loadSynchronously(const QString& path, const QString& regions) {
   path_ = path;
   regions_path_ = regions.isEmpty() ? sidecarRegionsFile(path) : regions;
-  std::vector<RegionSpec> specs;
+  RegionsFile file;
   QString err;
-  if (!regions_path_.isEmpty() && !loadRegionsFile(regions_path_, specs, &err)) {
+  if (!regions_path_.isEmpty() && !loadRegionsFile(regions_path_, file, &err)) {
     auto failed = std::make_shared<Snapshot>();
     failed->path = path.toStdString();
     failed->final = true;
@@ -413,7 +413,10 @@ bool MainWindow::loadSynchronously(const QString& path, const QString& regions) 
     applySnapshot(failed);
     return false;
   }
-  auto snap = std::const_pointer_cast<Snapshot>(analyze_capture(path.toStdString(), {}, {}, specs));
+  AnalyzerOptions options;
+  options.protection_domains = file.protection_domains;
+  auto snap = std::const_pointer_cast<Snapshot>(
+      analyze_capture(path.toStdString(), {}, options, file.regions));
   snap->regions_file = regions_path_.toStdString();
   applySnapshot(snap);
   return snap->error.empty();

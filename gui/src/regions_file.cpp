@@ -7,7 +7,7 @@
 
 namespace ddpscope::gui {
 
-bool loadRegionsFile(const QString& path, std::vector<RegionSpec>& out, QString* error) {
+bool loadRegionsFile(const QString& path, RegionsFile& out, QString* error) {
   std::string e;
   if (ddpscope::load_regions_file(path.toStdString(), out, e)) return true;
   if (error) *error = QString::fromStdString(e);

@@ -6,11 +6,12 @@
 #include <QString>
 #include <vector>
 
-#include "ddpscope/ddp/shadow.h"
+#include "ddpscope/analysis/regions_file.h"
 
 namespace ddpscope::gui {
 
-bool loadRegionsFile(const QString& path, std::vector<RegionSpec>& out, QString* error);
+// Regions and protection domains (the latter go into AnalyzerOptions::protection_domains).
+bool loadRegionsFile(const QString& path, RegionsFile& out, QString* error);
 // "dir/NAME.regions.json" for "dir/NAME.pcap", when it exists; else empty.
 QString sidecarRegionsFile(const QString& capture);
 

@@ -143,9 +143,10 @@ class ModelsTest : public QObject {
                 {"stag": 7, "base": "4096", "length": "16"}])");
     f.close();
     QCOMPARE(sidecarRegionsFile(cap), side);
-    std::vector<RegionSpec> specs;
+    RegionsFile file;
     QString err;
-    QVERIFY2(loadRegionsFile(side, specs, &err), qPrintable(err));
+    QVERIFY2(loadRegionsFile(side, file, &err), qPrintable(err));
+    const std::vector<RegionSpec>& specs = file.regions;
     QCOMPARE(int(specs.size()), 2);
     QCOMPARE(specs[0].stag, 0x3c03u);
     QCOMPARE(specs[0].base, 0x7f0000300000ull);
@@ -156,7 +157,7 @@ class ModelsTest : public QObject {
     QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
     f.write(R"([{"base": 1, "length": 2}])");
     f.close();
-    QVERIFY(!loadRegionsFile(side, specs, &err));
+    QVERIFY(!loadRegionsFile(side, file, &err));
     QVERIFY(err.contains(QStringLiteral("stag")));
     QVERIFY(sidecarRegionsFile(dir.filePath(QStringLiteral("y.pcap"))).isEmpty());
   }

@@ -142,6 +142,9 @@ struct Analyzer::Impl {
   void add_regions(std::span<const RegionSpec> regions);
   void install_region(const RegionSpec& r, const net::Address& owner);
   void ensure_ownerless_regions(const net::Address& host);
+  // The protection domain the user said the Data Sink at `sink` uses (an exact endpoint first,
+  // then its host's), or nullopt.
+  std::optional<std::uint32_t> protection_domain_of(const net::Endpoint& sink) const;
 
   // Adapts reassembly and framing callbacks to one connection direction. The direction is
   // looked up from the state object on every call: sides may be swapped while a callback chain
@@ -165,7 +168,7 @@ struct Analyzer::Impl {
   int on_reqrep(Connection& c, int dir, const wire::MpaReqRep& f, const Ctx& ctx);
   void settle(Connection& c, const wire::MpaReqRep& reply, const Ctx& ctx);
   void on_fpdu(Connection& c, int dir, RawPdu& p, PduEvent& ev, const Ctx& ctx);
-  void check_setup_order(Connection& c, int dir, const Ctx& ctx);
+  void check_setup_order(Connection& c, int dir, const wire::DdpHeader& first, const Ctx& ctx);
   void check_markers(Connection& c, int dir, const RawPdu& p, const Ctx& ctx);
   void swap_sides(Connection& c);
   void start_mid_stream(Connection& c, int dir, bool markers, bool crc);

@@ -278,7 +278,7 @@ void Analyzer::Impl::on_fpdu(Connection& c, int dir, RawPdu& p, PduEvent& ev, co
     return;
   }
   ev.ddp = seg.value();
-  if (dm.fpdus == 1) check_setup_order(c, dir, ctx);
+  if (dm.fpdus == 1) check_setup_order(c, dir, seg->header, ctx);
   on_ddp_segment(c, dir, ev, ctx);  // the LLP boundary
   if (ds.recent.size() >= kRecentHeaders) ds.recent.pop_front();
   ds.recent.push_back({seg->header, ctx.frame});
@@ -289,19 +289,18 @@ void Analyzer::Impl::on_fpdu(Connection& c, int dir, RawPdu& p, PduEvent& ev, co
 // responder sends none before the initiator's RTR (which its Data Sink checks). A capture shows
 // an order the endpoints saw too: an FPDU captured before the Reply that enables it was sent
 // before that Reply arrived.
-void Analyzer::Impl::check_setup_order(Connection& c, int dir, const Ctx& ctx) {
+void Analyzer::Impl::check_setup_order(Connection& c, int dir, const wire::DdpHeader& first,
+                                       const Ctx& ctx) {
   const StreamModel& sm = model.streams[c.stream];
   if (sm.mid_stream || c.reply_frame == 0) return;
-  if (dir == 0 && ctx.frame < c.reply_frame) {
-    report(mpa::frame_invalid("the initiator's first FPDU precedes the MPA Reply (frame " +
-                              std::to_string(c.reply_frame) + ")"),
-           ctx);
+  std::optional<Violation> v;
+  if (dir == 0) {
+    v = mpa::check_setup_order(mpa::Sender::initiator, ctx.frame >= c.reply_frame, first,
+                               " (frame " + std::to_string(c.reply_frame) + ")");
+  } else if (sm.peer_to_peer && !sm.rtr.empty()) {
+    v = mpa::check_setup_order(mpa::Sender::responder, sm.dirs[0].fpdus > 0, first);
   }
-  if (dir == 1 && sm.peer_to_peer && !sm.rtr.empty() && sm.dirs[0].fpdus == 0) {
-    report(
-        mpa::frame_invalid("peer-to-peer: the responder's first FPDU precedes the initiator's RTR"),
-        ctx);
-  }
+  if (v) report(*v, ctx);
 }
 
 void Analyzer::Impl::check_markers(Connection& c, int dir, const RawPdu& p, const Ctx& ctx) {

@@ -116,8 +116,9 @@ Connection* Analyzer::Impl::connection_for(std::uint64_t frame, std::int64_t ts,
       if (h.port && (*h.port == seg.src.port || *h.port == seg.dst.port)) c->hint = h;
       if (h.endpoint && (*h.endpoint == seg.src || *h.endpoint == seg.dst)) c->hint = h;
     }
+    // Each direction's Data Sink is its receiver (its sides swap with the direction).
     for (int d = 0; d < 2; ++d)
-      c->ds(d).sink.set_stream(ddp::StreamFacts{c->stream, std::nullopt});
+      c->ds(d).sink.set_stream(ddp::StreamFacts{c->stream, protection_domain_of(sm.dirs[d].to)});
     model.streams.push_back(std::move(sm));
     conns.push_back(std::move(c));
     it = conn_index.emplace(key, conns.size() - 1).first;
@@ -206,16 +207,17 @@ std::size_t Analyzer::Impl::resync_held(DirectionEngine& ds) {
              : 0;
 }
 
-void Analyzer::Impl::DirectionCallbacks::on_data(std::uint64_t offset, ByteView data, std::uint64_t frame,
-                                   std::uint32_t offset_in_frame) {
+void Analyzer::Impl::DirectionCallbacks::on_data(std::uint64_t offset, ByteView data,
+                                                 std::uint64_t frame,
+                                                 std::uint32_t offset_in_frame) {
   impl.on_data(conn, dir(), offset, data, frame, offset_in_frame);
 }
 void Analyzer::Impl::DirectionCallbacks::on_gap(std::uint64_t offset, std::uint64_t length,
-                                  std::uint64_t next_frame) {
+                                                std::uint64_t next_frame) {
   impl.on_gap(conn, dir(), offset, length, next_frame);
 }
 void Analyzer::Impl::DirectionCallbacks::on_conflict(std::uint64_t offset, std::uint64_t length,
-                                       std::uint64_t frame) {
+                                                     std::uint64_t frame) {
   impl.report(FindingId::tcp_retransmission_conflict, Ctx{conn.stream, dir(), frame, {}},
               std::to_string(length) + " octets at stream offset " + std::to_string(offset) +
                   " differ from the copy seen first (first copy kept)");
@@ -283,6 +285,16 @@ void Analyzer::Impl::install_region(const RegionSpec& r, const net::Address& own
   b->access = r.access;
   b->invalidated = !r.valid;
   b->invalidatable = r.invalidatable;
+}
+
+std::optional<std::uint32_t> Analyzer::Impl::protection_domain_of(const net::Endpoint& sink) const {
+  std::optional<std::uint32_t> host_pd;
+  for (const auto& p : options.protection_domains) {
+    if (!same_address(p.endpoint.addr, sink.addr)) continue;
+    if (!p.any_port && p.endpoint.port == sink.port) return p.pd;
+    if (p.any_port && !host_pd) host_pd = p.pd;
+  }
+  return host_pd;
 }
 
 // Regions without an owner: installed for a host the first time that host is seen.

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ddpscope/common/bytes.h"
+#include "ddpscope/wire/rdmap.h"
 
 namespace ddpscope::mpa {
 
@@ -29,21 +30,33 @@ Violation frame_invalid(std::string detail) {
   return invalid(std::move(detail));
 }
 
+std::optional<Violation> check_setup_order(Sender from, bool allowed, const wire::DdpHeader& first,
+                                           std::string_view where) {
+  const bool terminate =
+      !first.control.tagged && wire::RdmapControl::from_byte(first.rsvd_ulp0).opcode ==
+                                   static_cast<std::uint8_t>(wire::Opcode::terminate);
+  if (allowed || terminate) return std::nullopt;
+  return invalid(
+      std::string(from == Sender::initiator
+                      ? "the initiator's first FPDU precedes the MPA Reply"
+                      : "peer-to-peer: the responder's first FPDU precedes the initiator's RTR") +
+      std::string(where));
+}
+
 std::vector<Violation> check_frame(const wire::MpaReqRep& f, const Policy& policy) {
   std::vector<Violation> out;
   const bool request = f.kind == wire::MpaFrameKind::request;
   if (f.revision < policy.min_revision || f.revision > policy.max_revision) {
-    out.push_back(invalid("MPA revision " + std::to_string(f.revision) + " (accepted: " +
-                          std::to_string(policy.min_revision) + " to " +
+    out.push_back(invalid("MPA revision " + std::to_string(f.revision) +
+                          " (accepted: " + std::to_string(policy.min_revision) + " to " +
                           std::to_string(policy.max_revision) + ")"));
   }
   if (request && f.reject) out.push_back(invalid("R (reject) set in an MPA Request"));
   if (f.reserved != 0) {
-    out.push_back(note(FindingId::mpa_reserved_bits,
-                       "reserved MPA flag bits " + hex_number(f.reserved) +
-                           ((f.reserved & wire::kMpaFlagSiwGsoExp)
-                                ? " (Linux siw GSO experiment bit)"
-                                : "")));
+    out.push_back(note(
+        FindingId::mpa_reserved_bits,
+        "reserved MPA flag bits " + hex_number(f.reserved) +
+            ((f.reserved & wire::kMpaFlagSiwGsoExp) ? " (Linux siw GSO experiment bit)" : "")));
   }
   if (f.private_data.size() > policy.max_private_data) {
     out.push_back(invalid("private data of " + std::to_string(f.private_data.size()) +
@@ -103,17 +116,17 @@ Settlement settle(const wire::MpaReqRep& req, const wire::MpaReqRep& rep) {
   p.initiator_ird = given(rq.ird);
   p.responder_ird = given(rp.ird);
   if (rq.peer_to_peer) {
-    const int picked = int{rp.zero_length_send_rtr} + int{rp.zero_length_write_rtr} +
-                       int{rp.zero_length_read_rtr};
+    const int picked =
+        int{rp.zero_length_send_rtr} + int{rp.zero_length_write_rtr} + int{rp.zero_length_read_rtr};
     const std::uint8_t offered = (rq.zero_length_send_rtr ? rtr_offer::send : 0) |
                                  (rq.zero_length_write_rtr ? rtr_offer::write : 0) |
                                  (rq.zero_length_read_rtr ? rtr_offer::read : 0);
     const llp::RtrType t = picked_rtr(rp);
     if (!rp.peer_to_peer) {
-      s.violations.push_back(invalid("peer-to-peer asked, the Reply does not echo A",
-                                     mpa_code::no_matching_rtr));
+      s.violations.push_back(
+          invalid("peer-to-peer asked, the Reply does not echo A", mpa_code::no_matching_rtr));
     } else if (picked != 1 || !(offered & rtr_bit(t))) {
-      s.violations.push_back(invalid(picked == 0   ? "the Reply picks no RTR type"
+      s.violations.push_back(invalid(picked == 0  ? "the Reply picks no RTR type"
                                      : picked > 1 ? "the Reply picks more than one RTR type"
                                                   : "the Reply picks an RTR type the Request "
                                                     "did not offer",

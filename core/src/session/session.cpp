@@ -184,8 +184,7 @@ void Session::on_timer(std::int64_t now_ns) {
       } else {
         // The half FPDU or message is dropped, never delivered; the peer is taken as gone.
         drop_partial_input();
-        sink_.clear_inbound_reads();
-        irq_sent_ = 0;
+        drop_inbound_reads();
         state_ = State::closed;
         want_shutdown_ = true;
         want_abort_ = true;
@@ -364,6 +363,7 @@ bool Session::handle_request(const wire::MpaReqRep& req) {
     return false;
   }
   queue_reqrep(false);
+  setup_gate_ = tx_taken_ + output_size();
   if (neg_.peer_to_peer) {
     state_ = State::wait_rtr;
     sink_.expect_rtr(neg_.rtr);
@@ -378,7 +378,8 @@ bool Session::handle_reply(const wire::MpaReqRep& rep) {
     fatal(v, nullptr, {});
     return false;
   };
-  if (rep.kind != wire::MpaFrameKind::reply) return bad(mpa::frame_invalid("expected an MPA Reply"));
+  if (rep.kind != wire::MpaFrameKind::reply)
+    return bad(mpa::frame_invalid("expected an MPA Reply"));
   const auto checks = mpa::check_frame(rep, frame_policy(config_.mpa.revision));
   if (const Violation* v = mpa::first_fatal(checks)) return bad(*v);
   if (rep.reject) {
@@ -413,7 +414,10 @@ bool Session::handle_reply(const wire::MpaReqRep& rep) {
   }
   sink_.set_ird(neg_.ird);
   enter_full_operation();
-  if (neg_.peer_to_peer) send_rtr();
+  if (neg_.peer_to_peer && neg_.rtr != RtrType::none) {
+    send_rtr();
+    setup_gate_ = tx_taken_ + output_size();
+  }
   return true;
 }
 
@@ -497,8 +501,7 @@ void Session::abort() {
   deadline_.reset();
   stall_deadline_.reset();
   teardown_deadline_.reset();
-  sink_.clear_inbound_reads();
-  irq_sent_ = 0;
+  drop_inbound_reads();
   drop_partial_input();
   tx_.clear();
   tx_head_ = 0;

@@ -222,6 +222,16 @@ void Session::handle_ulpdu(ByteView ulpdu) {
     fatal(ddp::header_too_short(ulpdu.size()), nullptr, ulpdu);
     return;
   }
+  if (setup_gate_) {
+    const auto from =
+        config_.role == Role::responder ? mpa::Sender::initiator : mpa::Sender::responder;
+    const auto v = mpa::check_setup_order(from, tx_taken_ >= *setup_gate_, seg->header);
+    setup_gate_.reset();
+    if (v) {
+      fatal(*v, nullptr, ulpdu);
+      return;
+    }
+  }
   SinkView view(*this);
   const rdmap::SegmentStep step = sink_.receive(*seg, view);
   if (step.violation && step.violation->terminate) {
@@ -408,8 +418,7 @@ void Session::handle_terminate(const wire::DdpSegment& seg) {
   deadline_.reset();
   stall_deadline_.reset();
   // RFC 5040 §5.4: no more Read Responses after the stream is terminated.
-  sink_.clear_inbound_reads();
-  irq_sent_ = 0;
+  drop_inbound_reads();
   start_teardown_timer();
   push(std::move(e));
 }
@@ -449,8 +458,7 @@ void Session::fatal(const Violation& v, const wire::DdpSegment* seg, ByteView ul
   deadline_.reset();
   stall_deadline_.reset();
   start_teardown_timer();
-  sink_.clear_inbound_reads();
-  irq_sent_ = 0;
+  drop_inbound_reads();
   Event e;
   e.kind = EventKind::terminate_sent;
   e.terminate = error;

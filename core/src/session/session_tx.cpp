@@ -117,7 +117,9 @@ void Session::send_raw_ulpdu(ByteView ulpdu) {
 }
 
 void Session::consume_output(std::size_t n) {
-  tx_head_ += std::min(n, output_size());
+  const std::size_t taken = std::min(n, output_size());
+  tx_head_ += taken;
+  tx_taken_ += taken;
   if (tx_head_ == tx_.size()) {
     tx_head_ = 0;
     if (tx_.capacity() > 2 * config_.limits.max_tx_bytes)
@@ -128,8 +130,24 @@ void Session::consume_output(std::size_t n) {
     tx_.erase(tx_.begin(), tx_.begin() + static_cast<std::ptrdiff_t>(tx_head_));
     tx_head_ = 0;
   }
+  retire_answered_reads();
   pump_read_responses();
   maybe_finish_close();
+}
+
+void Session::retire_answered_reads() {
+  while (!irq_queued_end_.empty() && irq_queued_end_.front() <= tx_taken_) {
+    irq_queued_end_.pop_front();
+    --irq_queued_;
+    sink_.read_answered();
+  }
+}
+
+void Session::drop_inbound_reads() {
+  sink_.clear_inbound_reads();
+  irq_queued_ = 0;
+  irq_queued_end_.clear();
+  irq_sent_ = 0;
 }
 
 // --- operations -----------------------------------------------------------------------------
@@ -220,9 +238,9 @@ void Session::pump_reads() {
 }
 
 void Session::pump_read_responses() {
-  while (!sink_.irq().empty() && output_size() < config_.limits.tx_low_water &&
+  while (irq_queued_ < sink_.irq().size() && output_size() < config_.limits.tx_low_water &&
          (state_ == State::established || state_ == State::closing || state_ == State::wait_rtr)) {
-    const wire::ReadRequest rr = sink_.irq().front();
+    const wire::ReadRequest rr = sink_.irq()[irq_queued_];
     const std::uint32_t chunk =
         std::min<std::uint32_t>(rr.size - irq_sent_, static_cast<std::uint32_t>(256u << 10));
     ByteView data;
@@ -241,7 +259,8 @@ void Session::pump_read_responses() {
                      last);
     irq_sent_ += chunk;
     if (last) {
-      sink_.read_answered();
+      irq_queued_end_.push_back(tx_taken_ + output_size());
+      ++irq_queued_;
       irq_sent_ = 0;
     }
   }

@@ -36,6 +36,9 @@ struct AnalyzerOptions {
   bool check_crc = true;
   // Size of the receive buffers posted for Sends (QN 0), when the user knows it.
   std::optional<std::uint32_t> send_buffer_size;
+  // The protection domain each Data Sink puts its streams in, when the user knows it (the
+  // regions file's "protection_domains"): with a region's PD, "STag of another PD" is checked.
+  std::vector<ProtectionDomainSpec> protection_domains;
 };
 
 class Analyzer {

@@ -37,10 +37,19 @@ struct RegionSpec {
   std::optional<net::Address> owner;  // "sink" in the regions file; none = any host
   std::string origin;                 // free text: "regions file", "rping advertisement", ...
   // What the user knows of its registration (RFC 5040 §5.3), checked when given.
-  std::optional<std::uint32_t> pd;      // protection domain
-  std::optional<std::uint8_t> access;   // ddp::access rights
-  bool valid = true;                    // false: already invalidated
-  bool invalidatable = true;            // remote invalidation allowed
+  std::optional<std::uint32_t> pd;     // protection domain
+  std::optional<std::uint8_t> access;  // ddp::access rights
+  bool valid = true;                   // false: already invalidated
+  bool invalidatable = true;           // remote invalidation allowed
+};
+
+// What the user knows of a Data Sink's protection domain: the sink at `endpoint` puts the
+// streams it terminates there in PD `pd` (RFC 5040 §5.3, RFC 5041 §7.2: an STag of another PD is
+// not associated with the stream). Without a port (`any_port`), every stream of that host.
+struct ProtectionDomainSpec {
+  net::Endpoint endpoint;
+  bool any_port = false;
+  std::uint32_t pd = 0;
 };
 
 // One placement: a segment's octets, with who placed them.

@@ -12,6 +12,7 @@
 
 #include "ddpscope/findings/violation.h"
 #include "ddpscope/llp/boundary.h"
+#include "ddpscope/wire/ddp.h"
 #include "ddpscope/wire/mpa.h"
 
 namespace ddpscope::mpa {
@@ -44,8 +45,8 @@ std::vector<Violation> check_frame(const wire::MpaReqRep& frame, const Policy& p
 // The parameters a Request and its Reply settle.
 struct Parameters {
   std::uint8_t revision = 1;
-  bool enhanced = false;           // both frames carry the RFC 6581 word
-  bool crc = false;                // either side's C (RFC 5044 §7.1)
+  bool enhanced = false;              // both frames carry the RFC 6581 word
+  bool crc = false;                   // either side's C (RFC 5044 §7.1)
   bool markers_to_responder = false;  // the Reply's M: the initiator inserts markers
   bool markers_to_initiator = false;  // the Request's M: the responder inserts markers
   bool peer_to_peer = false;
@@ -71,5 +72,17 @@ Settlement settle(const wire::MpaReqRep& request, const wire::MpaReqRep& reply);
 
 // The first violation a side must act on (one with a Terminate), if any.
 const Violation* first_fatal(const std::vector<Violation>& violations);
+
+// The connection setup order, checked on the first FPDU a side receives: the initiator sends
+// none before the MPA Reply reached it (RFC 5044 §7.1); in peer-to-peer mode the responder sends
+// none before the initiator's RTR reached it (RFC 6581 §9.2). `allowed`: the frame that allows
+// it (the Reply, the RTR) had left the receiving side when the FPDU arrived (an analysis: the
+// capture shows it first). An FPDU that came earlier is Invalid MPA Request/Reply (LLP/MPA 0x04);
+// a Terminate is always let in (the stream is ending, RFC 5040 §5.4). `where` ends the detail.
+// siw, as responder, closes without a Reply when octets follow the Request (siw_recv_mpa_rr,
+// -EPROTO): no Terminate is sent there.
+enum class Sender : std::uint8_t { initiator, responder };
+std::optional<Violation> check_setup_order(Sender from, bool allowed, const wire::DdpHeader& first,
+                                           std::string_view where = {});
 
 }  // namespace ddpscope::mpa

@@ -127,7 +127,10 @@ class DataSink {
   // It sent a Read Request (its ORQ) or an Atomic Request. False when the cap dropped the oldest.
   bool read_requested(const OutstandingRead& read);
   bool atomic_requested(const PendingAtomic& atomic);
-  // It finished answering the oldest inbound Read Request (its last Read Response segment).
+  // It finished answering the oldest inbound Read Request: its last Read Response segment left
+  // this side (an analysis: it is in the capture; the endpoint: the transport took it). Until
+  // then the request counts against IRD (RFC 5040 §5.2: the requester's ORD slot is not free
+  // before the response reached it), so both hosts count what the wire order shows.
   void read_answered();
   // After a Terminate: no more Read Responses (RFC 5040 §5.4).
   void clear_inbound_reads() { irq_.clear(); }

@@ -325,8 +325,10 @@ class Session {
   // Segments of one tagged message; L on the last one only when `final`.
   void emit_tagged_part(std::uint8_t opcode, std::uint32_t stag, std::uint64_t to, ByteView payload,
                         bool final);
-  void pump_reads();           // issue queued Read Requests within ORD
-  void pump_read_responses();  // produce IRQ responses while the transmit queue is short
+  void pump_reads();             // issue queued Read Requests within ORD
+  void pump_read_responses();    // produce IRQ responses while the transmit queue is short
+  void retire_answered_reads();  // IRQ entries whose response the transport took
+  void drop_inbound_reads();     // after a Terminate, abort or stall: none is answered
   bool can_post() const;
   void maybe_finish_close();
   std::uint32_t payload_room(bool tagged) const;
@@ -354,18 +356,29 @@ class Session {
   bool direct_mode_ = false;
   bool input_paused_ = false;
   std::uint64_t fpdus_in_ = 0;  // complete FPDUs framed (progress for the stall timer)
+  // Until the peer's first FPDU: the transmit position just past the frame that allows it (our
+  // Reply, or our RTR in peer-to-peer mode), checked by mpa::check_setup_order.
+  std::optional<std::uint64_t> setup_gate_;
   rdmap::DataSink sink_;  // our Data Sink: MSNs, the tagged message, ORQ, IRQ, atomics, RTR
   std::deque<RecvBuffer> recvs_;
   std::deque<QueuedRead> read_queue_;
-  std::uint32_t irq_sent_ = 0;  // octets of the IRQ head answered so far
+  // The IRQ (sink_.irq()) from its head: entries whose Read Response is queued in full but not
+  // yet taken by the transport (each with the transmit position just past its last octet), then
+  // the entry being answered (irq_sent_ octets so far). An entry stays in progress, against IRD,
+  // until the transport took its last octet (RFC 5040 §5.2: the requester may not send another
+  // Read Request for its slot before the response reached it).
+  std::size_t irq_queued_ = 0;
+  std::deque<std::uint64_t> irq_queued_end_;
+  std::uint32_t irq_sent_ = 0;
   std::uint32_t next_atomic_id_ = 1;
   wire::MpaReqRep own_frame_;  // the Request or Reply we sent
 
   // Transmit
   Bytes tx_;
   std::size_t tx_head_ = 0;
-  std::uint64_t tx_pos_ = 0;  // our stream position from S0 (markers)
-  bool tx_full_ = false;      // S0 passed
+  std::uint64_t tx_pos_ = 0;    // our stream position from S0 (markers)
+  std::uint64_t tx_taken_ = 0;  // octets the transport took (consume_output), in all
+  bool tx_full_ = false;        // S0 passed
   std::uint32_t tx_msn_[5] = {1, 1, 1, 1, 1};
   bool want_shutdown_ = false;
   std::uint64_t bytes_placed_ = 0;
