@@ -116,11 +116,31 @@ def test_usage_errors(ddpscope, samples):
             check(p.stdout == "", f"{cmd[0]} --limit {bad} wrote a report")
 
 
+def test_regions_file_errors(ddpscope, samples):
+    """A bad regions file is a usage error (exit 2) naming the entry and the key; no report."""
+    cap = f"{samples}/synthetic/fault-bounds.pcap"
+    cases = (('[{"stag": 1, "base": 0, "length": 8, "sinkk": "10.0.0.2"}]',
+              'region 0: unknown key "sinkk"'),
+             ('[{"stag": 1, "base": 0, "length": -5}]', 'region 0: missing or invalid "length"'),
+             ('[{"stag": 1, "base": "0xffffffffffffff00", "length": 4096}]', "past 2^64"),
+             ('[{"stag": 1, "base": 0, "length": 8}, {"stag": 1, "base": 8, "length": 8}]',
+              "region 1: STag 1 is already region 0's"))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "regions.json")
+        for text, says in cases:
+            with open(path, "w") as f:
+                f.write(text)
+            p = run(ddpscope, "analyze", cap, "--json", "--regions", path)
+            check(p.returncode == 2, f"--regions {text}: exit {p.returncode}, want 2")
+            check(says in p.stderr, f"--regions {text}: stderr lacks {says!r}: {p.stderr}")
+            check(p.stdout == "", f"--regions {text} wrote a report")
+
+
 def main():
     ddpscope, samples = sys.argv[1], sys.argv[2]
     status = 0
     for t in (test_max_streams, test_max_message_records, test_defaults_round_trip,
-              test_retention_spellings, test_usage_errors):
+              test_retention_spellings, test_usage_errors, test_regions_file_errors):
         try:
             t(ddpscope, samples)
             print(f"PASS {t.__name__}")

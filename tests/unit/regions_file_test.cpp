@@ -166,5 +166,73 @@ TEST(RegionsFile, ProtectionDomainsReachTheDataSinks) {
   }
 }
 
+
+// Issue 16: a regions file is checked as strictly as a synth scenario; each error names the
+// entry and the key, and nothing of the file is taken.
+TEST(RegionsFile, UnknownKeysAreErrorsNamingEntryAndKey) {
+  std::vector<RegionSpec> r;
+  std::string err;
+  EXPECT_FALSE(parse_regions(
+      R"([{"stag": 1, "base": 0, "length": 8}, {"stag": 2, "base": 0, "length": 8, "sinkk": "10.0.0.2"}])",
+      r, err));
+  EXPECT_NE(err.find("region 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("unknown key \"sinkk\""), std::string::npos) << err;
+  EXPECT_TRUE(r.empty());
+  RegionsFile f;
+  EXPECT_FALSE(parse_regions_file(R"({"regions": [], "protection_domain": []})", f, err));
+  EXPECT_NE(err.find("\"protection_domain\""), std::string::npos) << err;
+  EXPECT_FALSE(parse_regions_file(
+      R"({"regions": [], "protection_domains": [{"endpoint": "10.0.0.2", "pd": 1, "pdd": 2}]})", f,
+      err));
+  EXPECT_NE(err.find("protection domain 0"), std::string::npos) << err;
+  EXPECT_NE(err.find("\"pdd\""), std::string::npos) << err;
+}
+
+TEST(RegionsFile, LengthsOutsideTheAddressSpaceAreErrors) {
+  std::vector<RegionSpec> r;
+  std::string err;
+  EXPECT_FALSE(parse_regions(R"([{"stag": 1, "base": 0, "length": -1}])", r, err));
+  EXPECT_NE(err.find("\"length\""), std::string::npos) << err;
+  // 2^64: not a 64-bit length.
+  EXPECT_FALSE(
+      parse_regions(R"([{"stag": 1, "base": 0, "length": 18446744073709551616}])", r, err));
+  EXPECT_FALSE(
+      parse_regions(R"([{"stag": 1, "base": 0, "length": "0x10000000000000000"}])", r, err));
+  // base + length past 2^64 (the last octet would be at 2^64).
+  EXPECT_FALSE(
+      parse_regions(R"([{"stag": 1, "base": "0xfffffffffffffff0", "length": 17}])", r, err));
+  EXPECT_NE(err.find("region 0"), std::string::npos) << err;
+  EXPECT_NE(err.find("past 2^64"), std::string::npos) << err;
+  EXPECT_TRUE(r.empty());
+  // Ending exactly at 2^64, the whole space, and an empty region at the top are regions.
+  ASSERT_TRUE(parse_regions(R"([{"stag": 1, "base": "0xfffffffffffffff0", "length": 16},
+                        {"stag": 2, "base": 0, "length": "0xffffffffffffffff"},
+                        {"stag": 3, "base": "0xffffffffffffffff", "length": 0}])",
+                            r, err))
+      << err;
+  EXPECT_EQ(r.size(), 3u);
+}
+
+TEST(RegionsFile, DuplicateStagForTheSameSinkIsAnError) {
+  std::vector<RegionSpec> r;
+  std::string err;
+  EXPECT_FALSE(parse_regions(R"([{"stag": "0x10", "base": 0, "length": 8, "sink": "10.0.0.2"},
+                                 {"stag": 16, "base": 64, "length": 8, "sink": "10.0.0.2"}])",
+                             r, err));
+  EXPECT_NE(err.find("region 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("region 0"), std::string::npos) << err;
+  // A region without a sink stands for every host: it clashes with one that names a sink.
+  EXPECT_FALSE(parse_regions(R"([{"stag": 16, "base": 0, "length": 8},
+                                 {"stag": 16, "base": 0, "length": 8, "sink": "10.0.0.1"}])",
+                             r, err));
+  EXPECT_TRUE(r.empty());
+  // The same STag at two different sinks is two registrations.
+  ASSERT_TRUE(parse_regions(R"([{"stag": 16, "base": 0, "length": 8, "sink": "10.0.0.1"},
+                                {"stag": 16, "base": 0, "length": 8, "sink": "10.0.0.2"}])",
+                            r, err))
+      << err;
+  EXPECT_EQ(r.size(), 2u);
+}
+
 }  // namespace
 }  // namespace ddpscope

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ddpscope/analysis/regions_file.h"
 
+#include <algorithm>
 #include <fstream>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "ddpscope/ddp/rules.h"
 
@@ -92,11 +95,30 @@ bool parse_endpoint(const std::string& text, ProtectionDomainSpec& out) {
   return true;
 }
 
+// A key the format does not have is an error, not ignored: a typo ("sinkk") would otherwise
+// leave the region valid at every host.
+bool known_keys(const json& e, std::initializer_list<std::string_view> keys,
+                const std::string& where, std::string& error) {
+  for (const auto& [key, value] : e.items()) {
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+    std::string list;
+    for (const std::string_view k : keys)
+      list += (list.empty() ? "" : ", ") + std::string(k);
+    error = where + "unknown key \"" + key + "\" (known: " + list + ")";
+    return false;
+  }
+  return true;
+}
+
 bool parse_region(const json& e, const std::string& where, RegionSpec& r, std::string& error) {
   if (!e.is_object()) {
     error = where + "not an object";
     return false;
   }
+  if (!known_keys(
+          e, {"stag", "base", "length", "sink", "origin", "pd", "access", "valid", "invalidatable"},
+          where, error))
+    return false;
   std::uint64_t v = 0;
   if (!e.contains("stag") || !parse_number(e["stag"], v) || v > 0xFFFFFFFFu) {
     error = where + "missing or invalid \"stag\"";
@@ -108,7 +130,13 @@ bool parse_region(const json& e, const std::string& where, RegionSpec& r, std::s
     return false;
   }
   if (!e.contains("length") || !parse_number(e["length"], r.length)) {
-    error = where + "missing or invalid \"length\"";
+    error = where + "missing or invalid \"length\" (a number from 0 to 2^64 - 1)";
+    return false;
+  }
+  // The region's last octet is base + length - 1 (RFC 5041 §7.2's bounds): it must exist.
+  if (r.length > 0 && r.length - 1 > ~r.base) {
+    error =
+        where + "base " + e["base"].dump() + " + length " + e["length"].dump() + " runs past 2^64";
     return false;
   }
   if (e.contains("sink")) {
@@ -156,6 +184,7 @@ bool parse_protection_domain(const json& e, const std::string& where, Protection
     error = where + "not an object";
     return false;
   }
+  if (!known_keys(e, {"endpoint", "pd"}, where, error)) return false;
   if (!e.contains("endpoint") || !e["endpoint"].is_string() ||
       !parse_endpoint(e["endpoint"].get<std::string>(), p)) {
     error = where + "missing or invalid \"endpoint\" (IP:PORT, [IPv6]:PORT or IP)";
@@ -191,6 +220,7 @@ bool parse_regions_file(const std::string& text, RegionsFile& out, std::string& 
   RegionsFile parsed;
   json regions = j;
   if (j.is_object()) {
+    if (!known_keys(j, {"regions", "protection_domains"}, "regions file: ", error)) return false;
     if (!j.contains("regions")) {
       error = "regions file object needs a \"regions\" array";
       return false;
@@ -219,7 +249,18 @@ bool parse_regions_file(const std::string& text, RegionsFile& out, std::string& 
   std::size_t i = 0;
   for (const auto& e : regions) {
     RegionSpec r;
-    if (!parse_region(e, "region " + std::to_string(i++) + ": ", r, error)) return false;
+    const std::string where = "region " + std::to_string(i++) + ": ";
+    if (!parse_region(e, where, r, error)) return false;
+    // One registration per STag and Data Sink: two would leave which bounds hold to the order
+    // of the file. A region without "sink" stands for every host, so it clashes with any.
+    for (std::size_t k = 0; k < parsed.regions.size(); ++k) {
+      const RegionSpec& o = parsed.regions[k];
+      if (o.stag == r.stag && (!o.owner || !r.owner || *o.owner == *r.owner)) {
+        error = where + "STag " + e["stag"].dump() + " is already region " + std::to_string(k) +
+                "'s" + (r.owner ? " for sink " + r.owner->to_string() : std::string());
+        return false;
+      }
+    }
     parsed.regions.push_back(r);
   }
   out.regions.insert(out.regions.end(), parsed.regions.begin(), parsed.regions.end());
