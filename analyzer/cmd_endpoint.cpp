@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "cmd_endpoint_options.h"
@@ -258,6 +259,43 @@ class ScriptRunner {
   bool closed_ = false;
 };
 
+// What ScriptRunner understands; empty when the script is well formed, else the first fault.
+std::string check_script(const json& script) {
+  static const std::set<std::string> kOps = {"wait_recv", "wait_write", "sleep",     "advertise",
+                                             "send",      "write",      "read",      "fetch_add",
+                                             "cswap",     "immediate",  "terminate", "close"};
+  static const std::set<std::string> kTop = {"ops", "regions", "recv_size", "recv_buffers"};
+  for (const auto& [key, value] : script.items()) {
+    if (!kTop.count(key)) return "unknown key \"" + key + "\"";
+  }
+  if (script.contains("ops") && !script["ops"].is_array()) return "\"ops\" must be an array";
+  if (script.contains("regions") && !script["regions"].is_array())
+    return "\"regions\" must be an array";
+  std::set<std::string> names;
+  std::size_t i = 0;
+  for (const auto& r : script.value("regions", json::array())) {
+    const std::string where = "region " + std::to_string(i++) + ": ";
+    if (!r.is_object()) return where + "not an object";
+    if (r.contains("size") && !r["size"].is_number_unsigned())
+      return where + "\"size\" must be a number of octets";
+    names.insert(r.value("name", "buf"));
+  }
+  i = 0;
+  for (const auto& op : script.value("ops", json::array())) {
+    const std::string where = "op " + std::to_string(i++) + ": ";
+    if (!op.is_object() || !op.contains("op") || !op["op"].is_string())
+      return where + "not an object with an \"op\" name";
+    const std::string name = op["op"];
+    if (!kOps.count(name)) return where + "unknown op \"" + name + "\"";
+    // "advertise" takes "region", "read" takes "into"; both default to "buf".
+    const char* key = name == "advertise" ? "region" : name == "read" ? "into" : nullptr;
+    if (key && (!op.value(key, json("buf")).is_string() ||
+                !names.count(op.value(key, json("buf")).get<std::string>())))
+      return where + "\"" + key + "\" names no region of the script";
+  }
+  return {};
+}
+
 int run_endpoint(const EndpointArgs& a) {
   json script = json::object();
   if (!a.script.empty()) {
@@ -269,6 +307,11 @@ int run_endpoint(const EndpointArgs& a) {
     script = json::parse(in, nullptr, false);
     if (script.is_discarded() || !script.is_object()) {
       std::cerr << "endpoint: " << a.script << " is not a JSON object\n";
+      return 2;
+    }
+    // Checked at start-up, not when a peer connects and the script reaches the bad step.
+    if (const std::string bad = check_script(script); !bad.empty()) {
+      std::cerr << "endpoint: " << a.script << ": " << bad << "\n";
       return 2;
     }
   }
@@ -367,7 +410,9 @@ void add_endpoint_command(CLI::App& app, std::function<int()>& run) {
                       : ep->add_subcommand("connect", "connect as the MPA initiator");
     sc->add_option("-a,--addr", a->addr,
                    listen ? "address to listen on (default 127.0.0.1)" : "peer address");
-    sc->add_option("-p,--port", a->port, "TCP port")->required(!listen);
+    sc->add_option("-p,--port", a->port, "TCP port")
+        ->required(!listen)
+        ->check(CLI::Range(0, 65535).description("a TCP port, 0 to 65535 (0: any free one)"));
     sc->add_option("--script", a->script, "JSON script of operations");
     sc->add_option("--send", a->sends, "send this text (repeatable; instead of a script)");
     sc->add_option("--timeout", a->timeout_s, "give up after this many seconds (default 30)");

@@ -117,7 +117,8 @@ void add_live_command(CLI::App& app, std::function<int()>& run) {
   sc->add_option("-c,--count", a->max_frames, "stop after this many frames");
   sc->add_flag("-q,--quiet", a->quiet, "no summary on stderr");
   sc->add_option("--port", a->ports,
-                 "analyse TCP streams on this port even without an MPA handshake (repeatable)");
+                 "analyse TCP streams on this port even without an MPA handshake (repeatable)")
+      ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
   sc->add_option("--mid-stream-crc", a->hint_crc, "for --port streams: CRC in use (default true)");
   sc->add_flag("--mid-stream-markers", a->hint_markers, "for --port streams: markers in use");
   add_limit_option(sc, a->limits);

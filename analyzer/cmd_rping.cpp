@@ -288,7 +288,8 @@ void add_rping_command(CLI::App& app, std::function<int()>& run) {
   sc->add_flag("-s", a->server, "server");
   sc->add_flag("-c", a->client, "client");
   sc->add_option("-a", a->addr, "address to listen on (server) or connect to (client)");
-  sc->add_option("-p", a->port, "port (default 7174)");
+  sc->add_option("-p", a->port, "port (default 7174)")
+      ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
   sc->add_option("-C", a->count, "iterations (default: until interrupted)");
   sc->add_option("-S", a->size, "buffer size (default 64)")->check(CLI::Range(kMinSize, 1u << 30));
   sc->add_flag("-v", a->verbose, "print the ping data");

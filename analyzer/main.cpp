@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -106,6 +109,7 @@ int analyze(const AnalyzeArgs& a) {
                                    net::Endpoint{*addr, static_cast<std::uint16_t>(port)},
                                    a.hint_crc, a.hint_markers});
   }
+  std::string err_export;
   RegionsFile regions;
   if (!a.regions.empty()) {
     std::string err;
@@ -114,6 +118,10 @@ int analyze(const AnalyzeArgs& a) {
       return kExitUsage;
     }
     opt.protection_domains = regions.protection_domains;
+  }
+  if (!a.export_dir.empty() && !report::check_export_dir(a.export_dir, err_export)) {
+    std::cerr << "ddpscope: --export-dir " << err_export << "\n";
+    return kExitUsage;
   }
   Analyzer analyzer(opt);
   if (!a.regions.empty()) analyzer.add_regions(regions.regions);
@@ -133,6 +141,13 @@ int analyze(const AnalyzeArgs& a) {
   // Everything before damage in the file is analysed; the damage is a finding.
   capture::feed(*reader, analyzer, feed_options);
   const Model& m = analyzer.model();
+  if (m.frames_unsupported) {
+    std::cerr << "ddpscope: " << m.frames_unsupported << " of " << m.frames
+              << " frames have the unsupported link type "
+              << capture::CaptureReader::link_type_name(reader->link_type())
+              << "; ddpscope decodes Ethernet, Linux cooked (SLL, SLL2), raw IP and BSD loopback "
+                 "(NULL, LOOP)\n";
+  }
   std::ofstream file_out;
   std::ostream* out = &std::cout;
   if (!a.output.empty()) {
@@ -144,18 +159,26 @@ int analyze(const AnalyzeArgs& a) {
     out = &file_out;
   }
   const std::string name = std::filesystem::path(a.file).filename().string();
+  errno = 0;
   if (a.json) {
     *out << report::to_json(m, name).dump(2) << "\n";
   } else {
     report::write_text(*out, m, name);
   }
+  out->flush();
+  if (!*out) {
+    // A report that did not reach its file is not a report (a full disk, a closed pipe).
+    std::cerr << "ddpscope: cannot write the report to "
+              << (a.output.empty() ? std::string("standard output") : a.output) << ": "
+              << std::strerror(errno ? errno : EIO) << "\n";
+    return kExitUsage;
+  }
   if (!a.export_dir.empty() && !report::export_shadow_buffers(m, a.export_dir, err)) {
     std::cerr << "ddpscope: " << err << "\n";
     return kExitUsage;
   }
-  for (const auto& fd : m.findings)
-    if (fd.severity == Severity::error) return kExitFindings;
-  return kExitClean;
+  // Errors past --limit max_findings count as the kept ones do.
+  return m.severity_counts[static_cast<std::size_t>(Severity::error)] ? kExitFindings : kExitClean;
 }
 
 int list_findings(bool json) {
@@ -192,6 +215,7 @@ int list_findings(bool json) {
 int main(int argc, char** argv) {
   CLI::App app{"ddpscope: see and debug iWARP (MPA/DDP/RDMAP) traffic"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("ddpscope ") + DDPSCOPE_VERSION);
 
   AnalyzeArgs aa;
   auto* an = app.add_subcommand("analyze", "Analyze a pcap/pcapng capture");
@@ -200,7 +224,8 @@ int main(int argc, char** argv) {
   an->add_option("--regions", aa.regions, "JSON file of known STag regions");
   an->add_option("--export-dir", aa.export_dir, "write each shadow buffer and index.json here");
   an->add_option("--port", aa.ports,
-                 "analyze streams on this TCP port even without an MPA handshake");
+                 "analyze streams on this TCP port even without an MPA handshake")
+      ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
   an->add_option("--stream", aa.streams,
                  "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
   an->add_option("--mid-stream-crc", aa.hint_crc, "for --port streams: CRC in use (default true)");
@@ -230,11 +255,35 @@ int main(int argc, char** argv) {
   std::function<int()> run_endpoint_command;  // endpoint, rping, live, replay
   cli::add_endpoint_commands(app, run_endpoint_command);
 
+  std::vector<std::string> help_topic;
+  auto* hp =
+      app.add_subcommand("help", "Show the help of ddpscope or of one command (help CMD [SUB])");
+  hp->add_option("COMMAND", help_topic, "a command, and a subcommand of it (endpoint listen)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
+  }
+  if (hp->parsed()) {
+    const CLI::App* topic = &app;
+    for (const auto& name : help_topic) {
+      const CLI::App* sub = nullptr;
+      for (const CLI::App* c : topic->get_subcommands([](const CLI::App*) { return true; }))
+        if (c->get_name() == name) sub = c;
+      if (sub == nullptr || sub == hp) {
+        std::cerr << "ddpscope help: no command \"" << name << "\"; `ddpscope help` lists them\n";
+        return kExitUsage;
+      }
+      topic = sub;
+    }
+    std::string path = "ddpscope";
+    for (const auto& name : help_topic)
+      path += " " + name;
+    // The formatter directly: App::help() would show the last parsed subcommand (help itself).
+    std::cout << topic->get_formatter()->make_help(topic, path, CLI::AppFormatMode::Normal);
+    return kExitClean;
   }
   if (run_endpoint_command) return run_endpoint_command();
   if (an->parsed()) return analyze(aa);

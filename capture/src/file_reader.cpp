@@ -61,6 +61,15 @@ std::unique_ptr<CaptureReader> CaptureReader::open(const std::string& path, std:
       error = path + ": " + std::strerror(errno);
       return nullptr;
     }
+    // Said plainly rather than as libpcap's "tried to read 4 file header bytes, only got 0".
+    struct stat fst {};
+    if (::fstat(::fileno(f), &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_size < 24) {
+      error = path + (fst.st_size == 0 ? std::string(": empty file")
+                                       : ": " + std::to_string(fst.st_size) +
+                                             " octets, too short for a pcap or pcapng header");
+      std::fclose(f);
+      return nullptr;
+    }
     r->read_buffer_.reset(new char[kReadBuffer]);
     std::setvbuf(f, r->read_buffer_.get(), _IOFBF, kReadBuffer);
     ::posix_fadvise(::fileno(f), 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -77,6 +86,18 @@ std::unique_ptr<CaptureReader> CaptureReader::open(const std::string& path, std:
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) r->file_size_ = static_cast<std::uint64_t>(st.st_size);
   return r;
+}
+
+std::string CaptureReader::link_type_name(std::uint32_t link_type) {
+  const int dlt = detail::linktype_to_dlt(link_type);
+  const char* name = pcap_datalink_val_to_name(dlt);
+  const char* description = pcap_datalink_val_to_description(dlt);
+  std::string out = name ? name : "unknown";
+  // LINKTYPE_USER0..15 (147..162), private use: older libpcaps name none of them.
+  if (!name && link_type >= 147 && link_type <= 162) out = "USER" + std::to_string(link_type - 147);
+  out += " (";
+  if (description) out += std::string(description) + ", ";
+  return out + std::to_string(link_type) + ")";
 }
 
 CaptureReader::~CaptureReader() {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ddpscope/report/report.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -188,15 +190,10 @@ json to_json(const Model& m, const std::string& capture_name) {
   root["findings"] = findings;
   if (m.findings_dropped) root["findings_dropped"] = m.findings_dropped;
   json summary;
-  std::uint64_t errors = 0, warnings = 0, notes = 0;
-  for (const auto& f : m.findings) {
-    errors += f.severity == Severity::error;
-    warnings += f.severity == Severity::warning;
-    notes += f.severity == Severity::note;
-  }
-  summary["errors"] = errors;
-  summary["warnings"] = warnings;
-  summary["notes"] = notes;
+  // Every finding counts, the ones past --limit max_findings too.
+  summary["errors"] = m.severity_counts[static_cast<std::size_t>(Severity::error)];
+  summary["warnings"] = m.severity_counts[static_cast<std::size_t>(Severity::warning)];
+  summary["notes"] = m.severity_counts[static_cast<std::size_t>(Severity::note)];
   summary["messages"] = m.messages.size();
   summary["frames_not_tcp"] = m.frames_not_tcp;
   summary["frames_unsupported"] = m.frames_unsupported;
@@ -283,7 +280,13 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
     out << "\nNo iWARP stream found (no MPA handshake; use --port for mid-stream captures).\n";
   out << "\nFindings: " << m.findings.size();
   if (m.findings_dropped) out << " (+" << m.findings_dropped << " not kept)";
-  out << "\n";
+  // By severity, the ones not kept included.
+  const auto count = [&](Severity s, const char* one) {
+    const std::uint64_t n = m.severity_counts[static_cast<std::size_t>(s)];
+    return std::to_string(n) + " " + one + (n == 1 ? "" : "s");
+  };
+  out << " (" << count(Severity::error, "error") << ", " << count(Severity::warning, "warning")
+      << ", " << count(Severity::note, "note") << ")\n";
   for (const auto& f : m.findings) {
     out << "  frame " << std::setw(7) << f.frame << "  " << std::left << std::setw(8)
         << to_string(f.severity) << std::setw(34) << f.code() << std::right;
@@ -293,6 +296,36 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
     if (f.consequence_of_gap) out << "  (consequence of capture loss)";
     out << "\n";
   }
+}
+
+bool check_export_dir(const std::string& dir, std::string& error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    error = dir + " is not a directory";
+    return false;
+  }
+  fs::create_directories(dir, ec);
+  if (ec) {
+    error = "cannot create " + dir + ": " + ec.message();
+    return false;
+  }
+  // Writable: a probe file, created and removed (permissions alone do not tell, e.g. as root
+  // on a read-only mount).
+  const fs::path probe = fs::path(dir) / ".ddpscope-write-test";
+  errno = 0;
+  {
+    std::ofstream out(probe, std::ios::binary);
+    out << "x";
+    out.flush();
+    if (!out) {
+      error = "cannot write in " + dir + ": " + std::strerror(errno ? errno : EACCES);
+      fs::remove(probe, ec);
+      return false;
+    }
+  }
+  fs::remove(probe, ec);
+  return true;
 }
 
 bool export_shadow_buffers(const Model& m, const std::string& dir, std::string& error) {
@@ -348,6 +381,12 @@ bool export_shadow_buffers(const Model& m, const std::string& dir, std::string& 
           if (!known[p - base - off]) complete = false;
       }
     }
+    out.flush();
+    if (!out) {
+      error = "cannot write " + (fs::path(dir) / name).string() + ": " +
+              std::strerror(errno ? errno : EIO);
+      return false;
+    }
     entry["content_complete"] = complete;
     index.push_back(entry);
   }
@@ -357,6 +396,11 @@ bool export_shadow_buffers(const Model& m, const std::string& dir, std::string& 
     return false;
   }
   idx << index.dump(2) << "\n";
+  idx.flush();
+  if (!idx) {
+    error = "cannot write index.json in " + dir + ": " + std::strerror(errno ? errno : EIO);
+    return false;
+  }
   return true;
 }
 

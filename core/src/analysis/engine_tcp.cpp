@@ -34,6 +34,7 @@ std::size_t Analyzer::Impl::report(FindingId id, const Ctx& ctx, std::string mes
                                    bool consequence, std::optional<TerminateError> term) {
   const auto& spec = finding_spec(id);
   model.finding_counts[static_cast<std::size_t>(id)]++;
+  model.severity_counts[static_cast<std::size_t>(consequence ? Severity::note : spec.severity)]++;
   if (model.findings.size() >= options.limits.max_findings) {
     model.findings_dropped++;
     return kNoIndex;

@@ -29,6 +29,8 @@ class CaptureReader {
   bool next(Frame& frame);
   const std::string& error() const { return error_; }
   std::uint32_t link_type() const { return link_type_; }
+  // libpcap's name and description of a LINKTYPE_* value: "USER0 (User 0, 147)".
+  static std::string link_type_name(std::uint32_t link_type);
   std::uint32_t snaplen() const { return snaplen_; }
   std::uint64_t file_size() const { return file_size_; }
   // Approximate read position in the file, for a progress bar.

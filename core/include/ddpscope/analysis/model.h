@@ -116,6 +116,9 @@ struct Model {
   std::vector<Finding> findings;
   std::uint64_t findings_dropped = 0;  // beyond Limits::max_findings
   std::array<std::uint64_t, kFindingCount> finding_counts{};
+  // Every finding reported, kept or past Limits::max_findings, by Severity (note, warning,
+  // error): what summaries and exit codes count.
+  std::array<std::uint64_t, 3> severity_counts{};
   ShadowMemory memory;  // shadow buffers keyed by (owner host, STag)
   std::vector<MessageRecord> messages;
   std::uint64_t frames = 0;

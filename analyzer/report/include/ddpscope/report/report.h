@@ -21,6 +21,8 @@ void write_text(std::ostream& out, const Model& model, const std::string& captur
 // Writes one file per shadow buffer (placed octets at their offsets from the lowest placed
 // TO, unplaced octets zero) and index.json naming each file with its sink, STag, base TO and
 // placed ranges. Returns false with a message on I/O errors.
+// The export directory exists (or is created) and takes a file; checked before analysing.
+bool check_export_dir(const std::string& dir, std::string& error);
 bool export_shadow_buffers(const Model& model, const std::string& dir, std::string& error);
 
 // "0x1a2b"
