@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(cmake ninja-build g++ pkg-config git python3
-          libisal-dev libpcap-dev libglib2.0-dev libcli11-dev nlohmann-json3-dev
+          libisal-dev libpcap-dev zlib1g-dev libglib2.0-dev libcli11-dev nlohmann-json3-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           wireshark-dev libwireshark-dev tshark
           qt6-base-dev libgl-dev xauth xvfb clang-format

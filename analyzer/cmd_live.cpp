@@ -33,7 +33,29 @@ struct LiveArgs {
   bool hint_crc = true;
   bool hint_markers = false;
   std::vector<std::string> limits;  // --limit NAME=VALUE
+  bool list = false;                // -D: list the interfaces instead
 };
+
+// tshark -D's form: "1. lo (Loopback)".
+int list_live_interfaces() {
+  std::string error;
+  const auto ifs = capture::list_interfaces(error);
+  if (!error.empty()) {
+    std::cerr << "live: " << error << "\n";
+    return 2;
+  }
+  std::size_t i = 0;
+  for (const auto& f : ifs) {
+    std::printf("%zu. %s", ++i, f.name.c_str());
+    if (!f.description.empty())
+      std::printf(" (%s)", f.description.c_str());
+    else if (f.loopback)
+      std::printf(" (Loopback)");
+    if (!f.up) std::printf(" [down]");
+    std::printf("\n");
+  }
+  return 0;
+}
 
 // Prints each finding once, as the engine raises it.
 class Printer final : public AnalysisObserver {
@@ -44,13 +66,11 @@ class Printer final : public AnalysisObserver {
       print(i);
   }
   void on_finding(std::size_t i) override { print(i); }
-  std::size_t errors = 0;
 
  private:
   void print(std::size_t i) {
     if (!printed_.insert(i).second) return;
     const Finding& f = a_.model().findings[i];
-    if (f.severity == Severity::error) ++errors;
     std::printf("frame %llu stream %u: %s %s: %s\n", static_cast<unsigned long long>(f.frame),
                 f.stream, std::string(to_string(f.severity)).c_str(), std::string(f.code()).c_str(),
                 f.message.c_str());
@@ -102,7 +122,8 @@ int run_live(const LiveArgs& a) {
                  static_cast<unsigned long long>(m.frames), m.streams.size(), m.findings.size(),
                  live->capture().stats().c_str());
   if (!ok) return 2;
-  return printer.errors ? 1 : 0;
+  // Errors past --limit max_findings count as the printed ones do.
+  return m.severity_counts[static_cast<std::size_t>(Severity::error)] ? 1 : 0;
 }
 
 }  // namespace
@@ -110,9 +131,10 @@ int run_live(const LiveArgs& a) {
 void add_live_command(CLI::App& app, std::function<int()>& run) {
   auto a = std::make_shared<LiveArgs>();
   auto* sc = app.add_subcommand("live", "Capture live, analyze as packets arrive");
-  sc->add_option("-i,--interface", a->iface, "interface (e.g. lo, eth0)")->required();
+  sc->add_option("-i,--interface", a->iface, "interface (e.g. lo, eth0); -D lists them");
+  sc->add_flag("-D,--list-interfaces", a->list, "list the interfaces to capture on, as tshark -D");
   sc->add_option("-f,--filter", a->bpf, "BPF capture filter");
-  sc->add_option("--write", a->write, "also save the capture (pcap)");
+  sc->add_option("-w,--write", a->write, "also save the capture (pcap)");
   sc->add_option("--duration", a->duration_s, "stop after this many seconds");
   sc->add_option("-c,--count", a->max_frames, "stop after this many frames");
   sc->add_flag("-q,--quiet", a->quiet, "no summary on stderr");
@@ -122,7 +144,16 @@ void add_live_command(CLI::App& app, std::function<int()>& run) {
   sc->add_option("--mid-stream-crc", a->hint_crc, "for --port streams: CRC in use (default true)");
   sc->add_flag("--mid-stream-markers", a->hint_markers, "for --port streams: markers in use");
   add_limit_option(sc, a->limits);
-  sc->callback([a, &run] { run = [a] { return run_live(*a); }; });
+  sc->callback([a, &run] {
+    run = [a] {
+      if (a->list) return list_live_interfaces();
+      if (a->iface.empty()) {
+        std::cerr << "live: -i INTERFACE is required (-D lists them)\n";
+        return 2;
+      }
+      return run_live(*a);
+    };
+  });
 }
 
 }  // namespace ddpscope::cli

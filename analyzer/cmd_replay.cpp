@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// `ddpscope replay CAPTURE --stream N --side client|server --peer HOST:PORT`: replays one side
-// of a captured stream against a live peer over the userspace endpoint. The MPA handshake is
+// `ddpscope replay CAPTURE --stream-index N --side client|server --peer HOST:PORT`: replays one
+// side of a captured stream against a live peer over the userspace endpoint. The MPA handshake is
 // repeated with the captured parameters; that side's messages are re-sent (Sends verbatim;
 // RDMA Writes, Read Requests and atomics with the peer's STags and TOs remapped through its
 // advertisements, compared with the captured peer's at the same message positions); the live
@@ -302,7 +302,8 @@ void add_replay_command(CLI::App& app, std::function<int()>& run) {
                                 "Replay one side of a captured stream against a live "
                                 "peer and report where it differs");
   sc->add_option("CAPTURE", a->capture, "pcap/pcapng file")->required();
-  sc->add_option("--stream", a->stream, "stream number in the analyzer's report (default 0)");
+  sc->add_option("--stream-index", a->stream,
+                 "the stream's number in the analyzer's report (\"stream\": N; default 0)");
   sc->add_option("--side", a->side, "the side to replay: client or server")
       ->check(CLI::IsMember({"client", "server"}));
   sc->add_option("--peer", a->peer,

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 #include "cmd_endpoint_options.h"
 #include "ddpscope/endpoint/endpoint.h"
@@ -23,7 +24,10 @@ using session::EventKind;
 struct RpingArgs {
   bool server = false;
   bool client = false;
-  std::string addr = "127.0.0.1";
+  std::optional<std::string> addr;  // server default: every address (rping's INADDR_ANY)
+  std::string source;               // client: -I, the local address to connect from
+  bool persistent = false;          // server: -P, one client after another
+  bool debug = false;               // -d: every session event on stderr
   std::uint16_t port = 7174;
   int count = 0;  // 0: forever, as rping
   std::uint32_t size = 64;
@@ -35,6 +39,14 @@ struct RpingArgs {
 };
 
 constexpr std::size_t kAdvSize = ulp::RpingInfo::kSize;
+
+// -d: one line per session event.
+void debug_event(const Event& e) {
+  std::fprintf(stderr, "rping: %s", std::string(session::to_string(e.kind)).c_str());
+  if (e.length) std::fprintf(stderr, " length=%u", e.length);
+  if (!e.message.empty()) std::fprintf(stderr, " (%s)", e.message.c_str());
+  std::fprintf(stderr, "\n");
+}
 constexpr std::uint32_t kMinSize = 26;  // sizeof "rdma-ping-%d: " with INT_MAX
 
 // rping's buffer text for iteration `ping` (start character carried across iterations).
@@ -85,6 +97,7 @@ int run_client(const RpingArgs& a) {
   };
   loop.on_connection = [&](endpoint::Connection& c) { c.session().post_recv(recv_buf, 1); };
   loop.on_event = [&](endpoint::Connection& c, const Event& e) {
+    if (a.debug) debug_event(e);
     switch (e.kind) {
       case EventKind::connected:
         st = St::starting;
@@ -133,7 +146,8 @@ int run_client(const RpingArgs& a) {
     }
   };
   std::string err;
-  endpoint::Connection* conn = loop.connect(a.addr, a.port, cfg, err);
+  endpoint::Connection* conn =
+      loop.connect(a.addr.value_or("127.0.0.1"), a.port, cfg, err, a.source);
   if (!conn) {
     std::cerr << "rping: " << err << "\n";
     return 1;
@@ -190,6 +204,7 @@ int run_server(const RpingArgs& a) {
     c.session().post_recv(recv_buf, 1);
   };
   loop.on_event = [&](endpoint::Connection& c, const Event& e) {
+    if (a.debug) debug_event(e);
     switch (e.kind) {
       case EventKind::connected:
         st = St::wait_read_adv;
@@ -258,7 +273,7 @@ int run_server(const RpingArgs& a) {
     }
   };
   std::string err;
-  if (!loop.listen(a.addr, a.port, cfg, err)) {
+  if (!loop.listen(a.addr.value_or("0.0.0.0"), a.port, cfg, err)) {
     std::cerr << "rping: " << err << "\n";
     return 1;
   }
@@ -287,7 +302,12 @@ void add_rping_command(CLI::App& app, std::function<int()>& run) {
   auto* sc = app.add_subcommand("rping", "rping-compatible client/server over the endpoint");
   sc->add_flag("-s", a->server, "server");
   sc->add_flag("-c", a->client, "client");
-  sc->add_option("-a", a->addr, "address to listen on (server) or connect to (client)");
+  sc->add_option("-a", a->addr,
+                 "address to listen on (server; default every address, as rping) or connect to "
+                 "(client; default 127.0.0.1)");
+  sc->add_option("-I", a->source, "client: the local address to connect from");
+  sc->add_flag("-P", a->persistent, "server: persistent, serve one client after another");
+  sc->add_flag("-d", a->debug, "debug: print every session event on stderr");
   sc->add_option("-p", a->port, "port (default 7174)")
       ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
   sc->add_option("-C", a->count, "iterations (default: until interrupted)");
@@ -303,7 +323,21 @@ void add_rping_command(CLI::App& app, std::function<int()>& run) {
         std::cerr << "rping: give exactly one of -s and -c\n";
         return 2;
       }
-      return a->server ? run_server(*a) : run_client(*a);
+      if (!a->client && !a->source.empty()) {
+        std::cerr << "rping: -I is the client's source address\n";
+        return 2;
+      }
+      if (a->client && a->persistent) {
+        std::cerr << "rping: -P is a server option\n";
+        return 2;
+      }
+      if (a->client) return run_client(*a);
+      // -P: the next client after each one (until interrupted), as rping's persistent server.
+      int rc = 0;
+      do {
+        rc = run_server(*a);
+      } while (a->persistent);
+      return rc;
     };
   });
 }

@@ -75,6 +75,7 @@ struct AnalyzeArgs {
   std::optional<std::size_t> window_mib;
   std::vector<std::string> limits;  // NAME=VALUE, applied after the two above
   std::string output;
+  std::string filter;
 };
 
 int analyze(const AnalyzeArgs& a) {
@@ -128,6 +129,10 @@ int analyze(const AnalyzeArgs& a) {
   std::string err;
   auto reader = capture::CaptureReader::open(a.file, err);
   if (!reader) {
+    std::cerr << "ddpscope: " << err << "\n";
+    return kExitUsage;
+  }
+  if (!a.filter.empty() && !reader->set_filter(a.filter, err)) {
     std::cerr << "ddpscope: " << err << "\n";
     return kExitUsage;
   }
@@ -219,7 +224,12 @@ int main(int argc, char** argv) {
 
   AnalyzeArgs aa;
   auto* an = app.add_subcommand("analyze", "Analyze a pcap/pcapng capture");
-  an->add_option("FILE", aa.file, "capture file (pcap or pcapng)")->required();
+  an->add_option("-r,FILE", aa.file,
+                 "capture file: pcap or pcapng, gzip-compressed or not (.pcap.gz); - for stdin")
+      ->required();
+  an->add_option("-Y,--filter", aa.filter,
+                 "BPF capture filter applied while reading (pcap-filter(7)); frames keep their "
+                 "numbers");
   an->add_flag("--json", aa.json, "JSON report (schema in the README)");
   an->add_option("--regions", aa.regions, "JSON file of known STag regions");
   an->add_option("--export-dir", aa.export_dir, "write each shadow buffer and index.json here");

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // ddpscope-extcap: a Wireshark extcap interface, "ddpscope replay". Wireshark (or tshark -i)
 // runs it to list the interface, its link type and its options; on --capture it starts
-// `ddpscope replay CAPTURE --stream N --side S --peer HOST:PORT` and streams the replayed
+// `ddpscope replay CAPTURE --stream-index N --side S --peer HOST:PORT` and streams the replayed
 // exchange, captured live on lo (LiveSession, filtered to the peer's port and the user's
 // capture filter), into Wireshark's FIFO. It ends when the replay has ended (and the last
 // frames were captured) or when Wireshark stops it (SIGTERM), and then stops the replay.
@@ -111,7 +111,7 @@ pid_t start_replay(const Args& a, std::string& error) {
   std::vector<std::string> argv_s = {a.ddpscope.empty() ? default_ddpscope() : a.ddpscope,
                                      "replay",
                                      a.capture_file,
-                                     "--stream",
+                                     "--stream-index",
                                      a.stream,
                                      "--side",
                                      a.side,

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <zlib.h>
+
 #include "link_type.h"
 
 namespace ddpscope::capture {
@@ -45,6 +47,41 @@ void fill(Frame& frame, std::uint64_t number, std::uint32_t link_type, const pca
   frame.interface_id = 0;
 }
 
+// A FILE reading the decompressed octets of a gzip file, for libpcap (pcap_fopen_offline).
+// fclose() (from pcap_close) closes the gzFile.
+ssize_t gz_read(void* cookie, char* buf, size_t size) {
+  const unsigned n = static_cast<unsigned>(std::min<size_t>(size, 1u << 30));
+  const int got = gzread(static_cast<gzFile>(cookie), buf, n);
+  if (got < 0) {
+    errno = EIO;
+    return -1;
+  }
+  return got;
+}
+
+int gz_close(void* cookie) {
+  return gzclose(static_cast<gzFile>(cookie)) == Z_OK ? 0 : EOF;
+}
+
+std::FILE* open_gzip(const std::string& path, gzFile& gz, std::string& error) {
+  gz = gzopen(path.c_str(), "rb");
+  if (gz == nullptr) {
+    error = path + ": " + std::strerror(errno ? errno : ENOMEM);
+    return nullptr;
+  }
+  gzbuffer(gz, static_cast<unsigned>(kReadBuffer));
+  cookie_io_functions_t io{};
+  io.read = gz_read;
+  io.close = gz_close;
+  std::FILE* f = fopencookie(gz, "rb", io);
+  if (f == nullptr) {
+    error = path + ": " + std::strerror(errno);
+    gzclose(gz);
+    gz = nullptr;
+  }
+  return f;
+}
+
 }  // namespace
 
 std::unique_ptr<CaptureReader> CaptureReader::open(const std::string& path, std::string& error) {
@@ -70,11 +107,29 @@ std::unique_ptr<CaptureReader> CaptureReader::open(const std::string& path, std:
       std::fclose(f);
       return nullptr;
     }
-    r->read_buffer_.reset(new char[kReadBuffer]);
-    std::setvbuf(f, r->read_buffer_.get(), _IOFBF, kReadBuffer);
-    ::posix_fadvise(::fileno(f), 0, 0, POSIX_FADV_SEQUENTIAL);
+    unsigned char magic[2] = {};
+    const bool gzip = std::fread(magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (gzip) {
+      // RFC 1952's magic: decompress through zlib under a FILE that libpcap reads.
+      std::fclose(f);
+      gzFile gz = nullptr;
+      f = open_gzip(path, gz, error);
+      if (f == nullptr) return nullptr;
+      r->gzip_ = gz;
+    } else {
+      std::rewind(f);
+      r->read_buffer_.reset(new char[kReadBuffer]);
+      std::setvbuf(f, r->read_buffer_.get(), _IOFBF, kReadBuffer);
+      ::posix_fadvise(::fileno(f), 0, 0, POSIX_FADV_SEQUENTIAL);
+    }
     p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, errbuf);
-    if (p == nullptr) std::fclose(f);  // on success pcap_close() closes it
+    if (p == nullptr) {
+      std::fclose(f);  // on success pcap_close() closes it (and the gzFile)
+      if (gzip) {
+        error = path + ": gzip-compressed, but not a capture inside: " + errbuf;
+        return nullptr;
+      }
+    }
   }
   if (p == nullptr) {
     error = path + ": " + errbuf;
@@ -100,6 +155,21 @@ std::string CaptureReader::link_type_name(std::uint32_t link_type) {
   return out + std::to_string(link_type) + ")";
 }
 
+bool CaptureReader::set_filter(const std::string& expression, std::string& error) {
+  auto prog =
+      std::unique_ptr<bpf_program, void (*)(bpf_program*)>(new bpf_program{}, [](bpf_program* p) {
+        pcap_freecode(p);
+        delete p;
+      });
+  if (pcap_compile(handle_, prog.get(), expression.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0) {
+    error = "filter \"" + expression + "\": " + pcap_geterr(handle_);
+    // prog's deleter: pcap_freecode() of a program never compiled frees nothing.
+    return false;
+  }
+  filter_ = std::move(prog);
+  return true;
+}
+
 CaptureReader::~CaptureReader() {
   if (handle_ != nullptr) pcap_close(handle_);
 }
@@ -108,9 +178,14 @@ bool CaptureReader::next(Frame& frame) {
   if (done_) return false;
   pcap_pkthdr* hdr = nullptr;
   const u_char* data = nullptr;
-  int rc = pcap_next_ex(handle_, &hdr, &data);
-  if (rc == 1) {
-    fill(frame, ++number_, link_type_, hdr, data, true);
+  int rc = 0;
+  while ((rc = pcap_next_ex(handle_, &hdr, &data)) == 1) {
+    ++number_;
+    if (filter_ && pcap_offline_filter(filter_.get(), hdr, data) == 0) {
+      ++filtered_out_;
+      continue;
+    }
+    fill(frame, number_, link_type_, hdr, data, true);
     return true;
   }
   done_ = true;
@@ -122,6 +197,10 @@ bool CaptureReader::next(Frame& frame) {
 
 std::uint64_t CaptureReader::bytes_read() const {
   if (done_) return file_size_;
+  if (gzip_ != nullptr) {
+    const z_off_t at = gzoffset(static_cast<gzFile>(gzip_));
+    return at < 0 ? 0 : std::min(static_cast<std::uint64_t>(at), file_size_);
+  }
   std::FILE* f = pcap_file(handle_);
   if (f == nullptr) return 0;
   long pos = std::ftell(f);

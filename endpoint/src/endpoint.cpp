@@ -183,7 +183,8 @@ bool Loop::listen(const std::string& addr, std::uint16_t port, const session::Se
 }
 
 Connection* Loop::connect(const std::string& host, std::uint16_t port,
-                          const session::SessionConfig& config, std::string& error) {
+                          const session::SessionConfig& config, std::string& error,
+                          const std::string& source) {
   if (g_open >= g_max) {
     error = "connection limit reached (" + std::to_string(g_max.load()) + ")";
     return nullptr;
@@ -201,6 +202,19 @@ Connection* Loop::connect(const std::string& host, std::uint16_t port,
   auto c = std::unique_ptr<Connection>(new Connection());
   c->fd_ = fd;
   ++g_open;
+  if (!source.empty()) {
+    sockaddr_storage src{};
+    socklen_t slen = 0;
+    if (!resolve(source, 0, src, slen, error)) return nullptr;
+    if (src.ss_family != ss.ss_family) {
+      error = "source address " + source + " is not of the peer's address family";
+      return nullptr;
+    }
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&src), slen) != 0) {
+      error = "bind to " + source + ": " + std::strerror(errno);
+      return nullptr;
+    }
+  }
   c->peer_ = peer_name(ss);
   session::SessionConfig cfg = config;
   cfg.role = session::Role::initiator;

@@ -104,7 +104,7 @@ class Endpoint(unittest.TestCase):
         port = free_port()
         server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 3)
         time.sleep(0.2)
-        r = run("replay", pcap, "--stream", 0, "--side", "client", "--peer", f"127.0.0.1:{port}")
+        r = run("replay", pcap, "--stream-index", 0, "--side", "client", "--peer", f"127.0.0.1:{port}")
         server.communicate(timeout=30)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("0 differences", r.stdout)

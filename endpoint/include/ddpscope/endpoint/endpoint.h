@@ -76,9 +76,11 @@ class Loop {
               std::string& error);
   std::uint16_t listen_port() const { return listen_port_; }
   void stop_listening();
-  // Starts a nonblocking connect; the initiator session starts once TCP is up.
+  // Starts a nonblocking connect; the initiator session starts once TCP is up. `source`, when
+  // given, is the local address to connect from (rping's -I).
   Connection* connect(const std::string& host, std::uint16_t port,
-                      const session::SessionConfig& config, std::string& error);
+                      const session::SessionConfig& config, std::string& error,
+                      const std::string& source = {});
 
   // Called for a new connection before its session starts (post receive buffers here).
   std::function<void(Connection&)> on_connection;
