@@ -113,6 +113,7 @@ void CaptureState::feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpS
   current_ts_ns_ = ts_ns;
   current_payload_ = payload_in_frame ? segment.payload : ByteView{};
   last_frame_ = frame;
+  ++segments_fed_;
   try {
     analyzer_.feed_tcp(frame, ts_ns, segment);
     index_new_streams();

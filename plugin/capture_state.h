@@ -105,6 +105,9 @@ class CaptureState final : private AnalysisObserver {
   void finish() noexcept;
   bool finished() const { return finished_; }
   std::uint64_t last_fed_frame() const { return last_frame_; }
+  // TCP segments Wireshark's TCP dissector handed us (the Model's frame count stays 0: the
+  // plugin feeds segments, not frames).
+  std::uint64_t segments_fed() const { return segments_fed_; }
   std::uint64_t internal_errors() const { return internal_errors_; }
 
   // True when core knows the TCP connection between a and b as iWARP (handshake seen, or a
@@ -144,6 +147,7 @@ class CaptureState final : private AnalysisObserver {
   ByteView current_payload_;  // TCP payload of current_frame_, valid during feed()
   std::int64_t current_ts_ns_ = 0;
   std::uint64_t last_frame_ = 0;
+  std::uint64_t segments_fed_ = 0;
   std::uint64_t internal_errors_ = 0;
   bool finished_ = false;
 };

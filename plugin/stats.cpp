@@ -20,11 +20,15 @@ tap_packet_status stats_packet(void*, packet_info*, epan_dissect_t*, const void*
   return TAP_PACKET_DONT_REDRAW;  // everything is read from core's Model when drawing
 }
 
-void print_model(const Model& m) {
+void print_model(const Model& m, std::uint64_t segments, std::uint64_t last_frame) {
   std::printf("\n==================================================================\n");
   std::printf("ddpscope iWARP statistics\n");
-  std::printf("Frames fed: %" PRIu64 "  streams: %zu  messages: %zu  findings: %zu\n", m.frames,
-              m.streams.size(), m.messages.size(), m.findings.size());
+  const auto sev = [&](Severity s) { return m.severity_counts[static_cast<std::size_t>(s)]; };
+  std::printf("TCP segments analysed: %" PRIu64 " (up to frame %" PRIu64
+              ")  streams: %zu  messages: %zu  findings: %" PRIu64 " errors, %" PRIu64
+              " warnings, %" PRIu64 " notes\n",
+              segments, last_frame, m.streams.size(), m.messages.size(), sev(Severity::error),
+              sev(Severity::warning), sev(Severity::note));
   for (const StreamModel& s : m.streams) {
     if (s.state == StreamState::unknown || s.state == StreamState::not_iwarp) continue;
     std::printf("\nStream %u: %s <-> %s  state=%s%s", s.id, s.client.to_string().c_str(),
@@ -85,7 +89,7 @@ void print_model(const Model& m) {
 void stats_draw(void*) {
   if (stats_state == nullptr) return;
   stats_state->finish();
-  print_model(stats_state->model());
+  print_model(stats_state->model(), stats_state->segments_fed(), stats_state->last_fed_frame());
 }
 
 void stats_init(const char* /*opt_arg*/, void* /*userdata*/) {

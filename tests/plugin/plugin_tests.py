@@ -302,6 +302,10 @@ def test_stats(ts, args):
     cap = ts.stage(args.capture)
     out = ts.run(["-r", cap, "-q", "-z", "ddpscope,stat"]).stdout
     check("ddpscope iWARP statistics" in out, out)
+    # The segments the plugin analysed (was "Frames fed: 0": the plugin feeds TCP segments).
+    m = re.search(r"TCP segments analysed: (\d+) \(up to frame (\d+)\)", out)
+    check(m and int(m.group(1)) > 0 and int(m.group(2)) >= int(m.group(1)), out)
+    check(re.search(r"findings: \d+ errors, \d+ warnings, \d+ notes", out), out)
     check(re.search(r"Stream 0: 10\.10\.1\.1:42742 <-> 10\.10\.1\.2:9999", out), out)
     check(re.search(r"Send\s+segments=4\s+messages=4", out), out)
     check(re.search(r"QN 0\s+MSN 1\.\.4", out), out)

@@ -716,6 +716,36 @@ TEST(Terminate, SiwBitfieldVector) {
   }
 }
 
+// Issue 16: siw sends its version, opcode, CRC and IRD errors with no M/D/R flag, so no flag
+// tells the layouts apart. siw's reading is taken only when the RFC reading names no defined
+// error and siw's does; when both are defined the RFC reading stands (ambiguous by design).
+TEST(Terminate, UnflaggedSiwWordReadAsSiwOnlyWhenTheRfcReadingIsUndefined) {
+  // siw's DDP / Untagged / Invalid DDP version (0x06): RFC order reads LLP / 0x1 / 0x06,
+  // which no table defines.
+  const Bytes ddp_version = {0x21, 0x06, 0x00, 0x00};
+  auto r = decode_terminate(ddp_version);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ(r->layout, TerminateLayout::siw_bitfield);
+  EXPECT_EQ(r->evidence, TerminateLayoutEvidence::rfc_undefined);
+  EXPECT_EQ(r->control, (TerminateControl{1, 2, 6, false, false, false, 0}));
+  EXPECT_EQ(r->rfc_reading, (TerminateControl{2, 1, 6, false, false, false, 0}));
+  // siw's RDMAP / Remote Operation / Unexpected OpCode is 0x20 0x06: in RFC order that is
+  // LLP / MPA / Insufficient IRD (RFC 6581), also defined: the RFC reading stands.
+  r = decode_terminate(Bytes{0x20, 0x06, 0x00, 0x00});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ(r->layout, TerminateLayout::rfc);
+  EXPECT_EQ(r->evidence, TerminateLayoutEvidence::rfc_flags);
+  EXPECT_EQ(r->control, (TerminateControl{2, 0, 6, false, false, false, 0}));
+  // An RFC word that is a defined error is never reinterpreted.
+  r = decode_terminate(Bytes{0x12, 0x01, 0x00, 0x00});  // DDP / Untagged / Invalid QN
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ(r->layout, TerminateLayout::rfc);
+  // Neither reading defined: the RFC reading, as it is.
+  r = decode_terminate(Bytes{0x2F, 0x77, 0x00, 0x00});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ(r->layout, TerminateLayout::rfc);
+}
+
 TEST(Terminate, SiwRoundTripOfDdpLayerError) {
   Terminate t;
   t.control = TerminateControl{1, 2, 3, true, true, false, 0};  // DDP Untagged MSN range

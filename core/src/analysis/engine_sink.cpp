@@ -354,7 +354,12 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
   if (t->layout == wire::TerminateLayout::siw_bitfield) {
     report(
         FindingId::rdmap_terminate_nonconformant, ctx,
-        "control word in Linux siw's little-endian bit-field layout; the RFC layout reads " +
+        "control word in Linux siw's little-endian bit-field layout (" +
+            (t->evidence == wire::TerminateLayoutEvidence::rfc_undefined
+                 ? std::string("no M/D/R flag; decided because the RFC layout's reading is no "
+                               "defined error and siw's is")
+                 : std::string("decided by M/D/R in siw's bit positions")) +
+            "); the RFC layout reads " +
             terminate_error_name(t->rfc_reading.layer, t->rfc_reading.etype, t->rfc_reading.code) +
             " with reserved bits " + hex_number(t->rfc_reading.reserved));
   }

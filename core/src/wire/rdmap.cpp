@@ -6,6 +6,7 @@
 
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
+#include "ddpscope/wire/terminate_error.h"
 
 namespace ddpscope::wire {
 
@@ -282,9 +283,24 @@ Result<Terminate> decode_terminate(ByteView body) {
   const bool only_siw_bits = (p[2] & 0x07) != 0 && (p[2] & 0x18) == 0 && p[3] == 0;
   if (rfc_flags_clear && only_siw_bits && body.size() > kTerminateControlSize) {
     t.layout = TerminateLayout::siw_bitfield;
+    t.evidence = TerminateLayoutEvidence::siw_flags;
     t.control = read_siw(p);
   } else {
     t.control = t.rfc_reading;
+    // No flag in either layout (siw sends no header with its version, opcode, CRC and IRD
+    // errors): the layouts differ only in the nibble order of the first octet. Take siw's when
+    // the RFC reading is no defined error (RFC 5040 §7 tables) and siw's is; otherwise the RFC
+    // reading stands (both defined, e.g. 0x20 0x06: LLP / MPA / Insufficient IRD in RFC order,
+    // RDMAP / Remote Operation / Unexpected OpCode in siw's: ambiguous, the RFC wins).
+    const TerminateControl siw = read_siw(p);
+    const bool no_flags = rfc_flags_clear && !siw.m && !siw.d && !siw.r;
+    if (no_flags && t.rfc_reading.reserved == 0 && siw.reserved == 0 &&
+        term_code_name(t.rfc_reading.layer, t.rfc_reading.etype, t.rfc_reading.code).empty() &&
+        !term_code_name(siw.layer, siw.etype, siw.code).empty()) {
+      t.layout = TerminateLayout::siw_bitfield;
+      t.evidence = TerminateLayoutEvidence::rfc_undefined;
+      t.control = siw;
+    }
   }
   ByteReader r(body);
   r.take(kTerminateControlSize);

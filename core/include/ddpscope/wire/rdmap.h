@@ -183,10 +183,18 @@ enum class TerminateLayout : std::uint8_t {
   // swapped and M/D/R at bits 0/1/2 of the third octet.
   siw_bitfield,
 };
+// What decided the layout of a Terminate's control word.
+enum class TerminateLayoutEvidence : std::uint8_t {
+  rfc_flags,      // RFC flag bits set (or nothing says otherwise): the RFC layout
+  siw_flags,      // M/D/R only where siw's bit fields put them, the RFC flags clear
+  rfc_undefined,  // no flag in either layout; the RFC reading names no defined error and
+                  // siw's does (siw's Terminates for version, opcode, CRC and IRD errors)
+};
 struct Terminate {
   TerminateControl control;      // as meant by the sender (after undoing siw's layout)
   TerminateControl rfc_reading;  // the control word read strictly per RFC
   TerminateLayout layout = TerminateLayout::rfc;
+  TerminateLayoutEvidence evidence = TerminateLayoutEvidence::rfc_flags;
   std::optional<std::uint16_t> ddp_segment_length;  // present with D (verify: tied to D)
   std::optional<DdpHeader> ddp_header;              // with D
   Bytes rdmap_header;                               // with R: 28 octets (raw)
