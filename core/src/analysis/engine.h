@@ -7,10 +7,12 @@
 //   engine_sink.cpp  each DDP segment through the Data Sink model (rdmap/data_sink.h) of its
 //                    direction: findings from its Violations, placement into shadow buffers,
 //                    message records and delivery, what completed RDMAP messages teach
-// Internal to core/src/analysis.
+// Internal to core/src/analysis. Members declared `inline` run per segment and are defined in
+// the one file that calls them, folded into their caller there.
 #pragma once
 
 #include <array>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -28,6 +30,16 @@
 namespace ddpscope {
 
 inline constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
+
+// Endpoint equality for the per-segment path: a fixed-size compare the compiler inlines (the
+// defaulted operators go through a lexicographic memcmp call). Here, not in one .cpp: all three
+// parts of the engine call them per segment, and a call across translation units is not inlined.
+inline bool same_address(const net::Address& x, const net::Address& y) {
+  return x.v6 == y.v6 && std::memcmp(x.bytes.data(), y.bytes.data(), x.bytes.size()) == 0;
+}
+inline bool same_endpoint(const net::Endpoint& x, const net::Endpoint& y) {
+  return x.port == y.port && same_address(x.addr, y.addr);
+}
 
 // One queue's message being recorded (what the Data Sink model does not keep).
 struct MessageTrack {
@@ -137,7 +149,15 @@ struct Analyzer::Impl {
                std::uint32_t offset_in_frame);
   void on_gap(Connection& c, int dir, std::uint64_t offset, std::uint64_t length,
               std::uint64_t next_frame);
-  static std::size_t resync_held(DirectionEngine& ds);
+  // Octets a direction's framer holds while it looks for an FPDU boundary or waits for the
+  // MPA Reply (a partial FPDU in order is bounded by the FPDU size, not counted). Asked four
+  // times per segment.
+  static std::size_t resync_held(const DirectionEngine& ds) {
+    const auto st = ds.framer.state();
+    return st == MpaFramer::State::resync || st == MpaFramer::State::wait_params
+               ? ds.framer.buffered()
+               : 0;
+  }
   void finish();
   void add_regions(std::span<const RegionSpec> regions);
   void install_region(const RegionSpec& r, const net::Address& owner);
@@ -167,7 +187,7 @@ struct Analyzer::Impl {
   void on_not_mpa(Connection& c, int dir, const Ctx& ctx);
   int on_reqrep(Connection& c, int dir, const wire::MpaReqRep& f, const Ctx& ctx);
   void settle(Connection& c, const wire::MpaReqRep& reply, const Ctx& ctx);
-  void on_fpdu(Connection& c, int dir, RawPdu& p, PduEvent& ev, const Ctx& ctx);
+  inline void on_fpdu(Connection& c, int dir, RawPdu& p, PduEvent& ev, const Ctx& ctx);
   void check_setup_order(Connection& c, int dir, const wire::DdpHeader& first, const Ctx& ctx);
   void check_markers(Connection& c, int dir, const RawPdu& p, const Ctx& ctx);
   void swap_sides(Connection& c);
@@ -177,8 +197,8 @@ struct Analyzer::Impl {
 
   // ---- DDP / RDMAP (engine_sink.cpp): the LLP boundary ----
   void on_ddp_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx);
-  void tagged_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
-                      const rdmap::SegmentStep& step, const ddp::TaggedRx& before);
+  inline void tagged_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
+                             const rdmap::SegmentStep& step, const ddp::TaggedRx& before);
   void untagged_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
                         const rdmap::SegmentStep& step);
   void untagged_message(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
@@ -191,14 +211,18 @@ struct Analyzer::Impl {
   void complete(Connection& c, int dir, std::uint64_t delivery_id, std::size_t record, PduEvent& ev,
                 bool placed);
   void abandon(Connection& c, int dir, std::uint64_t delivery_id);
-  ShadowBuffer* find_region(const RegionKey& key);
+  // ShadowMemory::find with the previous answer kept: a message's segments all go to one
+  // region. Buffers are never removed from the model, so a found buffer's address stays valid.
+  // Asked twice per tagged segment (the Data Sink model's region check, then placement).
+  ShadowBuffer* find_region(const RegionKey& key) {
+    if (last_region != nullptr && last_region->key.stag == key.stag &&
+        same_address(last_region->key.owner, key.owner))
+      return last_region;
+    return lookup_region(key);
+  }
+  ShadowBuffer* lookup_region(const RegionKey& key);  // the ShadowMemory lookup behind it
   ShadowBuffer* region_for(Connection& c, int dir, const RegionKey& key);
   void finish_direction(Connection& c, int dir);
 };
-
-// Endpoint equality for the per-segment path: a fixed-size compare the compiler inlines (the
-// defaulted operators go through a lexicographic memcmp call).
-bool same_address(const net::Address& x, const net::Address& y);
-bool same_endpoint(const net::Endpoint& x, const net::Endpoint& y);
 
 }  // namespace ddpscope

@@ -213,7 +213,9 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
   if (c.ds(0).framer.s0()) sm.dirs[0].mpa.s0 = *c.ds(0).framer.s0();
 }
 
-void Analyzer::Impl::on_fpdu(Connection& c, int dir, RawPdu& p, PduEvent& ev, const Ctx& ctx) {
+// Folded into on_raw_pdu, its only caller (GCC keeps it out of line otherwise: a call per FPDU).
+[[gnu::always_inline]] inline void Analyzer::Impl::on_fpdu(Connection& c, int dir, RawPdu& p,
+                                                           PduEvent& ev, const Ctx& ctx) {
   StreamModel& sm = model.streams[c.stream];
   DirectionModel& dm = sm.dirs[dir];
   DirectionEngine& ds = c.ds(dir);

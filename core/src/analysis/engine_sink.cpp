@@ -39,15 +39,16 @@ class Analyzer::Impl::ShadowView final : public rdmap::SinkMemory {
   const ddp::RegionFacts* region(std::uint32_t stag) override {
     const ShadowBuffer* b = e_.find_region(RegionKey{owner_, stag});
     if (b == nullptr || (e_.regions_known && b->source == RegionSource::observed)) return nullptr;
-    facts_ = ddp::RegionFacts{};
+    // Every field assigned, none reset first: this runs for every tagged segment.
+    const bool bounds = b->bounds_enforced && b->base && b->length;
     facts_.valid = !b->invalidated;
     facts_.invalidated_frame = b->invalidated_frame;
     facts_.invalidatable = b->invalidatable;
-    if (b->bounds_enforced && b->base && b->length) {
-      facts_.base = b->base;
-      facts_.length = b->length;
-    }
-    if (b->stream && b->source != RegionSource::regions_file) facts_.stream = *b->stream;
+    facts_.base = bounds ? b->base : std::nullopt;
+    facts_.length = bounds ? b->length : std::nullopt;
+    facts_.stream = b->stream && b->source != RegionSource::regions_file
+                        ? std::optional<std::uint64_t>(*b->stream)
+                        : std::nullopt;
     facts_.pd = b->pd;
     facts_.access = b->access;
     return &facts_;
@@ -94,8 +95,12 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
     untagged_segment(c, dir, ev, ctx, step);
 }
 
-void Analyzer::Impl::tagged_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
-                                    const rdmap::SegmentStep& step, const ddp::TaggedRx& before) {
+// Folded into on_ddp_segment, its only caller (GCC keeps it out of line otherwise: a call per
+// segment).
+[[gnu::always_inline]] inline void Analyzer::Impl::tagged_segment(Connection& c, int dir,
+                                                                  PduEvent& ev, const Ctx& ctx,
+                                                                  const rdmap::SegmentStep& step,
+                                                                  const ddp::TaggedRx& before) {
   StreamModel& sm = model.streams[c.stream];
   DirectionModel& dm = sm.dirs[dir];
   DirectionEngine& ds = c.ds(dir);
@@ -429,12 +434,7 @@ void Analyzer::Impl::abandon(Connection& c, int dir, std::uint64_t delivery_id) 
     ds.delivery[delivery_id - ds.delivery_base].complete = true;  // let later messages through
 }
 
-// ShadowMemory::find with the previous answer kept: a message's segments all go to one region.
-// Buffers are never removed from the model, so a found buffer's address stays valid.
-ShadowBuffer* Analyzer::Impl::find_region(const RegionKey& key) {
-  if (last_region != nullptr && last_region->key.stag == key.stag &&
-      same_address(last_region->key.owner, key.owner))
-    return last_region;
+ShadowBuffer* Analyzer::Impl::lookup_region(const RegionKey& key) {
   ShadowBuffer* b = model.memory.find(key);
   if (b != nullptr) last_region = b;
   return b;

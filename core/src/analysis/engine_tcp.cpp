@@ -1,18 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The engine's input side: connections by 4-tuple (a SYN on a reused one starts a new stream),
 // TCP reassembly per direction, capture loss, the budgets shared by all streams, and findings.
-#include <cstring>
-
 #include "engine.h"
 
 namespace ddpscope {
-
-bool same_address(const net::Address& x, const net::Address& y) {
-  return x.v6 == y.v6 && std::memcmp(x.bytes.data(), y.bytes.data(), x.bytes.size()) == 0;
-}
-bool same_endpoint(const net::Endpoint& x, const net::Endpoint& y) {
-  return x.port == y.port && same_address(x.addr, y.addr);
-}
 
 DirectionEngine::DirectionEngine(const Limits& l, HistoryBudget* budget)
     : reasm(l.reassembly_window, l.retransmission_history, budget), framer(l) {
@@ -197,15 +188,6 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
     }
   }
   resync_total += resyncing();
-}
-
-// Octets a direction's framer holds while it looks for an FPDU boundary or waits for the
-// MPA Reply (a partial FPDU in order is bounded by the FPDU size, not counted).
-std::size_t Analyzer::Impl::resync_held(DirectionEngine& ds) {
-  const auto st = ds.framer.state();
-  return st == MpaFramer::State::resync || st == MpaFramer::State::wait_params
-             ? ds.framer.buffered()
-             : 0;
 }
 
 void Analyzer::Impl::DirectionCallbacks::on_data(std::uint64_t offset, ByteView data,

@@ -24,96 +24,98 @@ bool serial_lt(std::uint32_t a, std::uint32_t b) {
 
 }  // namespace
 
-Violation header_too_short(std::size_t ulpdu_length) {
-  return make(FindingId::mpa_ulpdu_length_invalid, term::rdmap_operation(rdmap_code::unspecified),
-              "ULPDU of " + std::to_string(ulpdu_length) + " octets cannot hold its DDP header",
-              TerminateQuote::none);
-}
+// ---- the Violations of the checks inline in rules.h, built for a segment that breaks one ----
 
-std::optional<Violation> check_version(const wire::DdpHeader& h) {
-  if (h.control.version == wire::kDdpVersion) return std::nullopt;
+namespace detail {
+
+[[gnu::cold]] std::optional<Violation> version_violation(const wire::DdpHeader& h) {
   return make(FindingId::ddp_version_invalid,
               h.control.tagged ? term::ddp_tagged(ddp_tagged_code::invalid_version)
                                : term::ddp_untagged(ddp_untagged_code::invalid_version),
               "DDP version " + std::to_string(h.control.version), TerminateQuote::none);
 }
 
-std::optional<Violation> check_region(std::uint32_t stag, const RegionFacts* r, bool regions_known,
-                                      const StreamFacts& stream, std::uint64_t to,
-                                      std::uint64_t len, std::uint8_t need, ErrorTable table) {
+[[gnu::cold]] std::optional<Violation> region_violation(RegionRule broken, std::uint32_t stag,
+                                                        const RegionFacts* r,
+                                                        const StreamFacts& stream, std::uint64_t to,
+                                                        std::uint64_t len, std::uint8_t need,
+                                                        ErrorTable table) {
   const bool rdmap = table == ErrorTable::rdmap_protection;
   const auto code = [rdmap](std::uint8_t rdmap_code, std::uint8_t ddp_code) {
     return rdmap ? term::rdmap_protection(rdmap_code) : term::ddp_tagged(ddp_code);
   };
   const std::string what = rdmap ? "source or target STag " : "STag ";
-  if (r == nullptr && regions_known) {
-    return make(FindingId::ddp_tagged_invalid_stag,
-                code(rdmap_code::invalid_stag, ddp_tagged_code::invalid_stag),
-                what + hex_number(stag) + " is not a region of the Data Sink");
-  }
-  if (r != nullptr && !r->valid) {
-    return make(FindingId::rdmap_stag_invalidated_use,
-                code(rdmap_code::invalid_stag, ddp_tagged_code::invalid_stag),
-                what + hex_number(stag) + " was invalidated" +
-                    (r->invalidated_frame ? " in frame " + std::to_string(r->invalidated_frame)
-                                          : std::string()));
-  }
-  if (r != nullptr && r->pd && stream.pd && *r->pd != *stream.pd) {
-    return make(FindingId::ddp_tagged_stag_wrong_stream,
-                code(rdmap_code::stag_not_associated, ddp_tagged_code::stag_not_associated),
-                what + hex_number(stag) + " is in protection domain " + std::to_string(*r->pd) +
-                    ", the stream's is " + std::to_string(*stream.pd));
-  }
-  if (r != nullptr && r->stream && *r->stream != stream.stream) {
-    return make(FindingId::ddp_tagged_stag_wrong_stream,
-                code(rdmap_code::stag_not_associated, ddp_tagged_code::stag_not_associated),
-                what + hex_number(stag) + " belongs to stream " + std::to_string(*r->stream));
-  }
-  if (r != nullptr && r->access && (*r->access & need) != need) {
-    return make(FindingId::ddp_tagged_access_rights,
-                code(rdmap_code::access_rights, ddp_tagged_code::invalid_stag),
-                what + hex_number(stag) + " does not grant the " +
-                    (need & access::remote_read     ? "remote read"
-                     : need & access::remote_atomic ? "remote atomic"
-                     : need & access::remote_write  ? "remote write"
-                                                    : "local write") +
-                    " right");
-  }
-  if (len > 0 && to + (len - 1) < to) {
-    return make(FindingId::ddp_tagged_to_wrap, code(rdmap_code::to_wrap, ddp_tagged_code::to_wrap),
-                "TO " + hex_number(to) + " + " + std::to_string(len) + " octets wraps past 2^64");
-  }
-  if (r != nullptr && r->base && r->length &&
-      (to < *r->base || to - *r->base > *r->length || len > *r->length - (to - *r->base))) {
-    const std::uint64_t end = *r->base + *r->length;
-    std::string how;
-    if (to < *r->base)
-      how = std::to_string(*r->base - to) + " octets before the base";
-    else
-      how = std::to_string(to + len - end) + " octets past the end";
-    return make(FindingId::ddp_tagged_bounds,
-                code(rdmap_code::base_bounds, ddp_tagged_code::base_bounds),
-                range(to, len) + " outside region " + range(*r->base, *r->length) + " of " + what +
-                    hex_number(stag) + " (" + how + ")");
+  switch (broken) {
+    case RegionRule::none:
+      break;
+    case RegionRule::unknown_stag:
+      return make(FindingId::ddp_tagged_invalid_stag,
+                  code(rdmap_code::invalid_stag, ddp_tagged_code::invalid_stag),
+                  what + hex_number(stag) + " is not a region of the Data Sink");
+    case RegionRule::invalidated:
+      return make(FindingId::rdmap_stag_invalidated_use,
+                  code(rdmap_code::invalid_stag, ddp_tagged_code::invalid_stag),
+                  what + hex_number(stag) + " was invalidated" +
+                      (r->invalidated_frame ? " in frame " + std::to_string(r->invalidated_frame)
+                                            : std::string()));
+    case RegionRule::protection_domain:
+      return make(FindingId::ddp_tagged_stag_wrong_stream,
+                  code(rdmap_code::stag_not_associated, ddp_tagged_code::stag_not_associated),
+                  what + hex_number(stag) + " is in protection domain " + std::to_string(*r->pd) +
+                      ", the stream's is " + std::to_string(*stream.pd));
+    case RegionRule::stream:
+      return make(FindingId::ddp_tagged_stag_wrong_stream,
+                  code(rdmap_code::stag_not_associated, ddp_tagged_code::stag_not_associated),
+                  what + hex_number(stag) + " belongs to stream " + std::to_string(*r->stream));
+    case RegionRule::access:
+      return make(FindingId::ddp_tagged_access_rights,
+                  code(rdmap_code::access_rights, ddp_tagged_code::invalid_stag),
+                  what + hex_number(stag) + " does not grant the " +
+                      (need & access::remote_read     ? "remote read"
+                       : need & access::remote_atomic ? "remote atomic"
+                       : need & access::remote_write  ? "remote write"
+                                                      : "local write") +
+                      " right");
+    case RegionRule::to_wrap:
+      return make(FindingId::ddp_tagged_to_wrap,
+                  code(rdmap_code::to_wrap, ddp_tagged_code::to_wrap),
+                  "TO " + hex_number(to) + " + " + std::to_string(len) + " octets wraps past 2^64");
+    case RegionRule::bounds: {
+      const std::uint64_t end = *r->base + *r->length;
+      std::string how;
+      if (to < *r->base)
+        how = std::to_string(*r->base - to) + " octets before the base";
+      else
+        how = std::to_string(to + len - end) + " octets past the end";
+      return make(FindingId::ddp_tagged_bounds,
+                  code(rdmap_code::base_bounds, ddp_tagged_code::base_bounds),
+                  range(to, len) + " outside region " + range(*r->base, *r->length) + " of " +
+                      what + hex_number(stag) + " (" + how + ")");
+    }
   }
   return std::nullopt;
 }
 
-std::optional<Violation> check_tagged_continuation(const TaggedRx& rx, const wire::DdpHeader& h,
-                                                   std::uint8_t opcode) {
-  if (!rx.open || rx.damaged) return std::nullopt;
-  if (rx.opcode != opcode || rx.stag != h.stag) {
-    return make(FindingId::ddp_message_incomplete, term::ddp_tagged(ddp_tagged_code::invalid_stag),
-                "tagged message to STag " + hex_number(rx.stag) +
-                    " ended without its last segment (next segment names STag " +
-                    hex_number(h.stag) + ")");
-  }
-  if (rx.next_to != h.to) {
-    return make(FindingId::ddp_tagged_bounds, term::ddp_tagged(ddp_tagged_code::base_bounds),
-                "TO " + hex_number(h.to) + " does not continue the message (expected " +
-                    hex_number(rx.next_to) + ")");
-  }
-  return std::nullopt;
+[[gnu::cold]] std::optional<Violation> message_cut(const TaggedRx& rx, const wire::DdpHeader& h) {
+  return make(FindingId::ddp_message_incomplete, term::ddp_tagged(ddp_tagged_code::invalid_stag),
+              "tagged message to STag " + hex_number(rx.stag) +
+                  " ended without its last segment (next segment names STag " + hex_number(h.stag) +
+                  ")");
+}
+
+[[gnu::cold]] std::optional<Violation> to_discontinuous(const TaggedRx& rx,
+                                                        const wire::DdpHeader& h) {
+  return make(FindingId::ddp_tagged_bounds, term::ddp_tagged(ddp_tagged_code::base_bounds),
+              "TO " + hex_number(h.to) + " does not continue the message (expected " +
+                  hex_number(rx.next_to) + ")");
+}
+
+}  // namespace detail
+
+Violation header_too_short(std::size_t ulpdu_length) {
+  return make(FindingId::mpa_ulpdu_length_invalid, term::rdmap_operation(rdmap_code::unspecified),
+              "ULPDU of " + std::to_string(ulpdu_length) + " octets cannot hold its DDP header",
+              TerminateQuote::none);
 }
 
 std::optional<Violation> check_untagged_sequence(const UntaggedRx& q, const wire::DdpHeader& h) {

@@ -78,6 +78,28 @@ WalkStatus walk_fpdu(ByteView raw, const FpduWalkParams& params, Bytes& scratch,
   out.crc_all = 0;
   out.crc_no_lead = 0;
 
+  if (!params.markers) {
+    // Without markers the FPDU is its raw octets (the layout below, which reads and copies
+    // nothing here): the common case, taken directly.
+    if (raw.size() < kMpaLengthSize) {
+      out.raw_length = kMpaLengthSize;
+      return WalkStatus::need_more;
+    }
+    const std::uint16_t len = load_be16(raw.data());
+    out.ulpdu_length = len;
+    const std::size_t total = wire::fpdu_size(len);
+    out.raw_length = total;
+    out.crc_offset = total - kMpaCrcSize;
+    if (raw.size() < total) return WalkStatus::need_more;
+    out.plain = raw.first(total);
+    out.crc_field = mpa_crc_from_wire(&raw[out.crc_offset]);
+    if (params.crc) {
+      out.crc_all = crc32c(raw.first(out.crc_offset));
+      out.crc_no_lead = out.crc_all;
+    }
+    return WalkStatus::complete;
+  }
+
   const bool markers = params.markers;
   const std::uint64_t pos0 = params.stream_pos;
   std::size_t head = 0;  // raw offset of the ULPDU_Length field

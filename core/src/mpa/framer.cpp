@@ -167,7 +167,7 @@ mpa::FpduWalkParams MpaFramer::walk_params(std::size_t index) const {
 
 bool MpaFramer::try_fpdu(MpaFramerListener& out) {
   RawPdu pdu;
-  mpa::FpduWalk w;
+  mpa::FpduWalk& w = walk_;
   const mpa::WalkStatus status = mpa::walk_fpdu(buf_, walk_params(0), pdu.plain_storage, w);
   if (!w.ulpdu_length) return false;
   const std::uint16_t len = *w.ulpdu_length;

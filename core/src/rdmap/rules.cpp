@@ -20,34 +20,40 @@ constexpr std::uint8_t op(wire::Opcode o) {
 
 }  // namespace
 
-std::optional<Violation> check_control(const wire::DdpHeader& h, bool rfc7306) {
-  const auto rc = wire::RdmapControl::from_byte(h.rsvd_ulp0);
-  if (rc.version != wire::kRdmapVersion) {
-    return make(FindingId::rdmap_version_invalid,
-                term::rdmap_operation(rdmap_code::invalid_version),
-                "RDMAP version " + std::to_string(rc.version), TerminateQuote::none);
-  }
-  const auto& info = wire::opcode_info(rc.opcode);
-  if (!info.defined) {
-    return make(FindingId::rdmap_opcode_invalid,
-                term::rdmap_operation(rdmap_code::unexpected_opcode), std::string(info.name),
-                TerminateQuote::none);
-  }
-  if (info.rfc7306 && !rfc7306) {
-    return make(FindingId::rdmap_opcode_invalid,
-                term::rdmap_operation(rdmap_code::unexpected_opcode),
-                std::string(info.name) + " (RFC 7306) at a Data Sink without RFC 7306",
-                TerminateQuote::none);
-  }
-  if (info.tagged != h.control.tagged) {
-    return make(FindingId::rdmap_opcode_invalid,
-                term::rdmap_operation(rdmap_code::unexpected_opcode),
-                std::string(info.name) + " on the " + (h.control.tagged ? "tagged" : "untagged") +
-                    " buffer model",
-                TerminateQuote::none);
+namespace detail {
+
+// check_control's Violation (rules.h tests the rules inline).
+[[gnu::cold]] std::optional<Violation> control_violation(ControlRule broken,
+                                                         const wire::DdpHeader& h,
+                                                         const wire::RdmapControl& rc,
+                                                         const wire::OpcodeInfo& info) {
+  switch (broken) {
+    case ControlRule::none:
+      break;
+    case ControlRule::version:
+      return make(FindingId::rdmap_version_invalid,
+                  term::rdmap_operation(rdmap_code::invalid_version),
+                  "RDMAP version " + std::to_string(rc.version), TerminateQuote::none);
+    case ControlRule::undefined:
+      return make(FindingId::rdmap_opcode_invalid,
+                  term::rdmap_operation(rdmap_code::unexpected_opcode), std::string(info.name),
+                  TerminateQuote::none);
+    case ControlRule::rfc7306:
+      return make(FindingId::rdmap_opcode_invalid,
+                  term::rdmap_operation(rdmap_code::unexpected_opcode),
+                  std::string(info.name) + " (RFC 7306) at a Data Sink without RFC 7306",
+                  TerminateQuote::none);
+    case ControlRule::buffer_model:
+      return make(FindingId::rdmap_opcode_invalid,
+                  term::rdmap_operation(rdmap_code::unexpected_opcode),
+                  std::string(info.name) + " on the " + (h.control.tagged ? "tagged" : "untagged") +
+                      " buffer model",
+                  TerminateQuote::none);
   }
   return std::nullopt;
 }
+
+}  // namespace detail
 
 std::optional<Violation> check_queue(const wire::DdpHeader& h, std::uint8_t opcode) {
   const auto& info = wire::opcode_info(opcode);

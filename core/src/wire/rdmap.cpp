@@ -42,14 +42,6 @@ std::uint8_t RdmapControl::byte() const {
                                    put<kRdmapOpcodeMask>(opcode));
 }
 
-RdmapControl RdmapControl::from_byte(std::uint8_t b) {
-  RdmapControl c;
-  c.version = static_cast<std::uint8_t>(get<kRdmapVersionMask>(b));
-  c.reserved = static_cast<std::uint8_t>(get<kRdmapReservedMask>(b));
-  c.opcode = static_cast<std::uint8_t>(get<kRdmapOpcodeMask>(b));
-  return c;
-}
-
 DdpHeader untagged_header(Opcode op, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo,
                           bool last, std::uint32_t rsvd_ulp1) {
   DdpHeader h;

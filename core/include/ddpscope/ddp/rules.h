@@ -54,18 +54,66 @@ enum class ErrorTable : std::uint8_t { ddp_tagged, rdmap_protection };
 // siw sends nothing (it waits for octets that belong to the next FPDU).
 Violation header_too_short(std::size_t ulpdu_length);
 
+// The checks that run for every segment (check_version, check_region,
+// check_tagged_continuation, rdmap::check_control) test their rules here, inline; the Violation
+// and its text are built out of line, in rules.cpp, only for a segment that breaks one.
+namespace detail {
+[[gnu::cold]] std::optional<Violation> version_violation(const wire::DdpHeader& h);
+// check_region's rules, in its order.
+enum class RegionRule : std::uint8_t {
+  none,
+  unknown_stag,
+  invalidated,
+  protection_domain,
+  stream,
+  access,
+  to_wrap,
+  bounds,
+};
+[[gnu::cold]] std::optional<Violation> region_violation(RegionRule broken, std::uint32_t stag,
+                                                        const RegionFacts* r,
+                                                        const StreamFacts& stream, std::uint64_t to,
+                                                        std::uint64_t len, std::uint8_t need,
+                                                        ErrorTable table);
+}  // namespace detail
+
 // DDP version (RFC 5041 §4.1): DDP Tagged 0x04 / Untagged 0x06.
-std::optional<Violation> check_version(const wire::DdpHeader& h);
+inline std::optional<Violation> check_version(const wire::DdpHeader& h) {
+  if (h.control.version == wire::kDdpVersion) [[likely]]
+    return std::nullopt;
+  return detail::version_violation(h);
+}
 
 // The region check, in siw's order (siw_check_mem): STag valid, PD and stream, access rights,
-// TO wrap, base and bounds. `facts` is null when the sink has no region with this STag; that is
+// TO wrap, base and bounds. `r` is null when the sink has no region with this STag; that is
 // a violation only when `regions_known` (the endpoint always knows; an analysis when the user
 // gave a regions file, even an empty one); otherwise only the TO wrap is checked. DDP table: a
 // missing access right draws Invalid STag (RFC 5041 has no access code; siw does the same).
-std::optional<Violation> check_region(std::uint32_t stag, const RegionFacts* facts,
-                                      bool regions_known, const StreamFacts& stream,
-                                      std::uint64_t to, std::uint64_t len, std::uint8_t need,
-                                      ErrorTable table);
+inline std::optional<Violation> check_region(std::uint32_t stag, const RegionFacts* r,
+                                             bool regions_known, const StreamFacts& stream,
+                                             std::uint64_t to, std::uint64_t len, std::uint8_t need,
+                                             ErrorTable table) {
+  using detail::RegionRule;
+  RegionRule broken = RegionRule::none;
+  if (r == nullptr && regions_known)
+    broken = RegionRule::unknown_stag;
+  else if (r != nullptr && !r->valid)
+    broken = RegionRule::invalidated;
+  else if (r != nullptr && r->pd && stream.pd && *r->pd != *stream.pd)
+    broken = RegionRule::protection_domain;
+  else if (r != nullptr && r->stream && *r->stream != stream.stream)
+    broken = RegionRule::stream;
+  else if (r != nullptr && r->access && (*r->access & need) != need)
+    broken = RegionRule::access;
+  else if (len > 0 && to + (len - 1) < to)
+    broken = RegionRule::to_wrap;
+  else if (r != nullptr && r->base && r->length &&
+           (to < *r->base || to - *r->base > *r->length || len > *r->length - (to - *r->base)))
+    broken = RegionRule::bounds;
+  if (broken == RegionRule::none) [[likely]]
+    return std::nullopt;
+  return detail::region_violation(broken, stag, r, stream, to, len, need, table);
+}
 
 // The tagged message a sink is receiving (RFC 5041 §4.2): one at a time per stream on an LLP
 // that delivers in order (MPA/TCP); each segment continues the previous one's STag and TO.
@@ -79,11 +127,25 @@ struct TaggedRx {
   std::uint64_t length = 0;
 };
 
+namespace detail {
+[[gnu::cold]] std::optional<Violation> message_cut(const TaggedRx& rx, const wire::DdpHeader& h);
+[[gnu::cold]] std::optional<Violation> to_discontinuous(const TaggedRx& rx,
+                                                        const wire::DdpHeader& h);
+}  // namespace detail
+
 // A new segment while a tagged message is open: a change of opcode or STag ends the open one
 // without its L segment (DDP Tagged 0x00 Invalid STag, as siw_write_check_ntoh); a TO that does
 // not continue it is a bounds violation (0x01). Nothing when the open message was damaged.
-std::optional<Violation> check_tagged_continuation(const TaggedRx& rx, const wire::DdpHeader& h,
-                                                   std::uint8_t opcode);
+inline std::optional<Violation> check_tagged_continuation(const TaggedRx& rx,
+                                                          const wire::DdpHeader& h,
+                                                          std::uint8_t opcode) {
+  if (!rx.open || rx.damaged) return std::nullopt;
+  if (rx.opcode != opcode || rx.stag != h.stag) [[unlikely]]
+    return detail::message_cut(rx, h);
+  if (rx.next_to != h.to) [[unlikely]]
+    return detail::to_discontinuous(rx, h);
+  return std::nullopt;
+}
 
 // One untagged queue (RFC 5041 §5.3): the MSN it expects and the message in progress.
 struct UntaggedRx {

@@ -182,6 +182,9 @@ class MpaFramer {
   bool in_process_ = false;  // listener callbacks may change state but not re-enter
   bool mid_stream_ = false;
   bool finishing_ = false;  // end of input: no look-ahead past the last FPDU
+  // try_fpdu's walk, kept between FPDUs (walk_fpdu resets every field): building and destroying
+  // one per FPDU is measurable. Read only within try_fpdu.
+  mpa::FpduWalk walk_;
 };
 
 }  // namespace ddpscope

@@ -166,8 +166,9 @@ class DataSink {
     std::uint32_t invalidate_stag = 0;
     std::array<std::uint8_t, wire::AtomicRequest::kSize> body{};  // a fixed-size body so far
   };
-  void checks(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step);
-  void tagged_segment(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step);
+  // inline: defined in data_sink.cpp, each folded into its one caller there (per segment).
+  inline void checks(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step);
+  inline void tagged_segment(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step);
   void untagged_segment(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step);
   // RDMAP at a message's last segment; false when it broke a rule.
   bool complete_untagged(Queue& q, SinkMemory& memory, SegmentStep& step);

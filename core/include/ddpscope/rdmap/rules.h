@@ -14,11 +14,36 @@
 
 namespace ddpscope::rdmap {
 
+namespace detail {
+// check_control's rules, in its order; the Violation is built in rules.cpp.
+enum class ControlRule : std::uint8_t { none, version, undefined, rfc7306, buffer_model };
+[[gnu::cold]] std::optional<Violation> control_violation(ControlRule broken,
+                                                         const wire::DdpHeader& h,
+                                                         const wire::RdmapControl& rc,
+                                                         const wire::OpcodeInfo& info);
+}  // namespace detail
+
 // RDMAP version (RFC 5040 §4.2, Remote Operation 0x05) and opcode (§4.3, 0x06): reserved
 // opcodes, RFC 7306 opcodes at a sink that does not support them (siw: 0x06 too), and an opcode
 // on the other buffer model (siw instead takes the model from the opcode: a Send opcode in a
-// tagged segment fails its MSN check, DDP Untagged 0x03).
-std::optional<Violation> check_control(const wire::DdpHeader& h, bool rfc7306);
+// tagged segment fails its MSN check, DDP Untagged 0x03). Inline: it runs for every segment.
+inline std::optional<Violation> check_control(const wire::DdpHeader& h, bool rfc7306) {
+  using detail::ControlRule;
+  const auto rc = wire::RdmapControl::from_byte(h.rsvd_ulp0);
+  const auto& info = wire::opcode_info(rc.opcode);
+  ControlRule broken = ControlRule::none;
+  if (rc.version != wire::kRdmapVersion)
+    broken = ControlRule::version;
+  else if (!info.defined)
+    broken = ControlRule::undefined;
+  else if (info.rfc7306 && !rfc7306)
+    broken = ControlRule::rfc7306;
+  else if (info.tagged != h.control.tagged)
+    broken = ControlRule::buffer_model;
+  if (broken == ControlRule::none) [[likely]]
+    return std::nullopt;
+  return detail::control_violation(broken, h, rc, info);
+}
 
 // The queue an untagged opcode uses (RFC 5040 §5.1; RFC 7306 for immediate data and atomics,
 // see wire/rdmap.h): DDP Untagged 0x01.
@@ -31,18 +56,18 @@ std::optional<std::size_t> fixed_body_size(std::uint8_t opcode);
 // RFC 5041 §7.2: DDP sees it before RDMAP does); a last segment that leaves it shorter is an
 // RDMAP error (Remote Operation 0xFF). siw sends nothing for either (a longer Read Request is
 // closed with FIN; a shorter one waits for octets that never come).
-std::optional<Violation> check_fixed_body(std::uint8_t opcode, std::uint32_t mo,
-                                          std::uint64_t len, bool last);
+std::optional<Violation> check_fixed_body(std::uint8_t opcode, std::uint32_t mo, std::uint64_t len,
+                                          bool last);
 
 // A Read Request this side sent, awaiting its Read Response (RFC 5040 §5.2: answered in order).
 struct OutstandingRead {
   wire::ReadRequest req;
   std::uint64_t received = 0;
   // What the host keeps with it.
-  std::uint64_t frame = 0;   // analysis: the request's frame
-  std::int64_t ts_ns = 0;    // analysis: the request's time
-  std::uint64_t wr_id = 0;   // endpoint: the work request
-  bool rtr = false;          // endpoint: the zero-length Read RTR (no completion)
+  std::uint64_t frame = 0;  // analysis: the request's frame
+  std::int64_t ts_ns = 0;   // analysis: the request's time
+  std::uint64_t wr_id = 0;  // endpoint: the work request
+  bool rtr = false;         // endpoint: the zero-length Read RTR (no completion)
 };
 
 // A Read Response segment against the ORQ head (RFC 5040 §5.2, siw_rresp_check_ntoh): one must

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -56,7 +57,13 @@ struct RdmapControl {
   std::uint8_t reserved = 0;             // 2 bits
   std::uint8_t opcode = 0;               // 4 bits
   std::uint8_t byte() const;
-  static RdmapControl from_byte(std::uint8_t b);
+  // Inline: every segment's control byte is read this way, more than once.
+  static constexpr RdmapControl from_byte(std::uint8_t b) {
+    return RdmapControl{
+        static_cast<std::uint8_t>((b & kRdmapVersionMask) >> std::countr_zero(kRdmapVersionMask)),
+        static_cast<std::uint8_t>((b & kRdmapReservedMask) >> std::countr_zero(kRdmapReservedMask)),
+        static_cast<std::uint8_t>((b & kRdmapOpcodeMask) >> std::countr_zero(kRdmapOpcodeMask))};
+  }
   bool operator==(const RdmapControl&) const = default;
 };
 
