@@ -599,7 +599,7 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
       when = wmem_strdup_printf(pinfo->pool, " (reported in frame %u)",
                                 static_cast<unsigned>(reported));
     }
-    expert_add_info_format(pinfo, target, finding_expert(finding.id, finding.consequence_of_gap),
+    expert_add_info_format(pinfo, target, finding_expert(finding.id, finding.consequence()),
                            "[%s] %s%s", finding.code().data(), finding.message.c_str(), when);
   }
 

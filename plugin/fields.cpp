@@ -104,10 +104,10 @@ int expert_severity(Severity s) {
 
 }  // namespace
 
-expert_field* finding_expert(FindingId id, bool consequence_of_gap) {
+expert_field* finding_expert(FindingId id, bool consequence) {
   const auto i = static_cast<std::size_t>(id);
   if (i >= kFindingCount) return nullptr;
-  return &finding_eis[2 * i + (consequence_of_gap ? 1 : 0)];
+  return &finding_eis[2 * i + (consequence ? 1 : 0)];
 }
 
 // clang-format off
@@ -368,7 +368,7 @@ void register_fields() {
   proto_register_subtree_array(subtrees, G_N_ELEMENTS(subtrees));
 
   // Expert infos from core's catalog: "iwarp.<code>", severity as in the catalog, and a note
-  // twin "iwarp.<code>.after-gap" for findings that capture loss may have caused.
+  // twin "iwarp.<code>.after-gap" for findings that capture loss or a dropped FPDU caused.
   static std::vector<ei_register_info> eis[3];
   for (const FindingSpec& spec : finding_catalog()) {
     const std::size_t layer = spec.layer == "ddp" ? 1 : spec.layer == "rdmap" ? 2 : 0;

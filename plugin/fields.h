@@ -74,7 +74,7 @@ extern Subtrees ett;
 
 // Expert fields, one per finding in core's catalog (and a note-level twin for findings raised
 // only because capture loss hid what came before).
-expert_field* finding_expert(FindingId id, bool consequence_of_gap);
+expert_field* finding_expert(FindingId id, bool consequence);
 
 void register_fields();
 

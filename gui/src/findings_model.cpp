@@ -36,8 +36,9 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole:
       switch (index.column()) {
         case ColSeverity:
-          return f.consequence_of_gap ? severityText(f.severity) + tr(" (gap)")
-                                      : severityText(f.severity);
+          return f.consequence_of == Consequence::gap   ? severityText(f.severity) + tr(" (gap)")
+                 : f.consequence_of == Consequence::crc ? severityText(f.severity) + tr(" (CRC)")
+                                                        : severityText(f.severity);
         case ColCode:
           return qstr(f.code());
         case ColStream:

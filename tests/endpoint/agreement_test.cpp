@@ -348,7 +348,7 @@ class Agreement {
     ASSERT_TRUE(v[0]->terminate);
     EXPECT_EQ(*v[0]->terminate, t) << terminate_error_name(*v[0]->terminate);
     EXPECT_EQ(v[0]->severity, finding_spec(id).severity);
-    EXPECT_FALSE(v[0]->consequence_of_gap);
+    EXPECT_FALSE(v[0]->consequence());
   }
 
   // The victim sent `t`; the analyzer, lacking what the victim knows, finds nothing to refuse.

@@ -105,7 +105,7 @@ void analyze(const fs::path& pcap, Analysis& a) {
 const Finding* first_fatal(const Model& m) {
   for (const Finding& f : m.findings) {
     if (f.terminate && f.id != FindingId::rdmap_terminate && f.stream != UINT32_MAX &&
-        !f.consequence_of_gap)
+        !f.consequence())
       return &f;
   }
   return nullptr;

@@ -28,9 +28,11 @@ class Conn {
     ep_[0] = {*net::Address::parse("10.0.0.1"), 40000};
     ep_[1] = {*net::Address::parse("10.0.0.2"), 4791};
   }
+  explicit Conn(std::uint16_t client_port) : Conn() { ep_[0].port = client_port; }
   bool crc = false;
-  bool markers_c2s = false;  // the server asks for markers (Reply's M)
-  bool markers_s2c = false;  // the client asks (Request's M)
+  bool cut_at_fpdus = false;  // segments() also cuts where each FPDU begins
+  bool markers_c2s = false;   // the server asks for markers (Reply's M)
+  bool markers_s2c = false;   // the client asks (Request's M)
   std::uint8_t revision = 2;
   bool enhanced = true;
   std::uint16_t ird = 16, ord = 16;
@@ -77,6 +79,7 @@ class Conn {
     o.stream_pos = stream_[dir].size() - s0_[dir];
     const std::size_t at = stream_[dir].size();
     append(dir, wire::encode_fpdu(ulpdu, o));
+    fpdu_starts_[dir].push_back(at);
     return at;
   }
 
@@ -102,6 +105,11 @@ class Conn {
         // A sender that waits for its peer cannot have sent what it wrote after the wait in the
         // same segment: cut where the other side wrote in between.
         for (std::size_t k = pos; k + 1 < pos + n; ++k) {
+          if (cut_at_fpdus &&
+              std::binary_search(fpdu_starts_[d].begin(), fpdu_starts_[d].end(), k + 1)) {
+            n = k + 1 - pos;
+            break;
+          }
           if (time_[d][k + 1] > time_[d][k] + 1 &&
               other_wrote_between(d, time_[d][k], time_[d][k + 1])) {
             n = k + 1 - pos;
@@ -130,6 +138,20 @@ class Conn {
       feed(a, ++frame, s);
     a.finish();
     return a.model();
+  }
+
+  // Feeds SYN, SYN-ACK, `segs` and, with `close`, both FINs, numbering frames after `frame`;
+  // the analysis is not finished (more connections may follow).
+  void feed_all(Analyzer& a, const std::vector<Seg>& segs, std::uint64_t& frame, bool close) const {
+    feed(a, ++frame, Seg{0, isn_[0], {}, net::tcp_flag::syn});
+    feed(a, ++frame, Seg{1, isn_[1], {}, net::tcp_flag::syn | net::tcp_flag::ack});
+    for (const auto& s : segs)
+      feed(a, ++frame, s);
+    if (!close) return;
+    for (int d = 0; d < 2; ++d) {
+      const auto fin_seq = static_cast<std::uint32_t>(isn_[d] + 1 + stream_[d].size());
+      feed(a, ++frame, Seg{d, fin_seq, {}, net::tcp_flag::fin | net::tcp_flag::ack});
+    }
   }
 
   const Bytes& stream(int dir) const { return stream_[dir]; }
@@ -163,7 +185,17 @@ class Conn {
   std::vector<std::uint64_t> time_[2];  // when each octet was written
   std::uint64_t clock_ = 0;
   std::size_t s0_[2] = {0, 0};
+  std::vector<std::size_t> fpdu_starts_[2];
 };
+
+// Removes the segment of `dir` that begins at stream offset `offset` (cut_at_fpdus: an FPDU).
+void drop(std::vector<Seg>& segs, int dir, std::size_t offset) {
+  const std::uint32_t isn = dir == 0 ? 1000u : 0xFFFFFF00u;
+  segs.erase(
+      std::remove_if(segs.begin(), segs.end(),
+                     [&](const Seg& s) { return s.dir == dir && s.seq - (isn + 1) == offset; }),
+      segs.end());
+}
 
 // Flips one octet of the client's byte stream (client ISN 1000: stream offset 0 is seq 1001).
 void corrupt(std::vector<Seg>& segs, int dir, std::size_t offset) {
@@ -293,7 +325,7 @@ TEST(Analysis, CrcMismatchIsAnErrorWithTheMpaTerminate) {
   // reported as its consequence (a note), not as a second error.
   ASSERT_EQ(m.findings.size(), 2u);
   EXPECT_EQ(m.findings[1].code(), "ddp.untagged.msn-gap");
-  EXPECT_TRUE(m.findings[1].consequence_of_gap);
+  EXPECT_EQ(m.findings[1].consequence_of, Consequence::crc);
 }
 
 TEST(Analysis, CrcMismatchOnTheLastFpduOfTheCaptureIsReported) {
@@ -330,7 +362,7 @@ TEST(Analysis, CaptureLossIsAGapWhoseConsequencesAreNotes) {
   bool resync = false;
   for (const auto& f : m.findings)
     if (f.code() == "mpa.resync" || f.code() == "ddp.message-incomplete") {
-      EXPECT_TRUE(f.consequence_of_gap);
+      EXPECT_EQ(f.consequence_of, Consequence::gap);
       resync = true;
     }
   EXPECT_TRUE(resync);
@@ -665,6 +697,253 @@ TEST(Analysis, EmptyRegionsFileMakesEveryUnknownStagInvalid) {
     ASSERT_TRUE(m.findings[0].terminate);
     EXPECT_EQ(*m.findings[0].terminate,
               (TerminateError{1, ddp_etype::tagged_buffer, ddp_tagged_code::invalid_stag}));
+  }
+}
+
+// ---- findings that explain themselves (issue 16) ----------------------------------------------
+
+Bytes read_request(std::uint32_t sink_stag, std::uint64_t sink_to, std::uint32_t size,
+                   std::uint32_t source_stag, std::uint64_t source_to) {
+  Bytes rr;
+  ByteWriter w(rr);
+  wire::encode_read_request({sink_stag, sink_to, size, source_stag, source_to}, w);
+  return rr;
+}
+
+// An analysis that declares a hole capture loss as soon as later octets arrive (so that what
+// follows a lost segment is analysed in capture order).
+AnalyzerOptions eager_gaps() {
+  AnalyzerOptions o;
+  o.limits.reassembly_window = 1;
+  return o;
+}
+
+// Every finding that is not a tcp.gap is a note, a consequence of capture loss.
+void expect_only_gap_and_notes(const Model& m) {
+  EXPECT_EQ(codes(m), std::vector<std::string>{"tcp.gap"});
+  for (const auto& f : m.findings) {
+    if (f.id == FindingId::tcp_gap) continue;
+    EXPECT_EQ(f.consequence_of, Consequence::gap) << f.code() << ": " << f.message;
+  }
+}
+
+TEST(Explain, TaggedFindingsNameTheStagTheRegionAndHowFarOutside) {
+  Conn c;
+  c.handshake();
+  Bytes adv;
+  ByteWriter w(adv);
+  w.be64(0x7000);
+  w.be32(0xAB);
+  w.be32(4096);
+  c.send(1, 1, adv);  // STag 0xAB = [0x7000, +4096) at the server
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0xAB, 0x7000 + 4096 - 16, true), pattern(48));
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0xAB, 0x7000 - 16, true), pattern(32));
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  ASSERT_EQ(codes(m), (std::vector<std::string>{"ddp.tagged.bounds", "ddp.tagged.bounds"}));
+  for (const auto& f : m.findings) {
+    EXPECT_NE(f.message.find("STag 0x000000ab"), std::string::npos) << f.message;
+    EXPECT_NE(f.message.find("[0x7000, +4096)"), std::string::npos) << f.message;
+  }
+  EXPECT_NE(m.findings[0].message.find("32 octets past the end"), std::string::npos);
+  EXPECT_NE(m.findings[1].message.find("16 octets before the base"), std::string::npos);
+}
+
+TEST(Explain, NotesAfterACrcFailureAreItsConsequenceNotCaptureLoss) {
+  Conn c;
+  c.crc = true;
+  c.handshake();
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x100, 0x5000, false), pattern(64));
+  const std::size_t at =
+      c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x100, 0x5040, true), pattern(64));
+  auto segs = c.segments(4096);
+  corrupt(segs, 0, at + 30);  // the last segment of the Write fails its CRC
+  Analyzer a;
+  const Model& m = c.run(a, segs);
+  ASSERT_EQ(codes(m), std::vector<std::string>{"mpa.crc-mismatch"});
+  EXPECT_EQ(m.streams[0].dirs[0].bytes_lost, 0u);
+  ASSERT_EQ(m.findings.size(), 2u);
+  EXPECT_EQ(m.findings[1].code(), "ddp.message-incomplete");
+  EXPECT_EQ(m.findings[1].consequence_of, Consequence::crc);
+  EXPECT_EQ(m.findings[1].message.find("missing from the capture"), std::string::npos)
+      << m.findings[1].message;
+  EXPECT_NE(m.findings[1].message.find("CRC"), std::string::npos) << m.findings[1].message;
+}
+
+TEST(Explain, ReadResponseWithASegmentLostIsNoProtocolError) {
+  for (int lost : {0, 1, 2}) {  // the first, a middle, the last of three segments
+    Conn c;
+    c.cut_at_fpdus = true;
+    c.handshake();
+    c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true),
+           read_request(0x200, 0x9000, 3000, 0x300, 0x1000));
+    std::size_t at[3];
+    for (int i = 0; i < 3; ++i)
+      at[i] = c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000 + 1000 * i, i == 2),
+                     pattern(1000));
+    // The next read, into the sink range right after it: matched, not counted on the first.
+    c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 2, 0, true),
+           read_request(0x200, 0x9000 + 3000, 500, 0x300, 0x2000));
+    c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000 + 3000, true), pattern(500));
+    auto segs = c.segments();
+    drop(segs, 1, at[lost]);
+    Analyzer a(eager_gaps());
+    const Model& m = c.run(a, segs);
+    SCOPED_TRACE(lost);
+    expect_only_gap_and_notes(m);
+  }
+}
+
+TEST(Explain, ReadResponseShortByItsOwnTosAfterLossIsStillAnError) {
+  Conn c;
+  c.cut_at_fpdus = true;
+  c.handshake();
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true),
+         read_request(0x200, 0x9000, 3000, 0x300, 0x1000));
+  const std::size_t first =
+      c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, false), pattern(1000));
+  // The segment after the lost one ends the response 1000 octets early, by its own TO.
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000 + 1000, true), pattern(1000));
+  auto segs = c.segments();
+  drop(segs, 1, first);
+  Analyzer a(eager_gaps());
+  const Model& m = c.run(a, segs);
+  EXPECT_EQ(codes(m), (std::vector<std::string>{"tcp.gap", "rdmap.read-response-size-mismatch"}));
+}
+
+TEST(Explain, ResponseToALostReadRequestIsANote) {
+  Conn c;
+  c.cut_at_fpdus = true;
+  c.handshake();
+  const std::size_t rr = c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true),
+                                read_request(0x200, 0x9000, 100, 0x300, 0x1000));
+  c.send(0, 1, pattern(8));  // so that the loss is seen before the response
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, true), pattern(100));
+  auto segs = c.segments();
+  drop(segs, 0, rr);
+  Analyzer a(eager_gaps());
+  const Model& m = c.run(a, segs);
+  expect_only_gap_and_notes(m);
+  bool unmatched = false;
+  for (const auto& f : m.findings)
+    unmatched = unmatched || f.id == FindingId::rdmap_read_response_unmatched;
+  EXPECT_TRUE(unmatched);
+}
+
+TEST(Explain, IrdCountsNoRequestWhoseResponseTheCaptureLost) {
+  Conn c;
+  c.cut_at_fpdus = true;
+  c.ird = 1;
+  c.ord = 1;
+  c.handshake();
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true),
+         read_request(0x200, 0x9000, 100, 0x300, 0x1000));
+  const std::size_t resp1 =
+      c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, true), pattern(100));
+  c.send(1, 1, pattern(8));  // so that the loss is seen before the next request
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 2, 0, true),
+         read_request(0x201, 0xA000, 100, 0x300, 0x1000));
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x201, 0xA000, true), pattern(100));
+  // In step again: a real excess is an error.
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 3, 0, true),
+         read_request(0x202, 0xB000, 100, 0x300, 0x1000));
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 4, 0, true),
+         read_request(0x203, 0xC000, 100, 0x300, 0x1000));
+  auto segs = c.segments();
+  drop(segs, 1, resp1);
+  Analyzer a(eager_gaps());
+  const Model& m = c.run(a, segs);
+  EXPECT_EQ(codes(m), (std::vector<std::string>{"tcp.gap", "rdmap.ird-exceeded"}));
+  std::size_t notes = 0;
+  for (const auto& f : m.findings)
+    if (f.id == FindingId::rdmap_ird_exceeded && f.consequence_of == Consequence::gap) ++notes;
+  EXPECT_EQ(notes, 1u);
+}
+
+TEST(Explain, AtomicResponseToALostRequestIsANote) {
+  Conn c;
+  c.cut_at_fpdus = true;
+  c.handshake();
+  wire::AtomicRequest req;
+  req.atomic_opcode = static_cast<std::uint8_t>(wire::AtomicOp::fetch_add);
+  req.request_id = 7;
+  req.remote_stag = 0x400;
+  req.remote_to = 0x8000;
+  Bytes body;
+  ByteWriter w(body);
+  wire::encode_atomic_request(req, w);
+  const std::size_t at =
+      c.fpdu(0, Conn::untagged(Opcode::atomic_request, wire::kQnAtomicRequest, 1, 0, true), body);
+  c.send(0, 1, pattern(8));
+  Bytes resp;
+  ByteWriter rw(resp);
+  wire::encode_atomic_response({7, 42}, rw);
+  c.fpdu(1, Conn::untagged(Opcode::atomic_response, wire::kQnAtomicResponse, 1, 0, true), resp);
+  auto segs = c.segments();
+  drop(segs, 0, at);
+  Analyzer a(eager_gaps());
+  const Model& m = c.run(a, segs);
+  expect_only_gap_and_notes(m);
+  bool unmatched = false;
+  for (const auto& f : m.findings)
+    unmatched = unmatched || f.id == FindingId::rdmap_atomic_response_unmatched;
+  EXPECT_TRUE(unmatched);
+}
+
+// One connection's traffic: a Read of the server's STag 0x300 into the client's 0x200, and a
+// Write to the server's 0x300.
+void reads_and_writes(Conn& c) {
+  c.handshake();
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true),
+         read_request(0x200, 0x9000, 100, 0x300, 0x1000));
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, true), pattern(100));
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x300, 0x1000, true), pattern(64));
+}
+
+TEST(Explain, StagsLearnedFromAStreamDoNotForbidTheNextOne) {
+  // A reused 4-tuple (the first connection ended), then another connection between the same
+  // hosts while the second is open: the same STags, no stag-wrong-stream.
+  Conn first, again, other(40001);
+  for (Conn* c : {&first, &again, &other})
+    reads_and_writes(*c);
+  Analyzer a;
+  std::uint64_t frame = 0;
+  first.feed_all(a, first.segments(), frame, true);
+  again.feed_all(a, again.segments(), frame, false);
+  other.feed_all(a, other.segments(), frame, false);
+  a.finish();
+  const Model& m = a.model();
+  ASSERT_EQ(m.streams.size(), 3u);
+  EXPECT_EQ(codes(m), std::vector<std::string>{});
+}
+
+TEST(Explain, RpingRegionIsBoundToItsConnectionWhileItLasts) {
+  for (bool closed : {false, true}) {
+    Conn adv_conn, user(40001);
+    adv_conn.handshake();
+    Bytes adv;
+    ByteWriter w(adv);
+    w.be64(0x7000);
+    w.be32(0xAB);
+    w.be32(4096);
+    adv_conn.send(1, 1, adv);  // rping registers per connection (its own PD)
+    user.handshake();
+    user.fpdu(0, Conn::tagged(Opcode::rdma_write, 0xAB, 0x7000, true), pattern(64));
+    Analyzer a;
+    std::uint64_t frame = 0;
+    adv_conn.feed_all(a, adv_conn.segments(), frame, closed);
+    user.feed_all(a, user.segments(), frame, false);
+    a.finish();
+    const Model& m = a.model();
+    SCOPED_TRACE(closed);
+    if (closed) {
+      // The registration ended with its connection: the STag is evidence of nothing here.
+      EXPECT_EQ(codes(m), std::vector<std::string>{});
+    } else {
+      ASSERT_EQ(codes(m), std::vector<std::string>{"ddp.tagged.stag-wrong-stream"});
+      EXPECT_NE(m.findings[0].message.find("STag 0x000000ab"), std::string::npos);
+      EXPECT_NE(m.findings[0].message.find("rping"), std::string::npos) << m.findings[0].message;
+    }
   }
 }
 

@@ -29,6 +29,18 @@ const char* dir_name(int d) {
   return d == 0 ? "client-to-server" : d == 1 ? "server-to-client" : "";
 }
 
+// The direction a finding is about, as its endpoints: "10.0.0.2:7174 → 10.0.0.1:40001".
+const DirectionModel* direction_of(const Model& m, const Finding& f) {
+  if (f.stream >= m.streams.size() || f.direction < 0 || f.direction > 1) return nullptr;
+  return &m.streams[f.stream].dirs[f.direction];
+}
+
+std::string stag_hex(std::uint32_t stag) {
+  std::ostringstream s;
+  s << "0x" << std::hex << std::setw(8) << std::setfill('0') << stag;
+  return s.str();
+}
+
 json mpa_frame_json(const wire::MpaReqRep& f, std::uint64_t frame) {
   json j;
   j["frame"] = frame;
@@ -182,9 +194,15 @@ json to_json(const Model& m, const std::string& capture_name) {
     jf["frames"] = f.frames;
     if (f.stream != UINT32_MAX) jf["stream"] = f.stream;
     if (f.direction >= 0) jf["direction"] = dir_name(f.direction);
+    if (const DirectionModel* dm = direction_of(m, f)) {
+      jf["from"] = dm->from.to_string();
+      jf["to"] = dm->to.to_string();
+    }
     jf["message"] = f.message;
     if (f.terminate) jf["terminate"] = terminate_json(*f.terminate);
-    if (f.consequence_of_gap) jf["consequence_of_gap"] = true;
+    if (f.consequence()) jf["consequence_of"] = std::string(to_string(f.consequence_of));
+    // Kept for scripts written before consequence_of: true for capture loss only.
+    if (f.consequence_of == Consequence::gap) jf["consequence_of_gap"] = true;
     findings.push_back(jf);
   }
   root["findings"] = findings;
@@ -260,7 +278,7 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
         out << "  STag regions:\n";
         header = true;
       }
-      out << "    " << b.key.owner.to_string() << " STag " << hex(b.key.stag) << " ["
+      out << "    " << b.key.owner.to_string() << " STag " << stag_hex(b.key.stag) << " ["
           << to_string(b.source) << "]";
       if (b.base && b.length) out << " base " << hex(*b.base) << " length " << *b.length;
       out << ": " << b.bytes_placed() << " octets placed in";
@@ -290,10 +308,23 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
   for (const auto& f : m.findings) {
     out << "  frame " << std::setw(7) << f.frame << "  " << std::left << std::setw(8)
         << to_string(f.severity) << std::setw(34) << f.code() << std::right;
-    if (f.stream != UINT32_MAX) out << " stream " << f.stream << ": ";
+    if (f.stream != UINT32_MAX) {
+      out << " stream " << f.stream;
+      if (const DirectionModel* dm = direction_of(m, f))
+        out << " " << dm->from.to_string() << " \u2192 " << dm->to.to_string();
+      out << ": ";
+    }
     out << f.message;
-    if (f.terminate) out << "  [Terminate " << terminate_error_name(*f.terminate) << "]";
-    if (f.consequence_of_gap) out << "  (consequence of capture loss)";
+    // rdmap.terminate carries the Terminate the peer sent; every other finding the one a
+    // compliant Data Sink sends for the rule broken.
+    if (f.terminate) {
+      out << (f.id == FindingId::rdmap_terminate ? "  [peer sent Terminate "
+                                                 : "  [sink would send Terminate ")
+          << terminate_error_name(*f.terminate) << "]";
+    }
+    if (f.consequence_of == Consequence::gap) out << "  (consequence of capture loss)";
+    if (f.consequence_of == Consequence::crc)
+      out << "  (consequence of an FPDU dropped for its CRC)";
     out << "\n";
   }
 }

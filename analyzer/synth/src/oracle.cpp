@@ -237,7 +237,10 @@ class Oracle {
   void receive(const EmittedSegment& r, std::vector<ExpectedFinding>* out) {
     rdmap::DataSink& sink = sinks_[r.conn][r.dir];
     if (r.fate == EmittedSegment::Fate::crc_dropped) {
-      sink.lost_input();  // what the dropped FPDU held is missing
+      // What the dropped FPDU held is missing, at this sink and at the sender's own (as the
+      // analyzer does).
+      sink.lost_input(Consequence::crc);
+      sinks_[r.conn][1 - r.dir].own_side_lost(Consequence::crc);
       return;
     }
     const auto seg = wire::decode_ddp_segment(r.ulpdu);
@@ -251,7 +254,7 @@ class Oracle {
       add(*out, r, step.violation->id, step.violation->detail, step.after_loss);
     if (!step.decoded) return;
     if (step.kind == rdmap::SegmentStep::Kind::tagged) {
-      if (step.read_done) sinks_[r.conn][1 - r.dir].read_answered();  // the responder's IRQ
+      if (step.read_done) sinks_[r.conn][1 - r.dir].read_answered(step.read->req);  // its IRQ
       if (step.placed && r.scenario_data && !s.payload.empty())
         written_[{host, s.header.stag}].write(s.header.to, s.payload);
       return;

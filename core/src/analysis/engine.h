@@ -72,6 +72,7 @@ struct DirectionEngine {
   std::deque<HeaderEcho> recent;         // DDP headers sent, for Terminates that quote them
   std::set<FindingId> once;              // noisy findings reported once per direction
   bool truncated_reported = false;
+  Consequence last_loss = Consequence::none;  // what this direction last lost octets to
 };
 
 struct Connection {
@@ -87,6 +88,7 @@ struct Connection {
   bool provisional = true;  // client side guessed, not yet proven by SYN or MPA Request
   std::optional<StreamHint> hint;
   std::uint64_t reply_frame = 0;  // the MPA Reply's frame (0: none seen)
+  bool replaced = false;          // a new connection on its 4-tuple began: it has ended
 };
 
 struct ConnectionKey {
@@ -134,10 +136,13 @@ struct Analyzer::Impl {
   static Ctx ctx_of(const Connection& c, int dir, const std::vector<FrameSlice>& slices,
                     std::uint64_t fallback);
   class ShadowView;  // the Data Sink model's view of the shadow buffers (engine_sink.cpp)
-  std::size_t report(FindingId id, const Ctx& ctx, std::string message, bool consequence = false,
+  // `consequence`: what hid the octets the finding follows from (a note, not the peer's fault).
+  std::size_t report(FindingId id, const Ctx& ctx, std::string message,
+                     Consequence consequence = Consequence::none,
                      std::optional<TerminateError> term = std::nullopt);
   // A rule-layer Violation as a finding: its id, detail and Terminate.
-  std::size_t report(const Violation& v, const Ctx& ctx, bool consequence = false);
+  std::size_t report(const Violation& v, const Ctx& ctx,
+                     Consequence consequence = Consequence::none);
   // Reported once per limit. Called for every item past a cap, so the repeat costs a lookup.
   void limit_reached(std::string_view what, const Ctx& ctx);
   bool once(DirectionEngine& ds, FindingId id) { return ds.once.insert(id).second; }
@@ -192,8 +197,9 @@ struct Analyzer::Impl {
   void check_markers(Connection& c, int dir, const RawPdu& p, const Ctx& ctx);
   void swap_sides(Connection& c);
   void start_mid_stream(Connection& c, int dir, bool markers, bool crc);
-  // Octets of this direction were lost (capture gap) or dropped (CRC, unframed).
-  void lost_input(Connection& c, int dir);
+  // Octets of this direction were lost (capture gap, unframed: `gap`) or dropped (`crc`): the
+  // direction's Data Sink and the sender's own (whose requests and answers they carried).
+  void lost_input(Connection& c, int dir, Consequence cause);
 
   // ---- DDP / RDMAP (engine_sink.cpp): the LLP boundary ----
   void on_ddp_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx);
@@ -221,6 +227,11 @@ struct Analyzer::Impl {
     return lookup_region(key);
   }
   ShadowBuffer* lookup_region(const RegionKey& key);  // the ShadowMemory lookup behind it
+  // The stream has ended (FIN or RST seen, or its 4-tuple reused).
+  bool stream_ended(std::uint32_t stream) const;
+  // What `b` was taught by another stream's own traffic (an advertisement, a Read Request), and
+  // that stream has ended: the registration it described ended with it.
+  bool learned_elsewhere_and_ended(const ShadowBuffer& b, std::uint32_t stream) const;
   ShadowBuffer* region_for(Connection& c, int dir, const RegionKey& key);
   void finish_direction(Connection& c, int dir);
 };

@@ -36,8 +36,10 @@ void Analyzer::Impl::swap_sides(Connection& c) {
   std::swap(c.d[0], c.d[1]);
 }
 
-void Analyzer::Impl::lost_input(Connection& c, int dir) {
-  c.ds(dir).sink.lost_input();
+void Analyzer::Impl::lost_input(Connection& c, int dir, Consequence cause) {
+  c.ds(dir).last_loss = cause;
+  c.ds(dir).sink.lost_input(cause);
+  c.ds(1 - dir).sink.own_side_lost(cause);
 }
 
 void Analyzer::Impl::start_mid_stream(Connection& c, int dir, bool markers, bool crc) {
@@ -82,8 +84,12 @@ void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
         const std::uint16_t len = p.raw.size() >= 2 ? load_be16(p.raw.data()) : 0;
         report(ddp::header_too_short(len), ctx, c.ds(dir).sink.any_after_loss());
       }
-      // Octets that could not be framed are lost to the analysis: what they held is missing.
-      if (sm.state == StreamState::full && !p.raw.empty()) lost_input(c, dir);
+      // Octets that could not be framed are lost to the analysis: what they held is missing,
+      // for the reason the framer lost its boundary (capture loss, or a dropped FPDU).
+      if (sm.state == StreamState::full && !p.raw.empty()) {
+        const Consequence why = c.ds(dir).last_loss;
+        lost_input(c, dir, why != Consequence::none ? why : Consequence::gap);
+      }
       break;
     case RawPdu::Kind::fpdu:
       ev.kind = PduKind::fpdu;
@@ -235,7 +241,7 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
       report(FindingId::mpa_resync, ctx,
              "FPDU framing found again after " + std::to_string(p.resync_skipped) + " octets" +
                  (p.resync_after_gap ? " (after capture loss)" : ""),
-             benign);
+             benign ? Consequence::gap : Consequence::none);
     }
   }
 
@@ -250,7 +256,7 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
       dm.crc_errors++;
       report(mpa::crc_mismatch(p.crc_field, p.crc_all), ctx);
       // The FPDU is dropped: what it leaves missing is a consequence, like capture loss.
-      lost_input(c, dir);
+      lost_input(c, dir, Consequence::crc);
     }
   } else if (!dm.mpa.crc && p.crc_field != 0 && once(ds, FindingId::mpa_crc_unexpected)) {
     report(FindingId::mpa_crc_unexpected, ctx,

@@ -29,16 +29,34 @@ bool differs(const ShadowBuffer& buf, std::uint64_t to, ByteView content) {
   return false;
 }
 
+// What a direction's damaged message lost its octets to (a damaged message always follows a loss;
+// gap when none was recorded).
+Consequence cause(Consequence last_loss) {
+  return last_loss != Consequence::none ? last_loss : Consequence::gap;
+}
+
+std::string unseen(Consequence last_loss) {
+  return cause(last_loss) == Consequence::crc ? "octets dropped with an FPDU that failed its CRC"
+                                              : "octets missing from the capture";
+}
+
 }  // namespace
 
 // What the Data Sink model asks of the analysis: the shadow buffers of the receiving host, read
 // as registrations. With a regions file, an STag only ever seen in segments is no registration.
 class Analyzer::Impl::ShadowView final : public rdmap::SinkMemory {
  public:
-  ShadowView(Analyzer::Impl& engine, const net::Address& owner) : e_(engine), owner_(owner) {}
+  ShadowView(Analyzer::Impl& engine, const net::Address& owner, std::uint32_t stream)
+      : e_(engine), owner_(owner), stream_(stream) {}
   const ddp::RegionFacts* region(std::uint32_t stag) override {
     const ShadowBuffer* b = e_.find_region(RegionKey{owner_, stag});
     if (b == nullptr || (e_.regions_known && b->source == RegionSource::observed)) return nullptr;
+    // A registration learned from an ended stream's traffic ended with it: nothing is known of
+    // the STag here (a fact left unknown fails no check).
+    if (e_.learned_elsewhere_and_ended(*b, stream_)) {
+      facts_ = ddp::RegionFacts{};
+      return &facts_;
+    }
     // Every field assigned, none reset first: this runs for every tagged segment.
     const bool bounds = b->bounds_enforced && b->base && b->length;
     facts_.valid = !b->invalidated;
@@ -46,9 +64,9 @@ class Analyzer::Impl::ShadowView final : public rdmap::SinkMemory {
     facts_.invalidatable = b->invalidatable;
     facts_.base = bounds ? b->base : std::nullopt;
     facts_.length = bounds ? b->length : std::nullopt;
-    facts_.stream = b->stream && b->source != RegionSource::regions_file
-                        ? std::optional<std::uint64_t>(*b->stream)
-                        : std::nullopt;
+    const bool scoped = b->stream && b->stream_scoped;
+    facts_.stream = scoped ? std::optional<std::uint64_t>(*b->stream) : std::nullopt;
+    facts_.scope = scoped ? std::string_view(b->origin) : std::string_view();
     facts_.pd = b->pd;
     facts_.access = b->access;
     return &facts_;
@@ -62,6 +80,7 @@ class Analyzer::Impl::ShadowView final : public rdmap::SinkMemory {
  private:
   Analyzer::Impl& e_;
   net::Address owner_;
+  std::uint32_t stream_;
   ddp::RegionFacts facts_;
 };
 
@@ -80,10 +99,11 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
     const auto& q = ds.sink.queue(h.qn);
     ev.analysis.expected_msn = q.synced ? q.expected_msn : h.msn;
   }
-  ShadowView view(*this, dm.to.addr);
+  ShadowView view(*this, dm.to.addr, c.stream);
   const rdmap::SegmentStep step = ds.sink.receive(seg, view);
   // An STag-level violation is reported once per tagged message (SegmentStep::repeated).
-  if (step.violation && !step.repeated) report(*step.violation, ctx, step.after_loss);
+  if (step.violation && !step.repeated)
+    report(*step.violation, ctx, step.after_loss ? step.loss : Consequence::none);
   if (step.limit_hit) limit_reached("max_outstanding_reads", Ctx{c.stream, dir, ctx.frame, {}});
   if (!step.decoded) return;
   auto& oc = dm.opcodes[step.opcode];
@@ -149,7 +169,7 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
           step.placed ? pr.conflict : replaces_own && differs(*buf, h.to, ev.ddp->payload);
       if (conflict && replaces_own && once(ds, FindingId::ddp_tagged_conflicting_placement)) {
         report(FindingId::ddp_tagged_conflicting_placement, ctx,
-               "octets of STag " + hex_number(h.stag) +
+               "octets of STag " + hex_stag(h.stag) +
                    " placed again with different content (reported once)");
       }
       dm.bytes_placed += pr.new_bytes;
@@ -165,13 +185,13 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
   dm.opcodes[step.opcode].messages++;
   if (step.read_done) {
     ev.analysis.response_time_ns = cur_ts - step.read->ts_ns;
-    c.ds(1 - dir).sink.read_answered();  // the responder's IRQ entry is done
+    c.ds(1 - dir).sink.read_answered(step.read->req);  // the responder's IRQ entry is done
   }
   if (step.damaged) {
     report(FindingId::ddp_message_incomplete, ctx,
-           "tagged message to STag " + hex_number(h.stag) +
-               " ended with octets missing from the capture (not analysed)",
-           true);
+           "tagged message to STag " + hex_stag(h.stag) + " ended with " + unseen(ds.last_loss) +
+               " (not analysed)",
+           cause(ds.last_loss));
   }
   complete(c, dir, m.delivery_id, m.record, ev, step.placed);
   m = MessageTrack{};
@@ -286,28 +306,31 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
 // transfer (shown, not enforced), and the responder's source.
 void Analyzer::Impl::learn_from_read_request(Connection& c, int dir, const wire::ReadRequest& rr,
                                              const Ctx& ctx) {
+  // What a Read Request says of its two ranges is evidence for this stream, not a binding: the
+  // same STags may be named by another stream of the same hosts (one protection domain), and
+  // what an ended stream taught is learned again.
   const DirectionModel& dm = model.streams[c.stream].dirs[dir];
+  const auto learn = [&](ShadowBuffer& b, RegionSource source, const char* what,
+                         std::uint64_t base) {
+    const bool stale = learned_elsewhere_and_ended(b, c.stream);
+    if (!((b.source == RegionSource::observed && !b.base) || stale)) return false;
+    b.source = source;
+    b.origin = std::string(what) + " (frame " + std::to_string(ctx.frame) + ")";
+    b.base = base;
+    b.length = rr.size;
+    b.bounds_enforced = false;
+    b.stream_scoped = false;
+    b.stream = c.stream;
+    b.learned_frame = ctx.frame;
+    return true;
+  };
   if (ShadowBuffer* sink = region_for(c, dir, RegionKey{dm.from.addr, rr.sink_stag})) {
-    if (sink->source == RegionSource::observed && !sink->base) {
-      sink->source = RegionSource::read_request_sink;
-      sink->origin = "Read Request sink (frame " + std::to_string(ctx.frame) + ")";
-      sink->base = rr.sink_to;
-      sink->length = rr.size;
-      sink->learned_frame = ctx.frame;
-    }
+    learn(*sink, RegionSource::read_request_sink, "Read Request sink", rr.sink_to);
     if (!sink->stream) sink->stream = c.stream;
     sink->invalidated = false;
   }
-  if (ShadowBuffer* src = region_for(c, dir, RegionKey{dm.to.addr, rr.source_stag})) {
-    if (src->source == RegionSource::observed && !src->base) {
-      src->source = RegionSource::read_request_source;
-      src->origin = "Read Request source (frame " + std::to_string(ctx.frame) + ")";
-      src->base = rr.source_to;
-      src->length = rr.size;
-      src->learned_frame = ctx.frame;
-      if (!src->stream) src->stream = c.stream;
-    }
-  }
+  if (ShadowBuffer* src = region_for(c, dir, RegionKey{dm.to.addr, rr.source_stag}))
+    learn(*src, RegionSource::read_request_source, "Read Request source", rr.source_to);
 }
 
 void Analyzer::Impl::advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t opcode,
@@ -327,6 +350,7 @@ void Analyzer::Impl::advertisements(Connection& c, int dir, const Ctx& ctx, std:
     b->length = a.length;
     b->bounds_enforced = true;
     b->stream = c.stream;
+    b->stream_scoped = a.per_connection;
     b->learned_frame = ctx.frame;
     b->invalidated = false;
   }
@@ -355,7 +379,7 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
       }
     }
   }
-  report(FindingId::rdmap_terminate, ctx, msg, false, err);
+  report(FindingId::rdmap_terminate, ctx, msg, Consequence::none, err);
   if (t->layout == wire::TerminateLayout::siw_bitfield) {
     report(
         FindingId::rdmap_terminate_nonconformant, ctx,
@@ -440,6 +464,18 @@ ShadowBuffer* Analyzer::Impl::lookup_region(const RegionKey& key) {
   return b;
 }
 
+bool Analyzer::Impl::stream_ended(std::uint32_t stream) const {
+  return stream < model.streams.size() && (model.streams[stream].closed || conns[stream]->replaced);
+}
+
+bool Analyzer::Impl::learned_elsewhere_and_ended(const ShadowBuffer& b,
+                                                 std::uint32_t stream) const {
+  const bool learned = b.source == RegionSource::advertisement ||
+                       b.source == RegionSource::read_request_sink ||
+                       b.source == RegionSource::read_request_source;
+  return learned && b.stream && *b.stream != stream && stream_ended(*b.stream);
+}
+
 ShadowBuffer* Analyzer::Impl::region_for(Connection& c, int dir, const RegionKey& key) {
   ShadowBuffer* b = model.memory.get_or_create(key, options.limits.max_regions);
   if (!b) limit_reached("max_regions", Ctx{c.stream, dir, cur_frame, {}});
@@ -460,17 +496,22 @@ void Analyzer::Impl::finish_direction(Connection& c, int dir) {
       mctx.frame = model.messages[ds.queues[qn].record].first_frame;
     report(FindingId::ddp_message_incomplete, mctx,
            "MSN " + std::to_string(q.expected_msn) + " on QN " + std::to_string(qn) +
-               " never received its last segment" + cut,
-           q.damaged || !sm.closed);
+               " never received its last segment" + cut +
+               (q.damaged ? " (" + unseen(ds.last_loss) + ")" : std::string()),
+           q.damaged   ? cause(ds.last_loss)
+           : sm.closed ? Consequence::none
+                       : Consequence::gap);
   }
   const ddp::TaggedRx& t = ds.sink.tagged();
   if (t.open) {
     Ctx mctx = ctx;
     if (ds.tagged.record != kNoIndex) mctx.frame = model.messages[ds.tagged.record].first_frame;
-    report(
-        FindingId::ddp_message_incomplete, mctx,
-        "tagged message to STag " + hex_number(t.stag) + " never received its last segment" + cut,
-        t.damaged || !sm.closed);
+    report(FindingId::ddp_message_incomplete, mctx,
+           "tagged message to STag " + hex_stag(t.stag) + " never received its last segment" + cut +
+               (t.damaged ? " (" + unseen(ds.last_loss) + ")" : std::string()),
+           t.damaged   ? cause(ds.last_loss)
+           : sm.closed ? Consequence::none
+                       : Consequence::gap);
   }
 }
 

@@ -22,17 +22,18 @@ Analyzer::Impl::Impl(AnalyzerOptions o)
 // ---- findings ------------------------------------------------------------------------------
 
 std::size_t Analyzer::Impl::report(FindingId id, const Ctx& ctx, std::string message,
-                                   bool consequence, std::optional<TerminateError> term) {
+                                   Consequence consequence, std::optional<TerminateError> term) {
   const auto& spec = finding_spec(id);
   model.finding_counts[static_cast<std::size_t>(id)]++;
-  model.severity_counts[static_cast<std::size_t>(consequence ? Severity::note : spec.severity)]++;
+  const Severity severity = consequence != Consequence::none ? Severity::note : spec.severity;
+  model.severity_counts[static_cast<std::size_t>(severity)]++;
   if (model.findings.size() >= options.limits.max_findings) {
     model.findings_dropped++;
     return kNoIndex;
   }
   Finding f;
   f.id = id;
-  f.severity = consequence ? Severity::note : spec.severity;
+  f.severity = severity;
   f.frame = ctx.frame;
   if (ctx.slices) {
     for (const auto& sl : *ctx.slices)
@@ -43,7 +44,7 @@ std::size_t Analyzer::Impl::report(FindingId id, const Ctx& ctx, std::string mes
   f.direction = ctx.dir;
   f.message = std::move(message);
   f.terminate = term;
-  f.consequence_of_gap = consequence;
+  f.consequence_of = consequence;
   model.findings.push_back(std::move(f));
   const std::size_t idx = model.findings.size() - 1;
   if (cur_ev) {
@@ -54,7 +55,7 @@ std::size_t Analyzer::Impl::report(FindingId id, const Ctx& ctx, std::string mes
   return idx;
 }
 
-std::size_t Analyzer::Impl::report(const Violation& v, const Ctx& ctx, bool consequence) {
+std::size_t Analyzer::Impl::report(const Violation& v, const Ctx& ctx, Consequence consequence) {
   return report(v.id, ctx, v.detail, consequence, v.terminate);
 }
 
@@ -80,6 +81,7 @@ Connection* Analyzer::Impl::connection_for(std::uint64_t frame, std::int64_t ts,
     // A new connection on a reused 4-tuple once the old one carried data.
     const auto& sm = model.streams[conns[it->second]->stream];
     if (sm.dirs[0].tcp_bytes + sm.dirs[1].tcp_bytes > 0 || sm.closed) {
+      conns[it->second]->replaced = true;
       conn_index.erase(it);
       it = conn_index.end();
     }
@@ -224,7 +226,7 @@ void Analyzer::Impl::on_gap(Connection& c, int dir, std::uint64_t offset, std::u
   report(FindingId::tcp_gap, Ctx{c.stream, dir, next_frame, {}},
          std::to_string(length) + " octets missing from the capture at stream offset " +
              std::to_string(offset));
-  lost_input(c, dir);
+  lost_input(c, dir, Consequence::gap);
   DirectionCallbacks callbacks{*this, c, dir};
   c.ds(dir).framer.gap(offset, length, callbacks);
 }

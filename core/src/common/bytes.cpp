@@ -17,6 +17,14 @@ std::string to_hex(ByteView data, std::size_t max_bytes) {
   return s;
 }
 
+std::string hex_stag(std::uint32_t stag) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s = "0x00000000";
+  for (int i = 9; i >= 2; --i, stag >>= 4)
+    s[static_cast<std::size_t>(i)] = kDigits[stag & 15];
+  return s;
+}
+
 std::string hex_number(std::uint64_t v) {
   static constexpr char kDigits[] = "0123456789abcdef";
   char buf[16];
@@ -26,7 +34,8 @@ std::string hex_number(std::uint64_t v) {
     v >>= 4;
   } while (v != 0);
   std::string s = "0x";
-  while (n > 0) s += buf[--n];
+  while (n > 0)
+    s += buf[--n];
   return s;
 }
 

@@ -44,33 +44,37 @@ namespace detail {
   const auto code = [rdmap](std::uint8_t rdmap_code, std::uint8_t ddp_code) {
     return rdmap ? term::rdmap_protection(rdmap_code) : term::ddp_tagged(ddp_code);
   };
-  const std::string what = rdmap ? "source or target STag " : "STag ";
+  // Every message names the STag, and the region's bounds when the sink knows them.
+  const std::string what = (rdmap ? "source or target STag " : "STag ") + hex_stag(stag);
+  const bool bounded = r != nullptr && r->base && r->length;
+  const std::string region = bounded ? " (region " + range(*r->base, *r->length) + ")" : "";
   switch (broken) {
     case RegionRule::none:
       break;
     case RegionRule::unknown_stag:
       return make(FindingId::ddp_tagged_invalid_stag,
                   code(rdmap_code::invalid_stag, ddp_tagged_code::invalid_stag),
-                  what + hex_number(stag) + " is not a region of the Data Sink");
+                  what + " is not a region of the Data Sink (access " + range(to, len) + ")");
     case RegionRule::invalidated:
       return make(FindingId::rdmap_stag_invalidated_use,
                   code(rdmap_code::invalid_stag, ddp_tagged_code::invalid_stag),
-                  what + hex_number(stag) + " was invalidated" +
+                  what + region + " was invalidated" +
                       (r->invalidated_frame ? " in frame " + std::to_string(r->invalidated_frame)
                                             : std::string()));
     case RegionRule::protection_domain:
       return make(FindingId::ddp_tagged_stag_wrong_stream,
                   code(rdmap_code::stag_not_associated, ddp_tagged_code::stag_not_associated),
-                  what + hex_number(stag) + " is in protection domain " + std::to_string(*r->pd) +
+                  what + region + " is in protection domain " + std::to_string(*r->pd) +
                       ", the stream's is " + std::to_string(*stream.pd));
     case RegionRule::stream:
       return make(FindingId::ddp_tagged_stag_wrong_stream,
                   code(rdmap_code::stag_not_associated, ddp_tagged_code::stag_not_associated),
-                  what + hex_number(stag) + " belongs to stream " + std::to_string(*r->stream));
+                  what + region + " belongs to stream " + std::to_string(*r->stream) +
+                      (r->scope.empty() ? std::string() : ", per its " + std::string(r->scope)));
     case RegionRule::access:
       return make(FindingId::ddp_tagged_access_rights,
                   code(rdmap_code::access_rights, ddp_tagged_code::invalid_stag),
-                  what + hex_number(stag) + " does not grant the " +
+                  what + region + " does not grant the " +
                       (need & access::remote_read     ? "remote read"
                        : need & access::remote_atomic ? "remote atomic"
                        : need & access::remote_write  ? "remote write"
@@ -79,7 +83,8 @@ namespace detail {
     case RegionRule::to_wrap:
       return make(FindingId::ddp_tagged_to_wrap,
                   code(rdmap_code::to_wrap, ddp_tagged_code::to_wrap),
-                  "TO " + hex_number(to) + " + " + std::to_string(len) + " octets wraps past 2^64");
+                  "TO " + hex_number(to) + " + " + std::to_string(len) + " octets at " + what +
+                      region + " wraps past 2^64");
     case RegionRule::bounds: {
       const std::uint64_t end = *r->base + *r->length;
       std::string how;
@@ -90,7 +95,7 @@ namespace detail {
       return make(FindingId::ddp_tagged_bounds,
                   code(rdmap_code::base_bounds, ddp_tagged_code::base_bounds),
                   range(to, len) + " outside region " + range(*r->base, *r->length) + " of " +
-                      what + hex_number(stag) + " (" + how + ")");
+                      what + " (" + how + ")");
     }
   }
   return std::nullopt;
@@ -98,16 +103,20 @@ namespace detail {
 
 [[gnu::cold]] std::optional<Violation> message_cut(const TaggedRx& rx, const wire::DdpHeader& h) {
   return make(FindingId::ddp_message_incomplete, term::ddp_tagged(ddp_tagged_code::invalid_stag),
-              "tagged message to STag " + hex_number(rx.stag) +
-                  " ended without its last segment (next segment names STag " + hex_number(h.stag) +
+              "tagged message to STag " + hex_stag(rx.stag) +
+                  " ended without its last segment (next segment names STag " + hex_stag(h.stag) +
                   ")");
 }
 
 [[gnu::cold]] std::optional<Violation> to_discontinuous(const TaggedRx& rx,
                                                         const wire::DdpHeader& h) {
+  const std::string how = h.to > rx.next_to
+                              ? std::to_string(h.to - rx.next_to) + " octets past it"
+                              : std::to_string(rx.next_to - h.to) + " octets before it";
   return make(FindingId::ddp_tagged_bounds, term::ddp_tagged(ddp_tagged_code::base_bounds),
-              "TO " + hex_number(h.to) + " does not continue the message (expected " +
-                  hex_number(rx.next_to) + ")");
+              "TO " + hex_number(h.to) + " of STag " + hex_stag(h.stag) +
+                  " does not continue the message " + range(rx.first_to, rx.length) +
+                  " (expected TO " + hex_number(rx.next_to) + ", " + how + ")");
 }
 
 }  // namespace detail

@@ -157,6 +157,18 @@ std::string_view to_string(Severity s) {
   return "?";
 }
 
+std::string_view to_string(Consequence c) {
+  switch (c) {
+    case Consequence::none:
+      return "";
+    case Consequence::gap:
+      return "gap";
+    case Consequence::crc:
+      return "crc";
+  }
+  return "";
+}
+
 const FindingSpec& finding_spec(FindingId id) {
   return kCatalog.at(static_cast<std::size_t>(id));
 }

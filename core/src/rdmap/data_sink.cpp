@@ -133,9 +133,32 @@ SegmentStep DataSink::receive(const wire::DdpSegment& seg, SinkMemory& memory) {
     tagged_read_matched_ = response && !orq_.empty();
     tagged_violated_ = false;
   }
+  // After loss the checks that count a response's octets against its request count octets
+  // the capture lost: the segment is first matched to the request it answers by STag and TO,
+  // and what still fails is a consequence.
+  const Consequence unsure = !response                          ? Consequence::none
+                             : orq_unsure_ != Consequence::none ? orq_unsure_
+                             : t.damaged ? (loss_ != Consequence::none ? loss_ : Consequence::gap)
+                                         : Consequence::none;
+  Consequence unsure_after = unsure;
+  if (unsure != Consequence::none) {
+    // Matched by its own STag and TO, the count is sure again: what fails then is the peer's.
+    if (resync_orq(h, step.starts_message)) {
+      unsure_after = Consequence::none;
+      orq_unsure_ = Consequence::none;
+    }
+    if (step.starts_message) tagged_read_matched_ = !orq_.empty();
+  }
   if (response && (step.starts_message || tagged_read_matched_)) {
     const OutstandingRead* head = tagged_read_matched_ ? &orq_.front() : nullptr;
-    if (keep(step, check_read_response(head, h, len))) bad = true;
+    if (auto v = check_read_response(head, h, len)) {
+      bad = true;
+      if (!step.violation && unsure_after != Consequence::none) {
+        step.after_loss = true;
+        step.loss = unsure_after;
+      }
+      keep(step, std::move(v));
+    }
     if (head != nullptr) {
       step.read = *head;
       orq_.front().received += len;
@@ -166,8 +189,27 @@ SegmentStep DataSink::receive(const wire::DdpSegment& seg, SinkMemory& memory) {
     step.read = orq_.front();
     step.read_done = true;
     orq_.pop_front();
+    if (!tagged_violated_) orq_unsure_ = Consequence::none;  // answered as requested: in step
   }
   t.open = false;
+}
+
+bool DataSink::resync_orq(const wire::DdpHeader& h, bool first) {
+  // RFC 5040 §5.2: responses come in request order, each to the sink STag and TO its request
+  // named. The entry whose sink range holds this TO is the one answered; the entries before it
+  // were answered by responses the capture lost, and a response that had begun is over when
+  // another begins (its last segment was lost).
+  const auto answers = [&h](const OutstandingRead& o) {
+    return h.stag == o.req.sink_stag && h.to >= o.req.sink_to &&
+           h.to - o.req.sink_to < std::max<std::uint64_t>(o.req.size, 1);
+  };
+  std::size_t i = first && !orq_.empty() && orq_.front().received > 0 ? 1 : 0;
+  while (i < orq_.size() && !answers(orq_[i]))
+    ++i;
+  if (i == orq_.size()) return false;  // none: the checks report it, as a consequence
+  orq_.erase(orq_.begin(), orq_.begin() + static_cast<std::ptrdiff_t>(i));
+  orq_.front().received = h.to - orq_.front().req.sink_to;  // octets before it were lost
+  return true;
 }
 
 void DataSink::untagged_segment(const wire::DdpSegment& seg, SinkMemory& memory,
@@ -264,6 +306,8 @@ void DataSink::untagged_segment(const wire::DdpSegment& seg, SinkMemory& memory,
     step.damaged = rx.damaged;
   }
   step.placed = !bad;
+  if (step.after_loss && step.loss == Consequence::none)
+    step.loss = loss_ != Consequence::none ? loss_ : Consequence::gap;
   if (step.kind == SegmentStep::Kind::terminate && step.violation) {
     // A Terminate is accepted whatever breaks in it: the stream is ending (RFC 5040 §5.4).
     step.violation->terminate.reset();
@@ -287,10 +331,19 @@ bool DataSink::complete_untagged(Queue& q, SinkMemory& memory, SegmentStep& step
       auto rr = wire::decode_read_request(ByteView(q.body.data(), wire::ReadRequest::kSize));
       if (!rr) return true;
       step.read_request = *rr;
-      if (!step.rtr &&
-          keep(step, check_read_request(*rr, irq_.size(), config_.ird,
-                                        memory.region(rr->source_stag), known, config_.stream)))
-        return false;
+      if (!step.rtr) {
+        if (auto v = check_read_request(*rr, irq_.size(), config_.ird,
+                                        memory.region(rr->source_stag), known, config_.stream)) {
+          // The IRQ may still hold requests whose last response segment the capture lost.
+          if (v->id == FindingId::rdmap_ird_exceeded && irq_unsure_ != Consequence::none &&
+              !step.violation) {
+            step.after_loss = true;
+            step.loss = irq_unsure_;
+          }
+          keep(step, std::move(v));
+          return false;
+        }
+      }
       if (irq_.size() >= config_.max_reads) {
         irq_.pop_front();
         step.limit_hit = true;
@@ -311,9 +364,18 @@ bool DataSink::complete_untagged(Queue& q, SinkMemory& memory, SegmentStep& step
       step.atomic_response = *a;
       auto it = std::find_if(atomics_.begin(), atomics_.end(),
                              [&](const PendingAtomic& p) { return p.request_id == a->request_id; });
-      if (keep(step, check_atomic_response(*a, it != atomics_.end()))) return false;
+      if (auto v = check_atomic_response(*a, it != atomics_.end())) {
+        // Its request may be one the capture lost.
+        if (atomics_unsure_ != Consequence::none && !step.violation) {
+          step.after_loss = true;
+          step.loss = atomics_unsure_;
+        }
+        keep(step, std::move(v));
+        return false;
+      }
       step.atomic = *it;
       atomics_.erase(it);
+      atomics_unsure_ = Consequence::none;
       return true;
     }
     case wire::Opcode::immediate_data:
@@ -357,15 +419,32 @@ void DataSink::read_answered() {
   if (!irq_.empty()) irq_.pop_front();
 }
 
+void DataSink::read_answered(const wire::ReadRequest& answered) {
+  if (irq_unsure_ != Consequence::none) {
+    // The requests before it were answered by responses the capture lost.
+    const auto it = std::find_if(irq_.begin(), irq_.end(), [&](const wire::ReadRequest& r) {
+      return r.sink_stag == answered.sink_stag && r.sink_to == answered.sink_to &&
+             r.size == answered.size;
+    });
+    if (it != irq_.end()) {
+      irq_.erase(irq_.begin(), it + 1);
+      irq_unsure_ = Consequence::none;
+      return;
+    }
+  }
+  read_answered();
+  if (irq_.empty()) irq_unsure_ = Consequence::none;  // no entry left that a loss could keep
+}
+
 void DataSink::start_mid_stream() {
   for (auto& q : queues_)
     if (!q.seen) q.rx.synced = false;
 }
 
-bool DataSink::any_after_loss() const {
+Consequence DataSink::any_after_loss() const {
   for (const auto& q : queues_)
-    if (q.rx.after_loss) return true;
-  return false;
+    if (q.rx.after_loss) return loss_ != Consequence::none ? loss_ : Consequence::gap;
+  return Consequence::none;
 }
 
 bool DataSink::has_open_message() const {
@@ -381,13 +460,21 @@ void DataSink::drop_open_messages() {
     q.rx.open = false;
 }
 
-void DataSink::lost_input() {
+void DataSink::lost_input(Consequence cause) {
+  loss_ = cause;
+  orq_unsure_ = cause;  // a Read Response to this sink may be what was lost
   for (auto& q : queues_) {
     q.rx.after_loss = true;
     if (!q.seen) q.rx.synced = false;
     if (q.rx.open) q.rx.damaged = true;
   }
   if (tagged_.open) tagged_.damaged = true;
+}
+
+void DataSink::own_side_lost(Consequence cause) {
+  orq_unsure_ = cause;
+  irq_unsure_ = cause;
+  atomics_unsure_ = cause;
 }
 
 }  // namespace ddpscope::rdmap

@@ -103,34 +103,40 @@ std::optional<Violation> check_read_response(const OutstandingRead* head, const 
                                              std::uint64_t len) {
   if (head == nullptr) {
     return make(FindingId::rdmap_read_response_unmatched, term::ddp_local_catastrophic(),
-                "Read Response to STag " + hex_number(h.stag) + " with no Read Request outstanding",
+                "Read Response to STag " + hex_stag(h.stag) + " with no Read Request outstanding",
                 TerminateQuote::none);
   }
   const auto& rq = head->req;
+  // The Read Request's sink range is the region the response may fill (RFC 5040 §4.4).
+  const std::string sink = "sink range [" + hex_number(rq.sink_to) + ", +" +
+                           std::to_string(rq.size) + ") of STag " + hex_stag(rq.sink_stag);
   const std::string in =
       head->frame ? " (Read Request in frame " + std::to_string(head->frame) + ")" : std::string();
   if (h.stag != rq.sink_stag) {
     return make(FindingId::ddp_tagged_invalid_stag, term::ddp_tagged(ddp_tagged_code::invalid_stag),
-                "Read Response to STag " + hex_number(h.stag) +
-                    ", the Read Request named sink STag " + hex_number(rq.sink_stag) + in);
+                "Read Response to STag " + hex_stag(h.stag) +
+                    ", the Read Request named sink STag " + hex_stag(rq.sink_stag) + in);
   }
-  if (h.to != rq.sink_to + head->received) {
+  const std::uint64_t expect = rq.sink_to + head->received;
+  if (h.to != expect) {
+    const std::string how = h.to > expect ? std::to_string(h.to - expect) + " octets past it"
+                                          : std::to_string(expect - h.to) + " octets before it";
     return make(FindingId::ddp_tagged_bounds, term::ddp_tagged(ddp_tagged_code::base_bounds),
                 "Read Response at TO " + hex_number(h.to) + ", expected sink TO " +
-                    hex_number(rq.sink_to + head->received) + in);
+                    hex_number(expect) + " (" + how + ") in the " + sink + in);
   }
   const std::uint64_t total = head->received + len;
   if (total > rq.size) {
     return make(FindingId::rdmap_read_response_size_mismatch,
                 term::ddp_tagged(ddp_tagged_code::base_bounds),
-                "Read Response carries more than the " + std::to_string(rq.size) +
-                    " octets requested" + in);
+                "Read Response carries " + std::to_string(total) + " octets, " +
+                    std::to_string(total - rq.size) + " octets past the end of the " + sink + in);
   }
   if (h.control.last && total != rq.size) {
     return make(FindingId::rdmap_read_response_size_mismatch,
                 term::ddp_tagged(ddp_tagged_code::base_bounds),
                 "Read Response carried " + std::to_string(total) + " octets, " +
-                    std::to_string(rq.size) + " were requested" + in);
+                    std::to_string(rq.size - total) + " short of the " + sink + in);
   }
   return std::nullopt;
 }
@@ -173,7 +179,7 @@ std::optional<Violation> check_invalidate(std::uint32_t stag, const ddp::RegionF
   }
   return make(FindingId::rdmap_invalidate_refused,
               term::rdmap_protection(rdmap_code::stag_cannot_invalidate),
-              "Send with Invalidate of STag " + hex_number(stag) + ", which " + why);
+              "Send with Invalidate of STag " + hex_stag(stag) + ", which " + why);
 }
 
 std::optional<Violation> check_atomic_request(const wire::AtomicRequest& a,
@@ -193,7 +199,9 @@ std::optional<Violation> check_atomic_request(const wire::AtomicRequest& a,
   }
   if (a.remote_to % 8 != 0) {
     return make(FindingId::ddp_tagged_bounds, term::rdmap_protection(rdmap_code::base_bounds),
-                "Atomic Request: remote TO " + hex_number(a.remote_to) + " is not 8-aligned");
+                "Atomic Request: remote TO " + hex_number(a.remote_to) + " of STag " +
+                    hex_stag(a.remote_stag) + " is not 8-aligned (" +
+                    std::to_string(a.remote_to % 8) + " octets past an 8-octet boundary)");
   }
   return std::nullopt;
 }

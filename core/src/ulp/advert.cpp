@@ -15,6 +15,7 @@ void RpingAdvertisementDecoder::decode(const AdvertContext& ctx, ByteView messag
   region.base = info->buf;
   region.length = info->size;
   region.owner = ctx.sender.addr;
+  region.per_connection = true;
   out.push_back(region);
 }
 

@@ -86,5 +86,7 @@ class ByteWriter {
 std::string to_hex(ByteView data, std::size_t max_bytes = SIZE_MAX);
 // "0x1f": a number in lowercase hexadecimal, no leading zeros (the form findings use).
 std::string hex_number(std::uint64_t v);
+// "0x00002b02": an STag in the 8-digit form Wireshark and the GUI show (RFC 5040 §4.4: 32 bits).
+std::string hex_stag(std::uint32_t stag);
 
 }  // namespace ddpscope

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "ddpscope/findings/violation.h"
@@ -35,6 +36,7 @@ struct RegionFacts {
   std::optional<std::uint64_t> length;
   std::optional<std::uint32_t> pd;      // protection domain
   std::optional<std::uint64_t> stream;  // the one stream it may be used on (RFC 5041 §8)
+  std::string_view scope;               // why it is bound to that stream (for the message)
   std::optional<std::uint8_t> access;   // access:: rights
 };
 

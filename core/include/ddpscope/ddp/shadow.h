@@ -74,9 +74,15 @@ class ShadowBuffer {
   // Whether tagged segments are checked against base/length. Bounds learned from a Read
   // Request describe one transfer, not the region, so they are shown but not enforced.
   bool bounds_enforced = false;
-  std::optional<std::uint32_t> stream;  // stream the STag is associated with
-  std::optional<std::uint32_t> pd;      // protection domain, when the user gave it
-  std::optional<std::uint8_t> access;   // ddp::access rights, when the user gave them
+  // The stream it was learned on (or first used on). A binding only with `stream_scoped`.
+  std::optional<std::uint32_t> stream;
+  // The upper layer that taught it registers memory per connection (rping: a protection domain
+  // per connection), so the STag is not associated with any other stream while `stream` lasts
+  // (RFC 5041 §8, RFC 5040 §5.3). Learned from the stream's own traffic otherwise, it is
+  // evidence for that stream, not a binding.
+  bool stream_scoped = false;
+  std::optional<std::uint32_t> pd;     // protection domain, when the user gave it
+  std::optional<std::uint8_t> access;  // ddp::access rights, when the user gave them
   bool invalidatable = true;
   std::uint64_t learned_frame = 0;
   bool invalidated = false;

@@ -86,6 +86,15 @@ const FindingSpec& finding_spec(FindingId id);
 std::span<const FindingSpec> finding_catalog();
 std::optional<FindingId> finding_by_code(std::string_view code);
 
+// What a finding is only a consequence of: octets the analysis did not see, so what it reports
+// is not blamed on the peer (severity note).
+enum class Consequence : std::uint8_t {
+  none,
+  gap,  // octets missing from the capture (tcp.gap, or a capture that ends first)
+  crc,  // an FPDU dropped for its CRC (mpa.crc-mismatch, RFC 5044 §8: a sink never places it)
+};
+std::string_view to_string(Consequence c);
+
 struct Finding {
   FindingId id = FindingId::count_;
   Severity severity = Severity::note;  // the catalog's, or note when caused by capture loss
@@ -95,7 +104,8 @@ struct Finding {
   int direction = -1;                  // 0 = client->server, 1 = server->client, -1 = none
   std::string message;                 // one line with the specifics
   std::optional<TerminateError> terminate;
-  bool consequence_of_gap = false;  // raised only because capture loss hid what came before
+  Consequence consequence_of = Consequence::none;  // raised only because octets went unseen
+  bool consequence() const { return consequence_of != Consequence::none; }
   std::string_view code() const { return finding_spec(id).code; }
 };
 

@@ -88,6 +88,7 @@ struct SegmentStep {
   // message, so a host that goes on after a violation (an analysis) reports it once per message.
   bool repeated = false;
   bool after_loss = false;  // analysis: the state the rule used was unsure after capture loss
+  Consequence loss = Consequence::none;  // analysis: what left it unsure (with after_loss)
   Kind kind = Kind::ignored;
   std::uint8_t opcode = 0;
   bool rtr = false;             // it was the negotiated RTR (RFC 6581): the stream is ready
@@ -132,15 +133,23 @@ class DataSink {
   // then the request counts against IRD (RFC 5040 §5.2: the requester's ORD slot is not free
   // before the response reached it), so both hosts count what the wire order shows.
   void read_answered();
+  // Analysis: the same, naming the request its Read Response answered (after capture loss the
+  // IRQ entries before it were answered by responses the capture lost).
+  void read_answered(const wire::ReadRequest& answered);
   // After a Terminate: no more Read Responses (RFC 5040 §5.4).
   void clear_inbound_reads() { irq_.clear(); }
   // Analysis: octets of this direction were lost (capture gap, dropped FPDU): open messages are
-  // damaged and what the next segments break is a consequence.
-  void lost_input();
+  // damaged, the ORQ may wait for a Read Response that was lost, and what the next segments
+  // break is a consequence of `cause`.
+  void lost_input(Consequence cause);
+  // Analysis: octets this sink's own side sent were lost: a Read Request or Atomic Request (the
+  // ORQ or the atomics lack it), or the last Read Response segment that answers an inbound
+  // Read Request (the IRQ keeps it). What those counts decide next is a consequence of `cause`.
+  void own_side_lost(Consequence cause);
   // Analysis: the capture starts mid-stream; no queue's MSN is known yet.
   void start_mid_stream();
-  // Analysis: some queue's state is unsure after capture loss.
-  bool any_after_loss() const;
+  // Analysis: what left some queue's state unsure after capture loss (none: nothing).
+  Consequence any_after_loss() const;
   // A message is open (its L segment has not come).
   bool has_open_message() const;
   // The endpoint gives up a half-received message (stall, EOF): it is never delivered.
@@ -168,6 +177,9 @@ class DataSink {
   };
   // inline: defined in data_sink.cpp, each folded into its one caller there (per segment).
   inline void checks(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step);
+  // After loss: the ORQ entry a Read Response segment answers, found by its STag and TO, made
+  // the head with the octets before the segment counted as received. False when none is.
+  bool resync_orq(const wire::DdpHeader& h, bool first);
   inline void tagged_segment(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step);
   void untagged_segment(const wire::DdpSegment& seg, SinkMemory& memory, SegmentStep& step);
   // RDMAP at a message's last segment; false when it broke a rule.
@@ -182,6 +194,13 @@ class DataSink {
   std::deque<OutstandingRead> orq_;
   std::deque<wire::ReadRequest> irq_;
   std::deque<PendingAtomic> atomics_;
+  // Analysis: what capture loss left unsure (none: nothing). The ORQ and the tagged message
+  // become sure again with a Read Response that matches; the IRQ once it is empty; the
+  // atomics with an Atomic Response that matches.
+  Consequence loss_ = Consequence::none;  // the last loss on this direction (untagged queues)
+  Consequence orq_unsure_ = Consequence::none;
+  Consequence irq_unsure_ = Consequence::none;
+  Consequence atomics_unsure_ = Consequence::none;
 };
 
 // RFC 6581 §9.2: the RTR is a zero-length RDMA Write (L=1), a zero-size Read Request (MSN 1), or

@@ -27,6 +27,9 @@ struct AdvertisedRegion {
   std::uint64_t base = 0;
   std::uint64_t length = 0;
   net::Address owner;
+  // The upper layer registers the region for this connection only (its own protection domain):
+  // using it on another stream while this one lasts is a violation.
+  bool per_connection = false;
 };
 
 class AdvertisementDecoder {
@@ -40,6 +43,8 @@ class AdvertisementDecoder {
 
 // rping (rdma-core librdmacm/examples/rping.c): a 16-octet SEND holding
 // { be64 buf; be32 rkey; be32 size; }, taken to be one by ulp::rping_advertisement (rping.h).
+// rping allocates a protection domain per connection and registers its buffers in it, so the
+// region is per connection.
 class RpingAdvertisementDecoder final : public AdvertisementDecoder {
  public:
   std::string_view name() const override { return "rping"; }
