@@ -94,6 +94,19 @@ class Trust(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("27 of 27 frames have the unsupported link type USER0 (", p.stderr)
 
+    def test_text_report_reads_as_written_english(self):
+        # Issue 16's small things: singular counts, "nothing placed", 8-digit STags and CRCs.
+        p = run("analyze", os.path.join(SAMPLES, "synthetic", "fault-to-wrap.pcap"))
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(p.stdout, r"RDMA Write +1 segment +1 message +64 octets")
+        self.assertIn("QN 0: MSN 1..1, 1 message\n", p.stdout)
+        self.assertIn("STag 0x00008b08 [observed]: nothing placed", p.stdout)
+        self.assertNotIn(" 1 segments", p.stdout)
+        self.assertNotIn("placed in nothing", p.stdout)
+        p = run("analyze", os.path.join(SAMPLES, "synthetic", "fault-crc.pcap"))
+        self.assertIn(", 1 CRC error\n", p.stdout)
+        self.assertRegex(p.stdout, r"CRC field 0x[0-9a-f]{8}, computed 0x[0-9a-f]{8}")
+
     def test_version_and_help(self):
         p = run("--version")
         self.assertEqual(p.returncode, 0)

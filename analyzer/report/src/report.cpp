@@ -252,19 +252,21 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
       out << "  " << dir_name(d) << ": " << dm.tcp_bytes << " TCP octets, " << dm.fpdus
           << " FPDUs, " << dm.bytes_placed << " octets placed";
       if (dm.bytes_lost) out << ", " << dm.bytes_lost << " lost";
-      if (dm.crc_errors) out << ", " << dm.crc_errors << " CRC errors";
+      if (dm.crc_errors)
+        out << ", " << dm.crc_errors << (dm.crc_errors == 1 ? " CRC error" : " CRC errors");
       out << "\n";
       for (std::size_t op = 0; op < dm.opcodes.size(); ++op) {
         const auto& c = dm.opcodes[op];
         if (!c.segments) continue;
         out << "    " << std::left << std::setw(28)
             << wire::opcode_info(static_cast<std::uint8_t>(op)).name << std::right << std::setw(8)
-            << c.segments << " segments " << std::setw(8) << c.messages << " messages "
-            << std::setw(12) << c.bytes << " octets\n";
+            << c.segments << (c.segments == 1 ? " segment  " : " segments ") << std::setw(8)
+            << c.messages << (c.messages == 1 ? " message  " : " messages ") << std::setw(12)
+            << c.bytes << (c.bytes == 1 ? " octet\n" : " octets\n");
       }
       for (const auto& [qn, q] : dm.queues) {
         out << "    QN " << qn << ": MSN " << q.first_msn << ".." << q.last_msn << ", "
-            << q.messages << " messages\n";
+            << q.messages << (q.messages == 1 ? " message\n" : " messages\n");
       }
     }
     bool header = false;
@@ -281,7 +283,12 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
       out << "    " << b.key.owner.to_string() << " STag " << stag_hex(b.key.stag) << " ["
           << to_string(b.source) << "]";
       if (b.base && b.length) out << " base " << hex(*b.base) << " length " << *b.length;
-      out << ": " << b.bytes_placed() << " octets placed in";
+      if (b.extents().empty()) {
+        out << ": nothing placed\n";
+        continue;
+      }
+      out << ": " << b.bytes_placed() << (b.bytes_placed() == 1 ? " octet" : " octets")
+          << " placed in";
       std::size_t n = 0;
       for (const auto& [begin, end] : b.extents()) {
         if (n++ == 4) {
@@ -290,7 +297,6 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
         }
         out << " [" << hex(begin) << ", " << hex(end) << ")";
       }
-      if (b.extents().empty()) out << " nothing";
       out << "\n";
     }
   }

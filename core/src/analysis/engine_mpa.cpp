@@ -260,7 +260,7 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
     }
   } else if (!dm.mpa.crc && p.crc_field != 0 && once(ds, FindingId::mpa_crc_unexpected)) {
     report(FindingId::mpa_crc_unexpected, ctx,
-           "CRC field " + hex_number(p.crc_field) + " while CRC is not in use (reported once)");
+           "CRC field " + hex_word(p.crc_field) + " while CRC is not in use (reported once)");
   }
   ev.crc_ok = crc_ok;
 

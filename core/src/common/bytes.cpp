@@ -17,11 +17,11 @@ std::string to_hex(ByteView data, std::size_t max_bytes) {
   return s;
 }
 
-std::string hex_stag(std::uint32_t stag) {
+std::string hex_word(std::uint32_t v) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string s = "0x00000000";
-  for (int i = 9; i >= 2; --i, stag >>= 4)
-    s[static_cast<std::size_t>(i)] = kDigits[stag & 15];
+  for (int i = 9; i >= 2; --i, v >>= 4)
+    s[static_cast<std::size_t>(i)] = kDigits[v & 15];
   return s;
 }
 

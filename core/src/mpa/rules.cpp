@@ -8,7 +8,7 @@ namespace ddpscope::mpa {
 Violation crc_mismatch(std::uint32_t field, std::uint32_t computed) {
   return Violation{FindingId::mpa_crc_mismatch, term::mpa(mpa_code::crc_error),
                    TerminateQuote::none,
-                   "CRC field " + hex_number(field) + ", computed " + hex_number(computed)};
+                   "CRC field " + hex_word(field) + ", computed " + hex_word(computed)};
 }
 
 Violation marker_mismatch(std::string detail) {

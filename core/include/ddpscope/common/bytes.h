@@ -86,7 +86,11 @@ class ByteWriter {
 std::string to_hex(ByteView data, std::size_t max_bytes = SIZE_MAX);
 // "0x1f": a number in lowercase hexadecimal, no leading zeros (the form findings use).
 std::string hex_number(std::uint64_t v);
-// "0x00002b02": an STag in the 8-digit form Wireshark and the GUI show (RFC 5040 §4.4: 32 bits).
-std::string hex_stag(std::uint32_t stag);
+// "0x00002b02": a 32-bit word in 8 digits, as Wireshark and the GUI show STags (RFC 5040 §4.4)
+// and CRC32C values (RFC 5044 §4.4).
+std::string hex_word(std::uint32_t v);
+inline std::string hex_stag(std::uint32_t stag) {
+  return hex_word(stag);
+}
 
 }  // namespace ddpscope
