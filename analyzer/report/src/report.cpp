@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ddpscope/report/report.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -311,7 +312,16 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
   };
   out << " (" << count(Severity::error, "error") << ", " << count(Severity::warning, "warning")
       << ", " << count(Severity::note, "note") << ")\n";
-  for (const auto& f : m.findings) {
+  // In frame order (a finding raised at the end of the capture names an earlier frame); ties
+  // keep the order they were raised in.
+  std::vector<const Finding*> by_frame;
+  by_frame.reserve(m.findings.size());
+  for (const auto& f : m.findings)
+    by_frame.push_back(&f);
+  std::stable_sort(by_frame.begin(), by_frame.end(),
+                   [](const Finding* a, const Finding* b) { return a->frame < b->frame; });
+  for (const Finding* fp : by_frame) {
+    const Finding& f = *fp;
     out << "  frame " << std::setw(7) << f.frame << "  " << std::left << std::setw(8)
         << to_string(f.severity) << std::setw(34) << f.code() << std::right;
     if (f.stream != UINT32_MAX) {
