@@ -21,34 +21,12 @@ import tempfile
 import time
 import unittest
 
-DDPSCOPE = sys.argv.pop(1)
+from ddpscope_cli import DDPSCOPE, free_port, run, start, wait_port_file  # noqa: E402
 
 # RFC 5041 §5 / RFC 5040 §4: DDP control (T, L, DV = 1) and RDMAP control (RV = 1, opcode).
 DDP_LAST_UNTAGGED = 0x41
 RDMAP_READ_REQUEST = 0x41
 RDMAP_SEND = 0x43
-
-
-def start(*args):
-    return subprocess.Popen([DDPSCOPE, *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def run(*args, timeout=60):
-    return subprocess.run([DDPSCOPE, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def wait_port_file(path, timeout=5.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        if os.path.exists(path):
-            with open(path) as f:
-                text = f.read().strip()
-            if text:
-                return int(text)
-        time.sleep(0.02)
-    raise AssertionError("listener did not start")
 
 
 def untagged(rdmap_control, qn, msn, body, rsvd_ulp=0):

@@ -14,35 +14,7 @@ import tempfile
 import time
 import unittest
 
-DDPSCOPE = sys.argv.pop(1)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(*args):
-    return subprocess.Popen([DDPSCOPE, *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def run(*args, timeout=30):
-    return subprocess.run([DDPSCOPE, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def wait_port_file(path, timeout=5.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        if os.path.exists(path):
-            with open(path) as f:
-                text = f.read().strip()
-            if text:
-                return int(text)
-        time.sleep(0.02)
-    raise AssertionError("listener did not start")
+from ddpscope_cli import DDPSCOPE, free_port, run, start, wait_port_file  # noqa: E402
 
 
 class Endpoint(unittest.TestCase):
