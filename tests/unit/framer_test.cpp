@@ -814,6 +814,42 @@ TEST(MpaFramer, MidStreamWithoutACrcSettingDoesNotTakeCrcOffFromOneFpdu) {
   EXPECT_EQ(lost->frame, 7u);
 }
 
+// One FPDU that fills a TCP segment from its first octet to its last is framed at once; the
+// same octets starting inside a segment are not enough.
+TEST(MpaFramer, MidStreamWithoutACrcSettingTakesCrcOffFromAnFpduFillingASegment) {
+  const Cut c = cut_stream(false, 3);
+  for (const std::uint32_t offset_in_frame : {0u, 6u}) {
+    SCOPED_TRACE("offset in frame " + std::to_string(offset_in_frame));
+    MpaFramer f(Limits{});
+    Recorder r(f, false, false);
+    f.start_mid_stream(false, std::nullopt, r);
+    f.feed(c.s.starts[1], c.s.slice(c.s.starts[1], c.s.starts[2]), 4, offset_in_frame, r);
+    const auto fpdus = r.of_kind(RawPdu::Kind::fpdu);
+    if (offset_in_frame == 0) {
+      ASSERT_EQ(fpdus.size(), 1u);
+      EXPECT_EQ(fpdus[0]->crc_detected, std::optional<bool>(false));
+    } else {
+      EXPECT_TRUE(fpdus.empty());
+      EXPECT_TRUE(f.detecting_crc());
+    }
+  }
+}
+
+TEST(MpaFramer, AdoptedCrcSettingFramesWhatIsHeld) {
+  const Cut c = cut_stream(false, 2);  // one FPDU after the cut: not enough on its own
+  MpaFramer f(Limits{});
+  Recorder r(f, false, false);
+  f.start_mid_stream(false, std::nullopt, r);
+  f.feed(c.from, c.s.slice(c.from, c.s.bytes.size()), 2, 0, r);
+  EXPECT_TRUE(r.of_kind(RawPdu::Kind::fpdu).empty());
+  f.adopt_crc(false, r);  // the other direction found CRC off
+  const auto fpdus = r.of_kind(RawPdu::Kind::fpdu);
+  ASSERT_EQ(fpdus.size(), 1u);
+  EXPECT_EQ(fpdus[0]->stream_offset, c.s.starts[1]);
+  EXPECT_EQ(fpdus[0]->crc_detected, std::optional<bool>(false));
+  EXPECT_FALSE(f.detecting_crc());
+}
+
 TEST(MpaFramer, MidStreamWithTheWrongCrcSettingFindsNoBoundary) {
   for (const bool stream_crc : {false, true}) {
     SCOPED_TRACE(stream_crc ? "CRC on, told off" : "CRC off, told on");

@@ -270,7 +270,8 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
   if (p.crc_detected) {
     // Set before the CRC rules below read it.
     dm.mpa.crc = *p.crc_detected;
-    c.ds(1 - dir).framer.adopt_crc(*p.crc_detected);
+    DirectionCallbacks other{*this, c, 1 - dir};
+    c.ds(1 - dir).framer.adopt_crc(*p.crc_detected, other);
     report(FindingId::mpa_crc_detected, ctx,
            p.crc_detected_by_peer
                ? std::string("mid-stream, no CRC setting given: framed with CRC ") +
@@ -279,8 +280,8 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
                      "§7.1.2)"
            : *p.crc_detected
                ? "mid-stream, no CRC setting given: framed with CRC on (the CRC matched)"
-               : "mid-stream, no CRC setting given: framed with CRC off (no CRC matched; "
-                 "consecutive FPDUs with zero CRC fields chain by their lengths)");
+               : "mid-stream, no CRC setting given: framed with CRC off (no CRC matched; FPDUs "
+                 "with zero CRC fields chain by their lengths, three or filling TCP segments)");
   }
   if (p.after_resync) {
     const bool benign = p.resync_after_gap || p.resync_mid_stream;

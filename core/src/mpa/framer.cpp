@@ -74,20 +74,26 @@ void MpaFramer::start_mid_stream(bool markers, std::optional<bool> crc, MpaFrame
   markers_ = markers;
   crc_ = crc.value_or(true);
   detect_crc_ = !crc.has_value();
-  if (detect_crc_ && adopted_crc_) adopt_crc(*adopted_crc_);
+  if (detect_crc_ && adopted_crc_) {
+    detect_crc_ = false;
+    crc_ = *adopted_crc_;
+    pending_crc_detected_ = crc_;
+    crc_by_peer_ = true;
+  }
   state_ = State::resync;
   pending_resync_ = true;
   mid_stream_ = true;
   if (!in_process_) process(out);
 }
 
-void MpaFramer::adopt_crc(bool crc) {
+void MpaFramer::adopt_crc(bool crc, MpaFramerListener& out) {
   if (state_ == State::key && !detect_crc_) adopted_crc_ = crc;
   if (!detect_crc_) return;
   detect_crc_ = false;
   crc_ = crc;
   pending_crc_detected_ = crc;
   crc_by_peer_ = true;
+  if (!in_process_) process(out);  // what is held may frame now
 }
 
 void MpaFramer::stop(MpaFramerListener& out, const char* why) {
@@ -257,8 +263,10 @@ bool MpaFramer::plausible_at(std::size_t index, bool need_next, bool* need_more)
   return plausible_at(index + raw_len, false, need_more) || *need_more;
 }
 
-std::size_t MpaFramer::crc_off_chain(std::size_t index, std::size_t want, bool* ran_out) const {
+std::size_t MpaFramer::crc_off_chain(std::size_t index, std::size_t want, bool* ran_out,
+                                     bool* fills_segments) const {
   *ran_out = false;
+  const bool starts_segment = segment_start_at(index);
   std::size_t n = 0;
   while (n < want) {
     std::size_t raw_len = 0;
@@ -268,7 +276,18 @@ std::size_t MpaFramer::crc_off_chain(std::size_t index, std::size_t want, bool* 
     ++n;
     index += raw_len;
   }
+  *fills_segments = n > 0 && starts_segment && index == buf_.size();
   return n;
+}
+
+bool MpaFramer::segment_start_at(std::size_t index) const {
+  std::size_t at = 0;
+  for (const FrameSlice& s : slices_) {
+    if (at == index) return s.offset == 0;
+    at += s.length;
+    if (at > index) return false;
+  }
+  return false;
 }
 
 bool MpaFramer::try_resync(MpaFramerListener& out) {
@@ -291,8 +310,10 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
     }
   } else if (detect_crc_) {
     // CRC on first: a 32-bit CRC that matches is proof. A candidate whose CRC fails is taken
-    // with CRC off only when kCrcOffChain FPDUs with zero CRC fields chain by their lengths
-    // (two reaching the end of input).
+    // with CRC off only when FPDUs with zero CRC fields chain by their lengths: kCrcOffChain
+    // of them, two reaching the end of input, or any that fill the TCP segments they came in
+    // exactly, from a segment's first octet to the last one held (senders align FPDUs with
+    // segments, RFC 5044 §8): no waiting for later FPDUs where the capture shows alignment.
     for (std::size_t j = 0; j < buf_.size(); ++j) {
       if (s0_ && (pos_of(j) - *s0_) % 4 != 0) continue;
       std::size_t raw_len = 0;
@@ -303,9 +324,9 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
         break;
       }
       if (on == Fit::need_more && !finishing_) break;
-      bool ran_out = false;
-      const std::size_t chain = crc_off_chain(j, kCrcOffChain, &ran_out);
-      if (chain == kCrcOffChain || (finishing_ && ran_out && chain >= 2)) {
+      bool ran_out = false, fills = false;
+      const std::size_t chain = crc_off_chain(j, kCrcOffChain, &ran_out, &fills);
+      if (chain == kCrcOffChain || fills || (finishing_ && ran_out && chain >= 2)) {
         found = j;
         crc_ = false;
         break;

@@ -150,13 +150,14 @@ class MpaFramer {
   void set_params(bool markers, bool crc, MpaFramerListener& out);
   // Analyse without a handshake (capture starts mid-stream): find the first FPDU. With no
   // `crc` the framer finds the setting: a candidate with a matching CRC frames with CRC on;
-  // without one it takes CRC off only on stronger evidence (kCrcOffChain FPDUs with zero CRC
-  // fields, each starting where the previous one's ULPDU_Length ends).
+  // without one it takes CRC off only on stronger evidence: FPDUs with zero CRC fields, each
+  // starting where the previous one's ULPDU_Length ends, kCrcOffChain of them or filling whole
+  // TCP segments.
   void start_mid_stream(bool markers, std::optional<bool> crc, MpaFramerListener& out);
   // A framer finding the CRC setting (now, or once start_mid_stream is called without one)
   // takes the one the other direction found: MPA negotiates one setting for both directions
   // (RFC 5044 §7.1.2). No effect on a framer that has a setting.
-  void adopt_crc(bool crc);
+  void adopt_crc(bool crc, MpaFramerListener& out);
   // Stop framing (handshake failed or rejected, or a memory budget spent): what is buffered and
   // later octets are reported unframed, with `why`.
   void stop(MpaFramerListener& out, const char* why = "not framed (MPA handshake failed)");
@@ -177,7 +178,8 @@ class MpaFramer {
   std::optional<LostFraming> lost_framing() const;
 
   // FPDUs a CRC-off candidate must chain before a framer finding the CRC setting takes it
-  // (two at the end of input): without a CRC a sane header is weak evidence.
+  // (two at the end of input; fewer when they fill TCP segments exactly): without a CRC a sane
+  // header is weak evidence.
   static constexpr std::size_t kCrcOffChain = 3;
 
  private:
@@ -193,8 +195,12 @@ class MpaFramer {
   // (crc) or its CRC field is zero (!crc). *raw_len: its length on the wire.
   Fit fpdu_at(std::size_t index, bool crc, std::size_t* raw_len) const;
   // How many FPDUs (up to `want`) chain from `index` with CRC off; *ran_out when octets ended
-  // the chain.
-  std::size_t crc_off_chain(std::size_t index, std::size_t want, bool* ran_out) const;
+  // the chain; *fills_segments when `index` is a TCP segment's first octet and the chain ends
+  // with the octets held.
+  std::size_t crc_off_chain(std::size_t index, std::size_t want, bool* ran_out,
+                            bool* fills_segments) const;
+  // Buffer index `index` is the first octet of a fed segment's payload.
+  bool segment_start_at(std::size_t index) const;
   std::uint64_t pos_of(std::size_t index) const { return buf_offset_ + index; }
   bool is_marker_at(std::size_t index) const;
   void emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out);
