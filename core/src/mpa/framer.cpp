@@ -263,10 +263,9 @@ bool MpaFramer::plausible_at(std::size_t index, bool need_next, bool* need_more)
   return plausible_at(index + raw_len, false, need_more) || *need_more;
 }
 
-std::size_t MpaFramer::crc_off_chain(std::size_t index, std::size_t want, bool* ran_out,
-                                     bool* fills_segments) const {
+std::size_t MpaFramer::crc_off_chain(std::size_t index, std::size_t want, bool starts_segment,
+                                     bool* ran_out, bool* fills_segments) const {
   *ran_out = false;
-  const bool starts_segment = segment_start_at(index);
   std::size_t n = 0;
   while (n < want) {
     std::size_t raw_len = 0;
@@ -278,16 +277,6 @@ std::size_t MpaFramer::crc_off_chain(std::size_t index, std::size_t want, bool* 
   }
   *fills_segments = n > 0 && starts_segment && index == buf_.size();
   return n;
-}
-
-bool MpaFramer::segment_start_at(std::size_t index) const {
-  std::size_t at = 0;
-  for (const FrameSlice& s : slices_) {
-    if (at == index) return s.offset == 0;
-    at += s.length;
-    if (at > index) return false;
-  }
-  return false;
 }
 
 bool MpaFramer::try_resync(MpaFramerListener& out) {
@@ -314,7 +303,10 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
     // of them, two reaching the end of input, or any that fill the TCP segments they came in
     // exactly, from a segment's first octet to the last one held (senders align FPDUs with
     // segments, RFC 5044 §8): no waiting for later FPDUs where the capture shows alignment.
+    std::size_t slice = 0, slice_at = 0;  // the slice holding buf_[j], and its first index
     for (std::size_t j = 0; j < buf_.size(); ++j) {
+      while (slice < slices_.size() && slice_at + slices_[slice].length <= j)
+        slice_at += slices_[slice++].length;
       if (s0_ && (pos_of(j) - *s0_) % 4 != 0) continue;
       std::size_t raw_len = 0;
       const Fit on = fpdu_at(j, true, &raw_len);
@@ -325,7 +317,9 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
       }
       if (on == Fit::need_more && !finishing_) break;
       bool ran_out = false, fills = false;
-      const std::size_t chain = crc_off_chain(j, kCrcOffChain, &ran_out, &fills);
+      const bool starts_segment =
+          slice < slices_.size() && slice_at == j && slices_[slice].offset == 0;
+      const std::size_t chain = crc_off_chain(j, kCrcOffChain, starts_segment, &ran_out, &fills);
       if (chain == kCrcOffChain || fills || (finishing_ && ran_out && chain >= 2)) {
         found = j;
         crc_ = false;

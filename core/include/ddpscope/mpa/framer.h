@@ -195,12 +195,10 @@ class MpaFramer {
   // (crc) or its CRC field is zero (!crc). *raw_len: its length on the wire.
   Fit fpdu_at(std::size_t index, bool crc, std::size_t* raw_len) const;
   // How many FPDUs (up to `want`) chain from `index` with CRC off; *ran_out when octets ended
-  // the chain; *fills_segments when `index` is a TCP segment's first octet and the chain ends
-  // with the octets held.
-  std::size_t crc_off_chain(std::size_t index, std::size_t want, bool* ran_out,
+  // the chain; *fills_segments when `index` is a TCP segment's first octet (`starts_segment`)
+  // and the chain ends with the octets held.
+  std::size_t crc_off_chain(std::size_t index, std::size_t want, bool starts_segment, bool* ran_out,
                             bool* fills_segments) const;
-  // Buffer index `index` is the first octet of a fed segment's payload.
-  bool segment_start_at(std::size_t index) const;
   std::uint64_t pos_of(std::size_t index) const { return buf_offset_ + index; }
   bool is_marker_at(std::size_t index) const;
   void emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out);
