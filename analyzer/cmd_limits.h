@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,38 @@ inline CLI::Option* add_limit_option(CLI::App* app, std::vector<std::string>& in
                    "set an engine cap, NAME=VALUE (repeatable; sizes take K, M or G; "
                    "`ddpscope list-limits` shows the names and defaults)")
       ->check(valid);
+}
+
+// `--mid-stream-crc auto|true|false` for --port/--stream hints (StreamHint::crc): auto (the
+// default) lets the framer find the setting. Also accepts on/off, yes/no, 1/0.
+inline std::optional<bool> parse_mid_stream_crc(const std::string& text, bool* ok) {
+  *ok = true;
+  if (text == "auto") return std::nullopt;
+  if (text == "true" || text == "on" || text == "yes" || text == "1") return true;
+  if (text == "false" || text == "off" || text == "no" || text == "0") return false;
+  *ok = false;
+  return std::nullopt;
+}
+
+inline CLI::Option* add_mid_stream_crc_option(CLI::App* app, std::string& into) {
+  const CLI::Validator valid(
+      [](std::string& text) {
+        bool ok = false;
+        parse_mid_stream_crc(text, &ok);
+        return ok ? std::string() : "--mid-stream-crc wants auto, true or false, not " + text;
+      },
+      "auto|true|false");
+  return app
+      ->add_option("--mid-stream-crc", into,
+                   "for --port/--stream streams: CRC in use (default auto: CRC on if a CRC "
+                   "matches, else off when FPDUs chain by their lengths; reported as "
+                   "mpa.crc-detected)")
+      ->check(valid);
+}
+
+inline std::optional<bool> mid_stream_crc(const std::string& text) {
+  bool ok = false;
+  return parse_mid_stream_crc(text, &ok);
 }
 
 // `assignments` passed add_limit_option's check; later ones win.

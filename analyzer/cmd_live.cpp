@@ -30,7 +30,7 @@ struct LiveArgs {
   std::uint64_t max_frames = 0;
   bool quiet = false;
   std::vector<std::uint16_t> ports;  // mid-stream hints, as `analyze --port`
-  bool hint_crc = true;
+  std::string hint_crc = "auto";     // --mid-stream-crc
   bool hint_markers = false;
   std::vector<std::string> limits;  // --limit NAME=VALUE
   bool list = false;                // -D: list the interfaces instead
@@ -94,7 +94,8 @@ int run_live(const LiveArgs& a) {
   AnalyzerOptions aopt;
   apply_limits(a.limits, aopt.limits);
   for (std::uint16_t p : a.ports)
-    aopt.hints.push_back(StreamHint{p, std::nullopt, a.hint_crc, a.hint_markers});
+    aopt.hints.push_back(
+        StreamHint{p, std::nullopt, cli::mid_stream_crc(a.hint_crc), a.hint_markers});
   Analyzer analyzer(aopt);
   Printer printer(analyzer);
   analyzer.set_observer(&printer);
@@ -141,7 +142,7 @@ void add_live_command(CLI::App& app, std::function<int()>& run) {
   sc->add_option("--port", a->ports,
                  "analyse TCP streams on this port even without an MPA handshake (repeatable)")
       ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
-  sc->add_option("--mid-stream-crc", a->hint_crc, "for --port streams: CRC in use (default true)");
+  add_mid_stream_crc_option(sc, a->hint_crc);
   sc->add_flag("--mid-stream-markers", a->hint_markers, "for --port streams: markers in use");
   add_limit_option(sc, a->limits);
   sc->callback([a, &run] {

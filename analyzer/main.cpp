@@ -66,7 +66,7 @@ struct AnalyzeArgs {
   std::string export_dir;
   std::vector<std::uint16_t> ports;
   std::vector<std::string> streams;
-  bool hint_crc = true;
+  std::string hint_crc = "auto";  // --mid-stream-crc
   bool hint_markers = false;
   bool no_advert = false;
   bool no_crc_check = false;
@@ -87,7 +87,8 @@ int analyze(const AnalyzeArgs& a) {
   opt.check_crc = !a.no_crc_check;
   opt.send_buffer_size = a.send_buffer;
   for (auto p : a.ports)
-    opt.hints.push_back(StreamHint{p, std::nullopt, a.hint_crc, a.hint_markers});
+    opt.hints.push_back(
+        StreamHint{p, std::nullopt, cli::mid_stream_crc(a.hint_crc), a.hint_markers});
   for (const auto& text : a.streams) {
     // IP:PORT or [IPv6]:PORT
     const auto colon = text.rfind(':');
@@ -108,7 +109,7 @@ int analyze(const AnalyzeArgs& a) {
     }
     opt.hints.push_back(StreamHint{std::nullopt,
                                    net::Endpoint{*addr, static_cast<std::uint16_t>(port)},
-                                   a.hint_crc, a.hint_markers});
+                                   cli::mid_stream_crc(a.hint_crc), a.hint_markers});
   }
   std::string err_export;
   RegionsFile regions;
@@ -238,7 +239,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
   an->add_option("--stream", aa.streams,
                  "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
-  an->add_option("--mid-stream-crc", aa.hint_crc, "for --port streams: CRC in use (default true)");
+  cli::add_mid_stream_crc_option(an, aa.hint_crc);
   an->add_flag("--mid-stream-markers", aa.hint_markers, "for --port streams: markers in use");
   an->add_flag("--no-advertisements", aa.no_advert,
                "do not learn regions from rping-style advertisements");

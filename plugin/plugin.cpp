@@ -43,7 +43,15 @@ namespace {
 // Preferences.
 gboolean pref_check_crc = TRUE;
 gboolean pref_use_builtin = FALSE;
-gboolean pref_hint_crc = TRUE;
+// Decode As streams' CRC: StreamHint::crc. An enum whose names are the old boolean
+// preference's values, so saved preferences and `-o iwarp.mpa.midstream_crc:FALSE` still work.
+enum HintCrc : gint { hint_crc_false = 0, hint_crc_true = 1, hint_crc_auto = 2 };
+gint pref_hint_crc = hint_crc_auto;
+const enum_val_t hint_crc_values[] = {
+    {"auto", "Find it (CRC on if a CRC matches, else off when FPDUs chain)", hint_crc_auto},
+    {"true", "CRC in use", hint_crc_true},
+    {"false", "No CRC", hint_crc_false},
+    {nullptr, nullptr, 0}};
 gboolean pref_hint_markers = FALSE;
 const char* pref_regions_file = "";
 
@@ -323,7 +331,7 @@ void init_capture() {
             static_cast<std::uint8_t>(hinted_ports[port >> 3] | (1u << (port & 7)));
         StreamHint hint;
         hint.port = static_cast<std::uint16_t>(port);
-        hint.crc = pref_hint_crc != FALSE;
+        if (pref_hint_crc != hint_crc_auto) hint.crc = pref_hint_crc == hint_crc_true;
         hint.markers = pref_hint_markers != FALSE;
         options.analyzer.hints.push_back(hint);
       }
@@ -371,10 +379,11 @@ void register_protocols() {
       "Memory regions the analysis should know: {\"regions\": [{\"stag\": \"0x1234\", "
       "\"base\": 0, \"length\": 4096, \"sink\": \"10.0.0.2\"}]}",
       &pref_regions_file, FALSE);
-  prefs_register_bool_preference(prefs, "midstream_crc", "Decode As: CRC in use",
+  prefs_register_enum_preference(prefs, "midstream_crc", "Decode As: CRC in use",
                                  "For streams decoded with Decode As (no MPA handshake in the "
-                                 "capture): assume CRC was negotiated",
-                                 &pref_hint_crc);
+                                 "capture): whether CRC was negotiated; auto finds it and says "
+                                 "which (iwarp.mpa.crc-detected)",
+                                 &pref_hint_crc, hint_crc_values, FALSE);
   prefs_register_bool_preference(prefs, "midstream_markers", "Decode As: markers in use",
                                  "For streams decoded with Decode As: assume both directions "
                                  "carry markers",

@@ -87,8 +87,11 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   ports_error_->hide();
   form->addRow(QString(), ports_error_);
   auto* hint_row = new QHBoxLayout;
-  crc_ = new QCheckBox(tr("CR&C in use"));
-  crc_->setChecked(true);
+  crc_ = new QComboBox;
+  crc_->addItem(tr("CRC: find it"));  // index 0: auto
+  crc_->addItem(tr("CRC in use"));
+  crc_->addItem(tr("No CRC"));
+  crc_->setToolTip(tr("For the mid-stream ports, as ddpscope analyze --mid-stream-crc"));
   markers_ = new QCheckBox(tr("Mar&kers in use"));
   hint_row->addWidget(crc_);
   hint_row->addWidget(markers_);
@@ -115,7 +118,9 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   last.interface = s.value(QStringLiteral("capture/interface"), QStringLiteral("lo")).toString();
   last.filter = s.value(QStringLiteral("capture/filter")).toString();
   parsePorts(s.value(QStringLiteral("capture/ports")).toString(), last.ports);
-  last.crc = s.value(QStringLiteral("capture/crc"), true).toBool();
+  // "auto", or the boolean earlier versions stored.
+  const QString crc = s.value(QStringLiteral("capture/crc"), QStringLiteral("auto")).toString();
+  if (crc != QStringLiteral("auto")) last.crc = s.value(QStringLiteral("capture/crc")).toBool();
   last.markers = s.value(QStringLiteral("capture/markers"), false).toBool();
   setRequest(last);
   save_path_->setText(s.value(QStringLiteral("capture/savefile")).toString());
@@ -136,7 +141,7 @@ CaptureRequest CaptureDialog::request() const {
   r.filter = filter_->text().trimmed();
   if (save_->isChecked()) r.writePath = save_path_->text().trimmed();
   parsePorts(ports_->text(), r.ports);
-  r.crc = crc_->isChecked();
+  if (crc_->currentIndex() > 0) r.crc = crc_->currentIndex() == 1;
   r.markers = markers_->isChecked();
   return r;
 }
@@ -154,7 +159,7 @@ void CaptureDialog::setRequest(const CaptureRequest& r) {
   for (quint16 p : r.ports)
     ports << QString::number(p);
   ports_->setText(ports.join(QStringLiteral(", ")));
-  crc_->setChecked(r.crc);
+  crc_->setCurrentIndex(!r.crc ? 0 : *r.crc ? 1 : 2);
   markers_->setChecked(r.markers);
   validate();
 }
@@ -188,7 +193,10 @@ void CaptureDialog::accept() {
   s.setValue(QStringLiteral("capture/interface"), r.interface);
   s.setValue(QStringLiteral("capture/filter"), r.filter);
   s.setValue(QStringLiteral("capture/ports"), ports_->text());
-  s.setValue(QStringLiteral("capture/crc"), r.crc);
+  if (r.crc)
+    s.setValue(QStringLiteral("capture/crc"), *r.crc);
+  else
+    s.setValue(QStringLiteral("capture/crc"), QStringLiteral("auto"));
   s.setValue(QStringLiteral("capture/markers"), r.markers);
   if (!r.writePath.isEmpty()) s.setValue(QStringLiteral("capture/savefile"), r.writePath);
   QDialog::accept();

@@ -45,7 +45,7 @@ class CaptureDialog : public QDialog {
   QLineEdit* save_path_ = nullptr;
   QLineEdit* ports_ = nullptr;
   QLabel* ports_error_ = nullptr;
-  QCheckBox* crc_ = nullptr;
+  QComboBox* crc_ = nullptr;  // auto, on, off
   QCheckBox* markers_ = nullptr;
   QDialogButtonBox* buttons_ = nullptr;
 };

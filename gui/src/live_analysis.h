@@ -6,6 +6,7 @@
 #include <QList>
 #include <QMetaType>
 #include <QString>
+#include <optional>
 
 #include "snapshot.h"
 
@@ -17,9 +18,10 @@ struct CaptureRequest {
   QString filter;     // BPF; empty: everything
   QString writePath;  // savefile; empty: not saved
   // Mid-stream hints, as `ddpscope analyze --port`: streams on these ports are analysed
-  // without an MPA handshake, with CRC and markers as given.
+  // without an MPA handshake, with CRC and markers as given (CRC: none finds it, as
+  // `--mid-stream-crc auto`).
   QList<quint16> ports;
-  bool crc = true;
+  std::optional<bool> crc;
   bool markers = false;
 };
 

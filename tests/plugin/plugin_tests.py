@@ -321,6 +321,10 @@ def test_decode_as(ts, args):
                      ["-d", "tcp.port==9999,iwarp.mpa", "-o", "iwarp.mpa.midstream_crc:FALSE"])
     check(as_number(rows[1]["iwarp.ddp.msn"]) == 1 and as_number(rows[3]["iwarp.rdmap.opcode"]) == 1,
           f"mid-stream decode: {rows}")
+    # Without the preference (auto) the CRC-off stream is framed all the same.
+    auto = ts.fields(mid, ["iwarp.ddp.msn", "iwarp.rdmap.opcode"],
+                     ["-d", "tcp.port==9999,iwarp.mpa"])
+    check(auto == rows, f"mid-stream decode, CRC auto: {auto} vs {rows}")
     rows = ts.fields(mid, ["iwarp.ddp.msn"])
     check(all(r["iwarp.ddp.msn"] == "" for r in rows.values()),
           "mid-stream capture decoded without Decode As")

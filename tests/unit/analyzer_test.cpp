@@ -631,6 +631,86 @@ TEST(Analysis, MidStreamCaptureWithPortHint) {
   expect_mid_stream_analysis(StreamHint{4791, std::nullopt, true, false});
 }
 
+// A mid-stream capture of `crc`'s stream (the first segments missing), analysed with `hint`;
+// `drop` removes one more segment in the middle (capture loss).
+Model mid_stream_model(bool crc, std::optional<bool> hint_crc, bool drop = false) {
+  Conn c;
+  c.crc = crc;
+  clean_exchange(c);
+  auto segs = c.segments(600);
+  segs.erase(segs.begin(), segs.begin() + 4);
+  if (drop) segs.erase(segs.begin() + 1);
+  AnalyzerOptions o;
+  o.hints.push_back(StreamHint{4791, std::nullopt, hint_crc});
+  Analyzer a(o);
+  feed_without_syn(a, segs);
+  return a.model();
+}
+
+std::vector<const Finding*> findings_of(const Model& m, FindingId id) {
+  std::vector<const Finding*> out;
+  for (const auto& f : m.findings)
+    if (f.id == id) out.push_back(&f);
+  return out;
+}
+
+TEST(Analysis, MidStreamWithoutACrcSettingFindsItAndSaysWhich) {
+  for (const bool crc : {true, false}) {
+    SCOPED_TRACE(crc ? "CRC on" : "CRC off");
+    const Model m = mid_stream_model(crc, std::nullopt);
+    ASSERT_EQ(m.streams.size(), 1u);
+    const StreamModel& s = m.streams[0];
+    EXPECT_GT(s.dirs[0].fpdus, 2u);
+    EXPECT_EQ(s.dirs[0].mpa.crc, crc);
+    EXPECT_EQ(s.dirs[1].mpa.crc, crc);
+    for (const auto& f : m.findings)
+      EXPECT_EQ(f.severity, Severity::note) << f.code() << ": " << f.message;
+    const auto detected = findings_of(m, FindingId::mpa_crc_detected);
+    ASSERT_FALSE(detected.empty());
+    EXPECT_NE(detected[0]->message.find(crc ? "framed with CRC on" : "framed with CRC off"),
+              std::string::npos)
+        << detected[0]->message;
+    EXPECT_TRUE(findings_of(m, FindingId::mpa_no_fpdu_boundary).empty());
+  }
+}
+
+TEST(Analysis, MidStreamWithTheWrongCrcSettingSaysWhereFramingGaveUpAndWhatToTry) {
+  for (const bool crc : {true, false}) {
+    SCOPED_TRACE(crc ? "CRC on, told off" : "CRC off, told on");
+    const Model m = mid_stream_model(crc, !crc);
+    const StreamModel& s = m.streams[0];
+    EXPECT_EQ(s.dirs[0].fpdus, 0u);
+    const auto lost = findings_of(m, FindingId::mpa_no_fpdu_boundary);
+    ASSERT_FALSE(lost.empty());
+    const Finding& f = *lost[0];
+    EXPECT_EQ(f.severity, Severity::warning);
+    EXPECT_FALSE(f.consequence());
+    EXPECT_NE(
+        f.message.find(std::to_string(s.dirs[f.direction].bytes_unframed) + " octets unframed"),
+        std::string::npos)
+        << f.message;
+    EXPECT_NE(f.message.find(crc ? "try --mid-stream-crc true" : "try --mid-stream-crc false"),
+              std::string::npos)
+        << f.message;
+    EXPECT_TRUE(findings_of(m, FindingId::mpa_crc_detected).empty());
+  }
+}
+
+TEST(Analysis, NoFpduBoundaryAfterCaptureLossIsAConsequence) {
+  const Model m = mid_stream_model(false, true, /*drop=*/true);
+  const auto lost = findings_of(m, FindingId::mpa_no_fpdu_boundary);
+  ASSERT_FALSE(lost.empty());
+  bool after_loss = false;
+  for (const Finding* f : lost) {
+    if (m.streams[0].dirs[f->direction].bytes_lost == 0) continue;
+    after_loss = true;
+    EXPECT_EQ(f->consequence_of, Consequence::gap);
+    EXPECT_EQ(f->severity, Severity::note);
+    EXPECT_NE(f->message.find("(after capture loss)"), std::string::npos) << f->message;
+  }
+  EXPECT_TRUE(after_loss);
+}
+
 TEST(Analysis, MidStreamCaptureWithEndpointHint) {
   expect_mid_stream_analysis(
       StreamHint{std::nullopt, net::Endpoint{*net::Address::parse("10.0.0.2"), 4791}, true, false});

@@ -120,6 +120,27 @@ const Case kCases[] = {
        w.fpdu(0, wire::tagged_header(Opcode::rdma_write, 2, 0, true), octets(4, 2));
      },
      [](AnalyzerOptions& o) { o.limits.max_regions = 1; }},
+    // Mid-stream (no MPA handshake, a --port hint): SYN 1, SYN-ACK 2, FPDUs from frame 3.
+    {"mpa.crc-detected", "a mid-stream CRC-off stream hinted with no CRC setting", 3,
+     [](Analyzer&, Wire& w) {
+       w.crc = false;
+       w.syn();
+       for (std::uint32_t msn = 1; msn <= 4; ++msn)
+         w.fpdu(0, wire::untagged_header(Opcode::send, wire::kQnSend, msn, 0, true), octets(16, 1));
+     },
+     [](AnalyzerOptions& o) {
+       o.hints.push_back(StreamHint{4791, std::nullopt, std::nullopt});
+     }},
+    {"mpa.no-fpdu-boundary", "a mid-stream CRC-off stream hinted with CRC on", 5,
+     [](Analyzer&, Wire& w) {
+       w.crc = false;
+       w.syn();
+       for (std::uint32_t msn = 1; msn <= 3; ++msn)
+         w.fpdu(0, wire::untagged_header(Opcode::send, wire::kQnSend, msn, 0, true), octets(16, 1));
+     },
+     [](AnalyzerOptions& o) {
+       o.hints.push_back(StreamHint{4791, std::nullopt, true});
+     }},
 };
 
 // Codes only a Data Sink that knows its own posted buffers can produce — an endpoint, never a

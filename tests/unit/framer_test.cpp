@@ -103,6 +103,7 @@ struct Seen {
   std::uint64_t resync_skipped = 0;
   bool resync_after_gap = false;
   bool resync_mid_stream = false;
+  std::optional<bool> crc_detected;
   std::vector<FrameSlice> slices;
 
   bool crc_ok() const { return crc_field == crc_all || crc_field == crc_no_lead; }
@@ -149,6 +150,7 @@ class Recorder : public MpaFramerListener {
     s.resync_skipped = p.resync_skipped;
     s.resync_after_gap = p.resync_after_gap;
     s.resync_mid_stream = p.resync_mid_stream;
+    s.crc_detected = p.crc_detected;
     s.slices = p.slices;
     seen.push_back(std::move(s));
     if (p.kind == RawPdu::Kind::reqrep) framer_.set_params(markers_, crc_, *this);
@@ -735,6 +737,186 @@ TEST(MpaFramer, NotAnMpaKeyTurnsFramingOff) {
   ASSERT_FALSE(r.seen.empty());
   EXPECT_EQ(r.seen[0].kind, RawPdu::Kind::not_mpa);
   EXPECT_EQ(r.seen[0].error_code, "mpa.key-invalid");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mid-stream without a CRC setting, and framing that finds no boundary (issue 16)
+// ---------------------------------------------------------------------------------------------
+
+// A capture cut inside FPDU 0 of `n`, in one feed from frame 1.
+struct Cut {
+  Stream s;
+  std::size_t from = 0;
+};
+Cut cut_stream(bool crc, std::size_t n, std::size_t payload = 50) {
+  Cut c;
+  c.s.crc = crc;
+  for (std::size_t k = 0; k < n; ++k)
+    c.s.add(write_ulpdu(payload, 0x1000 * (k + 1), static_cast<std::uint8_t>(k)));
+  c.from = c.s.starts[0] + 13;
+  return c;
+}
+
+TEST(MpaFramer, MidStreamWithoutACrcSettingFindsCrcOnFromAMatchingCrc) {
+  const Cut c = cut_stream(true, 4);
+  MpaFramer f(Limits{});
+  Recorder r(f, false, true);
+  f.start_mid_stream(false, std::nullopt, r);
+  EXPECT_TRUE(f.detecting_crc());
+  f.feed(c.from, c.s.slice(c.from, c.s.bytes.size()), 1, 0, r);
+  f.finish(r);
+  const auto fpdus = r.of_kind(RawPdu::Kind::fpdu);
+  ASSERT_EQ(fpdus.size(), 3u);
+  EXPECT_EQ(fpdus[0]->stream_offset, c.s.starts[1]);
+  EXPECT_EQ(fpdus[0]->crc_detected, std::optional<bool>(true));
+  EXPECT_FALSE(fpdus[1]->crc_detected);
+  EXPECT_TRUE(f.crc());
+  EXPECT_FALSE(f.detecting_crc());
+  EXPECT_FALSE(f.lost_framing());
+}
+
+TEST(MpaFramer, MidStreamWithoutACrcSettingTakesCrcOffFromAChainOfFpdus) {
+  const Cut c = cut_stream(false, 6);
+  MpaFramer f(Limits{});
+  Recorder r(f, false, false);
+  f.start_mid_stream(false, std::nullopt, r);
+  // Fed one FPDU at a time: the framer waits for the chain rather than deciding early.
+  std::size_t at = c.from;
+  for (std::size_t k = 1; k <= c.s.starts.size(); ++k) {
+    const std::size_t to = k < c.s.starts.size() ? c.s.starts[k] : c.s.bytes.size();
+    f.feed(at, c.s.slice(at, to), k, 0, r);
+    at = to;
+  }
+  f.finish(r);
+  const auto fpdus = r.of_kind(RawPdu::Kind::fpdu);
+  ASSERT_EQ(fpdus.size(), 5u);
+  EXPECT_EQ(fpdus[0]->stream_offset, c.s.starts[1]);
+  EXPECT_EQ(fpdus[0]->crc_detected, std::optional<bool>(false));
+  EXPECT_FALSE(f.crc());
+  EXPECT_EQ(r.unframed_octets(), c.s.starts[1] - c.from);
+  EXPECT_FALSE(f.lost_framing());
+}
+
+TEST(MpaFramer, MidStreamWithoutACrcSettingDoesNotTakeCrcOffFromOneFpdu) {
+  const Cut c = cut_stream(false, 2);  // one whole FPDU after the cut
+  MpaFramer f(Limits{});
+  Recorder r(f, false, false);
+  f.start_mid_stream(false, std::nullopt, r);
+  f.feed(c.from, c.s.slice(c.from, c.s.bytes.size()), 7, 0, r);
+  f.finish(r);
+  EXPECT_TRUE(r.of_kind(RawPdu::Kind::fpdu).empty());
+  EXPECT_TRUE(f.detecting_crc());
+  const auto lost = f.lost_framing();
+  ASSERT_TRUE(lost);
+  EXPECT_TRUE(lost->never_framed);
+  EXPECT_FALSE(lost->gave_up);
+  EXPECT_EQ(lost->octets, c.s.bytes.size() - c.from);
+  EXPECT_EQ(lost->frame, 7u);
+}
+
+// One FPDU that fills a TCP segment from its first octet to its last is framed at once; the
+// same octets starting inside a segment are not enough.
+TEST(MpaFramer, MidStreamWithoutACrcSettingTakesCrcOffFromAnFpduFillingASegment) {
+  const Cut c = cut_stream(false, 3);
+  for (const std::uint32_t offset_in_frame : {0u, 6u}) {
+    SCOPED_TRACE("offset in frame " + std::to_string(offset_in_frame));
+    MpaFramer f(Limits{});
+    Recorder r(f, false, false);
+    f.start_mid_stream(false, std::nullopt, r);
+    f.feed(c.s.starts[1], c.s.slice(c.s.starts[1], c.s.starts[2]), 4, offset_in_frame, r);
+    const auto fpdus = r.of_kind(RawPdu::Kind::fpdu);
+    if (offset_in_frame == 0) {
+      ASSERT_EQ(fpdus.size(), 1u);
+      EXPECT_EQ(fpdus[0]->crc_detected, std::optional<bool>(false));
+    } else {
+      EXPECT_TRUE(fpdus.empty());
+      EXPECT_TRUE(f.detecting_crc());
+    }
+  }
+}
+
+TEST(MpaFramer, AdoptedCrcSettingFramesWhatIsHeld) {
+  const Cut c = cut_stream(false, 2);  // one FPDU after the cut: not enough on its own
+  MpaFramer f(Limits{});
+  Recorder r(f, false, false);
+  f.start_mid_stream(false, std::nullopt, r);
+  f.feed(c.from, c.s.slice(c.from, c.s.bytes.size()), 2, 0, r);
+  EXPECT_TRUE(r.of_kind(RawPdu::Kind::fpdu).empty());
+  f.adopt_crc(false, r);  // the other direction found CRC off
+  const auto fpdus = r.of_kind(RawPdu::Kind::fpdu);
+  ASSERT_EQ(fpdus.size(), 1u);
+  EXPECT_EQ(fpdus[0]->stream_offset, c.s.starts[1]);
+  EXPECT_EQ(fpdus[0]->crc_detected, std::optional<bool>(false));
+  EXPECT_FALSE(f.detecting_crc());
+}
+
+TEST(MpaFramer, MidStreamWithTheWrongCrcSettingFindsNoBoundary) {
+  for (const bool stream_crc : {false, true}) {
+    SCOPED_TRACE(stream_crc ? "CRC on, told off" : "CRC off, told on");
+    const Cut c = cut_stream(stream_crc, 6);
+    MpaFramer f(Limits{});
+    Recorder r(f, false, !stream_crc);
+    f.start_mid_stream(false, !stream_crc, r);
+    f.feed(c.from, c.s.slice(c.from, c.s.bytes.size()), 3, 0, r);
+    f.finish(r);
+    EXPECT_TRUE(r.of_kind(RawPdu::Kind::fpdu).empty());
+    const auto lost = f.lost_framing();
+    ASSERT_TRUE(lost);
+    EXPECT_TRUE(lost->never_framed);
+    EXPECT_EQ(lost->octets, c.s.bytes.size() - c.from);
+    EXPECT_EQ(r.unframed_octets(), lost->octets);
+  }
+}
+
+TEST(MpaFramer, ResyncBudgetSpentIsWhereFramingGaveUp) {
+  Limits l;
+  l.resync_buffer = 512;
+  const Cut c = cut_stream(false, 1);
+  MpaFramer f(l);
+  Recorder r(f, false, true);
+  f.start_mid_stream(false, true, r);
+  std::uint64_t offset = c.from;
+  for (std::uint64_t frame = 1; frame <= 20; ++frame) {
+    const Bytes noise(100, 0xEE);  // no sane DDP/RDMAP control octets anywhere
+    f.feed(offset, noise, frame, 0, r);
+    offset += noise.size();
+  }
+  f.finish(r);
+  const auto lost = f.lost_framing();
+  ASSERT_TRUE(lost);
+  EXPECT_TRUE(lost->gave_up);
+  EXPECT_EQ(lost->frame, 6u);  // the frame that took the buffer past 512 octets
+  EXPECT_EQ(lost->octets, 2000u);
+}
+
+TEST(MpaFramer, FramingFoundAgainOrAShortTailAfterAGapIsNotLost) {
+  Stream s = Stream::with_request(false, true);
+  for (std::size_t k = 0; k < 4; ++k)
+    s.add(write_ulpdu(48, 0x1000 * (k + 1), static_cast<std::uint8_t>(k)));
+  {
+    SCOPED_TRACE("found again");
+    MpaFramer f(Limits{});
+    Recorder r(f, false, true);
+    const std::size_t lost_from = s.starts[1] + 6;
+    f.feed(0, s.slice(0, lost_from), 1, 0, r);
+    f.gap(lost_from, 10, r);
+    f.feed(lost_from + 10, s.slice(lost_from + 10, s.bytes.size()), 2, 0, r);
+    f.finish(r);
+    EXPECT_EQ(r.of_kind(RawPdu::Kind::fpdu).size(), 3u);
+    EXPECT_FALSE(f.lost_framing());
+  }
+  {
+    SCOPED_TRACE("a short tail");
+    MpaFramer f(Limits{});
+    Recorder r(f, false, true);
+    const std::size_t lost_from = s.starts[3] + 6;
+    f.feed(0, s.slice(0, lost_from), 1, 0, r);
+    f.gap(lost_from, 10, r);
+    f.feed(lost_from + 10, s.slice(lost_from + 10, s.bytes.size()), 2, 0, r);
+    f.finish(r);
+    EXPECT_EQ(f.state(), MpaFramer::State::resync);
+    EXPECT_FALSE(f.lost_framing());
+  }
 }
 
 }  // namespace

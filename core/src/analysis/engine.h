@@ -196,7 +196,9 @@ struct Analyzer::Impl {
   void check_setup_order(Connection& c, int dir, const wire::DdpHeader& first, const Ctx& ctx);
   void check_markers(Connection& c, int dir, const RawPdu& p, const Ctx& ctx);
   void swap_sides(Connection& c);
-  void start_mid_stream(Connection& c, int dir, bool markers, bool crc);
+  void start_mid_stream(Connection& c, int dir, bool markers, std::optional<bool> crc);
+  // At the end of input: a direction whose framer found no FPDU boundary (mpa.no-fpdu-boundary).
+  void report_lost_framing(Connection& c, int dir);
   // Octets of this direction were lost (capture gap, unframed: `gap`) or dropped (`crc`): the
   // direction's Data Sink and the sender's own (whose requests and answers they carried).
   void lost_input(Connection& c, int dir, Consequence cause);

@@ -42,13 +42,51 @@ void Analyzer::Impl::lost_input(Connection& c, int dir, Consequence cause) {
   c.ds(1 - dir).sink.own_side_lost(cause);
 }
 
-void Analyzer::Impl::start_mid_stream(Connection& c, int dir, bool markers, bool crc) {
+void Analyzer::Impl::start_mid_stream(Connection& c, int dir, bool markers,
+                                      std::optional<bool> crc) {
   StreamModel& sm = model.streams[c.stream];
   DirectionCallbacks callbacks{*this, c, dir};
   c.ds(dir).sink.start_mid_stream();
-  c.ds(dir).framer.start_mid_stream(markers, crc, callbacks);
-  sm.dirs[dir].mpa.crc = crc;
+  // Until the framer finds the setting, CRC is not known to be in use.
+  sm.dirs[dir].mpa.crc = crc.value_or(false);
   sm.dirs[dir].mpa.markers = markers;
+  c.ds(dir).framer.start_mid_stream(markers, crc, callbacks);
+}
+
+// A framer still looking for an FPDU boundary at the end of input, having framed none or spent
+// its resync budget: say where it gave up, how much went unanalysed, and (mid-stream, where the
+// user supplied what the handshake would have said) which setting to try.
+void Analyzer::Impl::report_lost_framing(Connection& c, int dir) {
+  const MpaFramer& f = c.ds(dir).framer;
+  const std::optional<LostFraming> lost = f.lost_framing();
+  if (!lost) return;
+  const StreamModel& sm = model.streams[c.stream];
+  std::string msg = lost->never_framed ? "no FPDU boundary found" : "FPDU framing lost for good";
+  if (sm.mid_stream) {
+    const bool detecting = f.detecting_crc();
+    msg += std::string(" (mid-stream, ") +
+           (detecting ? "CRC on and off tried"
+            : f.crc() ? "CRC on"
+                      : "CRC off") +
+           (f.markers() ? ", markers" : ", no markers") + ")";
+  }
+  msg += ": " + std::to_string(lost->octets) + " octets unframed";
+  if (lost->gave_up)
+    msg +=
+        ", gave up after " + std::to_string(options.limits.resync_buffer) + " octets without one";
+  else
+    msg += " to the end of the capture";
+  if (lost->after_gap) msg += " (after capture loss)";
+  if (sm.mid_stream) {
+    std::string tries;
+    if (!f.detecting_crc())
+      tries = std::string("--mid-stream-crc ") + (f.crc() ? "false" : "true") +
+              (f.crc() ? " (Linux siw's default is CRC off)" : "");
+    if (!f.markers()) tries += std::string(tries.empty() ? "" : ", or ") + "--mid-stream-markers";
+    if (!tries.empty()) msg += "; try " + tries;
+  }
+  report(FindingId::mpa_no_fpdu_boundary, Ctx{c.stream, dir, lost->frame, nullptr}, msg,
+         lost->after_gap ? Consequence::gap : Consequence::none);
 }
 
 void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
@@ -235,6 +273,22 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
   ev.marker_offsets = p.marker_offsets;
   ev.leading_marker = p.leading_marker;
 
+  if (p.crc_detected) {
+    // Set before the CRC rules below read it.
+    dm.mpa.crc = *p.crc_detected;
+    DirectionCallbacks other{*this, c, 1 - dir};
+    c.ds(1 - dir).framer.adopt_crc(*p.crc_detected, other);
+    report(FindingId::mpa_crc_detected, ctx,
+           p.crc_detected_by_peer
+               ? std::string("mid-stream, no CRC setting given: framed with CRC ") +
+                     (*p.crc_detected ? "on" : "off") +
+                     ", as the other direction found (one setting per connection, RFC 5044 "
+                     "§7.1.2)"
+           : *p.crc_detected
+               ? "mid-stream, no CRC setting given: framed with CRC on (the CRC matched)"
+               : "mid-stream, no CRC setting given: framed with CRC off (no CRC matched; FPDUs "
+                 "with zero CRC fields chain by their lengths, three or filling TCP segments)");
+  }
   if (p.after_resync) {
     const bool benign = p.resync_after_gap || p.resync_mid_stream;
     if (p.resync_skipped > 0 || !benign) {

@@ -243,8 +243,10 @@ void Analyzer::Impl::finish() {
       c.ds(dir).reasm.flush(callbacks);
       c.ds(dir).framer.finish(callbacks);
     }
-    for (int dir = 0; dir < 2; ++dir)
+    for (int dir = 0; dir < 2; ++dir) {
+      report_lost_framing(c, dir);
       finish_direction(c, dir);
+    }
   }
 }
 

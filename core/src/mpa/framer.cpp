@@ -27,6 +27,7 @@ void MpaFramer::feed(std::uint64_t offset, ByteView data, std::uint64_t frame,
     buf_started_ = true;
   }
   slices_.push_back({frame, offset_in_frame, static_cast<std::uint32_t>(data.size())});
+  last_frame_ = frame;
   if (buf_.empty() && !in_process_) {
     // Frame straight from the caller's octets; keep only the unframed tail.
     buf_.borrow(data);
@@ -69,13 +70,30 @@ void MpaFramer::set_params(bool markers, bool crc, MpaFramerListener& out) {
   if (!in_process_) process(out);
 }
 
-void MpaFramer::start_mid_stream(bool markers, bool crc, MpaFramerListener& out) {
+void MpaFramer::start_mid_stream(bool markers, std::optional<bool> crc, MpaFramerListener& out) {
   markers_ = markers;
-  crc_ = crc;
+  crc_ = crc.value_or(true);
+  detect_crc_ = !crc.has_value();
+  if (detect_crc_ && adopted_crc_) {
+    detect_crc_ = false;
+    crc_ = *adopted_crc_;
+    pending_crc_detected_ = crc_;
+    crc_by_peer_ = true;
+  }
   state_ = State::resync;
   pending_resync_ = true;
   mid_stream_ = true;
   if (!in_process_) process(out);
+}
+
+void MpaFramer::adopt_crc(bool crc, MpaFramerListener& out) {
+  if (state_ == State::key && !detect_crc_) adopted_crc_ = crc;
+  if (!detect_crc_) return;
+  detect_crc_ = false;
+  crc_ = crc;
+  pending_crc_detected_ = crc;
+  crc_by_peer_ = true;
+  if (!in_process_) process(out);  // what is held may frame now
 }
 
 void MpaFramer::stop(MpaFramerListener& out, const char* why) {
@@ -211,35 +229,54 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
   return true;
 }
 
-bool MpaFramer::plausible_at(std::size_t index, bool need_next, bool* need_more) const {
-  *need_more = false;
+MpaFramer::Fit MpaFramer::fpdu_at(std::size_t index, bool crc, std::size_t* raw_len) const {
   const ByteView at = ByteView(buf_).subspan(std::min(index, buf_.size()));
-  const mpa::FpduWalkParams params = walk_params(index);
+  mpa::FpduWalkParams params = walk_params(index);
+  params.crc = crc;
   // The DDP and RDMAP control octets first, so that a damaged length does not wait for octets.
   std::uint8_t head[wire::kMpaLengthSize + wire::kDdpTaggedHeaderSize];
-  if (!mpa::peek_fpdu_head(at, params.stream_pos, params.markers, head)) {
-    *need_more = true;
-    return false;
-  }
+  if (!mpa::peek_fpdu_head(at, params.stream_pos, params.markers, head)) return Fit::need_more;
   const std::uint16_t len = load_be16(head);
-  if (len < wire::kDdpTaggedHeaderSize) return false;
+  if (len < wire::kDdpTaggedHeaderSize) return Fit::no;
   const auto ddp = wire::DdpControl::from_byte(head[2]);
   const auto rdmap = wire::RdmapControl::from_byte(head[3]);
-  if (ddp.version != wire::kDdpVersion || ddp.reserved != 0) return false;
-  if (rdmap.version != wire::kRdmapVersion || rdmap.reserved != 0) return false;
+  if (ddp.version != wire::kDdpVersion || ddp.reserved != 0) return Fit::no;
+  if (rdmap.version != wire::kRdmapVersion || rdmap.reserved != 0) return Fit::no;
   const auto& info = wire::opcode_info(rdmap.opcode);
-  if (!info.defined || info.tagged != ddp.tagged) return false;
-  if (!ddp.tagged && len < wire::kDdpUntaggedHeaderSize) return false;
+  if (!info.defined || info.tagged != ddp.tagged) return Fit::no;
+  if (!ddp.tagged && len < wire::kDdpUntaggedHeaderSize) return Fit::no;
   Bytes scratch;
   mpa::FpduWalk w;
-  if (mpa::walk_fpdu(at, params, scratch, w) == mpa::WalkStatus::need_more) {
-    *need_more = true;
-    return false;
+  if (mpa::walk_fpdu(at, params, scratch, w) == mpa::WalkStatus::need_more) return Fit::need_more;
+  *raw_len = w.raw_length;
+  // Without a CRC the sender zeroes the field (RFC 5044 §4.2).
+  const bool ok = crc ? w.crc_matches() : w.crc_field == 0;
+  return ok ? Fit::yes : Fit::no;
+}
+
+bool MpaFramer::plausible_at(std::size_t index, bool need_next, bool* need_more) const {
+  std::size_t raw_len = 0;
+  const Fit fit = fpdu_at(index, crc_, &raw_len);
+  *need_more = fit == Fit::need_more;
+  if (fit != Fit::yes) return false;
+  if (crc_ || !need_next) return true;
+  return plausible_at(index + raw_len, false, need_more) || *need_more;
+}
+
+std::size_t MpaFramer::crc_off_chain(std::size_t index, std::size_t want, bool starts_segment,
+                                     bool* ran_out, bool* fills_segments) const {
+  *ran_out = false;
+  std::size_t n = 0;
+  while (n < want) {
+    std::size_t raw_len = 0;
+    const Fit fit = fpdu_at(index, false, &raw_len);
+    if (fit == Fit::need_more) *ran_out = true;
+    if (fit != Fit::yes) break;
+    ++n;
+    index += raw_len;
   }
-  if (crc_) return w.crc_matches();
-  if (w.crc_field != 0) return false;  // no CRC: field is zero
-  if (!need_next) return true;
-  return plausible_at(index + w.raw_length, false, need_more) || *need_more;
+  *fills_segments = n > 0 && starts_segment && index == buf_.size();
+  return n;
 }
 
 bool MpaFramer::try_resync(MpaFramerListener& out) {
@@ -260,6 +297,40 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
       }
       j += kMpaMarkerInterval - 1;
     }
+  } else if (detect_crc_) {
+    // CRC on first: a 32-bit CRC that matches is proof. A candidate whose CRC fails is taken
+    // with CRC off only when FPDUs with zero CRC fields chain by their lengths: kCrcOffChain
+    // of them, two reaching the end of input, or any that fill the TCP segments they came in
+    // exactly, from a segment's first octet to the last one held (senders align FPDUs with
+    // segments, RFC 5044 §8): no waiting for later FPDUs where the capture shows alignment.
+    std::size_t slice = 0, slice_at = 0;  // the slice holding buf_[j], and its first index
+    for (std::size_t j = 0; j < buf_.size(); ++j) {
+      while (slice < slices_.size() && slice_at + slices_[slice].length <= j)
+        slice_at += slices_[slice++].length;
+      if (s0_ && (pos_of(j) - *s0_) % 4 != 0) continue;
+      std::size_t raw_len = 0;
+      const Fit on = fpdu_at(j, true, &raw_len);
+      if (on == Fit::yes) {
+        found = j;
+        crc_ = true;
+        break;
+      }
+      if (on == Fit::need_more && !finishing_) break;
+      bool ran_out = false, fills = false;
+      const bool starts_segment =
+          slice < slices_.size() && slice_at == j && slices_[slice].offset == 0;
+      const std::size_t chain = crc_off_chain(j, kCrcOffChain, starts_segment, &ran_out, &fills);
+      if (chain == kCrcOffChain || fills || (finishing_ && ran_out && chain >= 2)) {
+        found = j;
+        crc_ = false;
+        break;
+      }
+      if (ran_out && !finishing_) break;
+    }
+    if (found) {
+      detect_crc_ = false;
+      pending_crc_detected_ = crc_;
+    }
   } else {
     for (std::size_t j = 0; j < buf_.size(); ++j) {
       if (s0_ && (pos_of(j) - *s0_) % 4 != 0) continue;
@@ -267,11 +338,13 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
         found = j;
         break;
       }
-      if (need_more) break;
+      // At the end of input no more octets come: a candidate that wants them is not one.
+      if (need_more && !finishing_) break;
     }
   }
   if (!found) {
     if (buf_.size() > limits_.resync_buffer) {
+      if (!gave_up_frame_ && !slices_.empty()) gave_up_frame_ = slices_.back().frame;
       emit_unframed(buf_.size() - limits_.resync_buffer / 2, out, "no FPDU boundary found");
       return true;
     }
@@ -280,6 +353,18 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
   if (*found > 0) emit_unframed(*found, out, "skipped while looking for an FPDU boundary");
   state_ = State::fpdu;
   return true;
+}
+
+std::optional<LostFraming> MpaFramer::lost_framing() const {
+  if (state_ != State::resync || pending_skipped_ == 0) return std::nullopt;
+  if (!gave_up_frame_ && fpdus_ > 0) return std::nullopt;
+  LostFraming l;
+  l.frame = gave_up_frame_.value_or(last_frame_);
+  l.octets = pending_skipped_;
+  l.gave_up = gave_up_frame_.has_value();
+  l.never_framed = fpdus_ == 0;
+  l.after_gap = pending_after_gap_;
+  return l;
 }
 
 void MpaFramer::emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out) {
@@ -309,12 +394,19 @@ void MpaFramer::emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& ou
     pdu.resync_skipped = pending_skipped_;
     pdu.resync_after_gap = pending_after_gap_;
     pdu.resync_mid_stream = mid_stream_;
+    pdu.crc_detected = pending_crc_detected_;
+    pdu.crc_detected_by_peer = pending_crc_detected_ && crc_by_peer_;
+    pending_crc_detected_.reset();
     mid_stream_ = false;
     pending_resync_ = false;
     pending_after_gap_ = false;
     pending_skipped_ = 0;
   } else if (pdu.kind == RawPdu::Kind::fpdu) {
     pending_skipped_ = 0;
+  }
+  if (pdu.kind == RawPdu::Kind::fpdu) {
+    ++fpdus_;
+    gave_up_frame_.reset();
   }
   out.on_raw_pdu(pdu);
   if (pdu.slices.capacity() > spare_slices_.capacity()) spare_slices_.swap(pdu.slices);

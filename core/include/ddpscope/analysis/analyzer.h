@@ -25,7 +25,9 @@ namespace ddpscope {
 struct StreamHint {
   std::optional<std::uint16_t> port;      // either endpoint's port
   std::optional<net::Endpoint> endpoint;  // or one endpoint exactly (address and port)
-  bool crc = true;
+  // CRC in use; none: find it (a matching CRC frames with CRC on; without one, CRC off is
+  // taken only from several FPDUs chained by their lengths), reported as mpa.crc-detected.
+  std::optional<bool> crc;
   bool markers = false;  // both directions
 };
 

@@ -35,6 +35,8 @@ enum class FindingId : std::uint16_t {
   mpa_ulpdu_length_invalid,
   mpa_fpdu_exceeds_mulpdu,
   mpa_resync,
+  mpa_no_fpdu_boundary,
+  mpa_crc_detected,
   mpa_reserved_bits,
   mpa_private_data_long,
   // DDP

@@ -114,6 +114,19 @@ struct RawPdu {
   std::uint64_t resync_skipped = 0;
   bool resync_after_gap = false;
   bool resync_mid_stream = false;  // the first FPDU found in a capture that starts mid-stream
+  // The first FPDU framed by a framer told to find the CRC setting itself: the setting found.
+  std::optional<bool> crc_detected;
+  bool crc_detected_by_peer = false;  // ... taken from the other direction (adopt_crc)
+};
+
+// A direction whose framer, at the end of input, was still looking for an FPDU boundary and
+// either never framed one or spent its resync budget without finding one (see lost_framing()).
+struct LostFraming {
+  std::uint64_t frame = 0;   // where the framer gave up (its budget spent), else the last frame
+  std::uint64_t octets = 0;  // unframed since the last FPDU (or since the start)
+  bool gave_up = false;      // the resync budget was spent without a boundary
+  bool never_framed = false;
+  bool after_gap = false;  // capture loss since the last FPDU
 };
 
 class MpaFramerListener {
@@ -135,8 +148,16 @@ class MpaFramer {
   void gap(std::uint64_t offset, std::uint64_t length, MpaFramerListener& out);
   // The handshake finished: how this direction's sender frames FPDUs.
   void set_params(bool markers, bool crc, MpaFramerListener& out);
-  // Analyse without a handshake (capture starts mid-stream): find the first FPDU.
-  void start_mid_stream(bool markers, bool crc, MpaFramerListener& out);
+  // Analyse without a handshake (capture starts mid-stream): find the first FPDU. With no
+  // `crc` the framer finds the setting: a candidate with a matching CRC frames with CRC on;
+  // without one it takes CRC off only on stronger evidence: FPDUs with zero CRC fields, each
+  // starting where the previous one's ULPDU_Length ends, kCrcOffChain of them or filling whole
+  // TCP segments.
+  void start_mid_stream(bool markers, std::optional<bool> crc, MpaFramerListener& out);
+  // A framer finding the CRC setting (now, or once start_mid_stream is called without one)
+  // takes the one the other direction found: MPA negotiates one setting for both directions
+  // (RFC 5044 §7.1.2). No effect on a framer that has a setting.
+  void adopt_crc(bool crc, MpaFramerListener& out);
   // Stop framing (handshake failed or rejected, or a memory budget spent): what is buffered and
   // later octets are reported unframed, with `why`.
   void stop(MpaFramerListener& out, const char* why = "not framed (MPA handshake failed)");
@@ -149,6 +170,17 @@ class MpaFramer {
   std::optional<std::uint64_t> s0() const { return s0_; }
   bool markers() const { return markers_; }
   bool crc() const { return crc_; }
+  // Still finding the CRC setting (start_mid_stream without one, no FPDU found yet).
+  bool detecting_crc() const { return detect_crc_; }
+  // After finish(): framing was not found (again) by the end of input, when the framer never
+  // framed an FPDU or spent its resync budget without finding a boundary. A short tail after a
+  // gap that simply ran out is not reported.
+  std::optional<LostFraming> lost_framing() const;
+
+  // FPDUs a CRC-off candidate must chain before a framer finding the CRC setting takes it
+  // (two at the end of input; fewer when they fill TCP segments exactly): without a CRC a sane
+  // header is weak evidence.
+  static constexpr std::size_t kCrcOffChain = 3;
 
  private:
   void process(MpaFramerListener& out);
@@ -158,6 +190,15 @@ class MpaFramer {
   // How the walker frames an FPDU starting at buffer index `index`.
   mpa::FpduWalkParams walk_params(std::size_t index) const;
   bool plausible_at(std::size_t index, bool need_next, bool* need_more) const;
+  enum class Fit : std::uint8_t { no, yes, need_more };
+  // One FPDU at `index` with a sane DDP/RDMAP header, framed with CRC `crc`: its CRC matches
+  // (crc) or its CRC field is zero (!crc). *raw_len: its length on the wire.
+  Fit fpdu_at(std::size_t index, bool crc, std::size_t* raw_len) const;
+  // How many FPDUs (up to `want`) chain from `index` with CRC off; *ran_out when octets ended
+  // the chain; *fills_segments when `index` is a TCP segment's first octet (`starts_segment`)
+  // and the chain ends with the octets held.
+  std::size_t crc_off_chain(std::size_t index, std::size_t want, bool starts_segment, bool* ran_out,
+                            bool* fills_segments) const;
   std::uint64_t pos_of(std::size_t index) const { return buf_offset_ + index; }
   bool is_marker_at(std::size_t index) const;
   void emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out);
@@ -181,7 +222,14 @@ class MpaFramer {
   bool pending_after_gap_ = false;
   bool in_process_ = false;  // listener callbacks may change state but not re-enter
   bool mid_stream_ = false;
-  bool finishing_ = false;  // end of input: no look-ahead past the last FPDU
+  bool finishing_ = false;   // end of input: no look-ahead past the last FPDU
+  bool detect_crc_ = false;  // start_mid_stream without a CRC setting: find it
+  std::optional<bool> pending_crc_detected_;
+  bool crc_by_peer_ = false;
+  std::optional<bool> adopted_crc_;  // adopt_crc before start_mid_stream
+  std::uint64_t fpdus_ = 0;
+  std::uint64_t last_frame_ = 0;                // the newest frame fed
+  std::optional<std::uint64_t> gave_up_frame_;  // resync budget first spent since the last FPDU
   // try_fpdu's walk, kept between FPDUs (walk_fpdu resets every field): building and destroying
   // one per FPDU is measurable. Read only within try_fpdu.
   mpa::FpduWalk walk_;
