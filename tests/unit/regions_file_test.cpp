@@ -166,7 +166,6 @@ TEST(RegionsFile, ProtectionDomainsReachTheDataSinks) {
   }
 }
 
-
 // Issue 16: a regions file is checked as strictly as a synth scenario; each error names the
 // entry and the key, and nothing of the file is taken.
 TEST(RegionsFile, UnknownKeysAreErrorsNamingEntryAndKey) {
