@@ -328,6 +328,55 @@ TEST(Analysis, CrcMismatchIsAnErrorWithTheMpaTerminate) {
   EXPECT_EQ(m.findings[1].consequence_of, Consequence::crc);
 }
 
+// What an observer (the plugin) gets of a dropped FPDU: its header as received, no analysis.
+struct FpduEvents final : AnalysisObserver {
+  struct Seen {
+    bool crc_ok = true;
+    std::optional<wire::DdpHeader> ddp;
+    bool placed = false;
+    bool framing_resumed = false, resumed_after_gap = false;
+    std::vector<std::size_t> findings;
+  };
+  std::vector<Seen> fpdus;
+  void on_pdu(const PduEvent& e) override {
+    if (e.kind != PduKind::fpdu) return;
+    fpdus.push_back({e.crc_ok, e.ddp ? std::optional(e.ddp->header) : std::nullopt,
+                     e.analysis.placed, e.framing_resumed, e.resumed_after_gap, e.findings});
+  }
+};
+
+TEST(Analysis, CrcFailedFpduReachesTheObserverWithItsHeaderAsReceivedAndNotPlaced) {
+  Conn c;
+  c.crc = true;
+  c.handshake();
+  c.send(0, 1, pattern(64));
+  const std::size_t at = c.stream(0).size();
+  c.send(0, 2, pattern(64));
+  c.send(0, 3, pattern(64));
+  auto segs = c.segments(4096);
+  corrupt(segs, 0, at + 30);  // a payload octet: the header is intact
+  Analyzer a;
+  FpduEvents seen;
+  a.set_observer(&seen);
+  const Model& m = c.run(a, segs);
+  ASSERT_EQ(seen.fpdus.size(), 3u);
+  const auto& bad = seen.fpdus[1];
+  EXPECT_FALSE(bad.crc_ok);
+  ASSERT_TRUE(bad.ddp);
+  EXPECT_FALSE(bad.ddp->control.tagged);
+  EXPECT_EQ(bad.ddp->qn, 0u);
+  EXPECT_EQ(bad.ddp->msn, 2u);
+  EXPECT_EQ(wire::RdmapControl::from_byte(bad.ddp->rsvd_ulp0).opcode,
+            static_cast<std::uint8_t>(Opcode::send));
+  EXPECT_FALSE(bad.placed);
+  ASSERT_EQ(bad.findings.size(), 1u);
+  const Finding& f = m.findings[bad.findings[0]];
+  EXPECT_EQ(f.code(), "mpa.crc-mismatch");
+  EXPECT_NE(f.message.find("Send QN 0 MSN 2 MO 0 L, 64 octets"), std::string::npos) << f.message;
+  EXPECT_TRUE(seen.fpdus[2].crc_ok);
+  EXPECT_FALSE(seen.fpdus[2].framing_resumed);  // a sane length keeps framing
+}
+
 TEST(Analysis, CrcMismatchOnTheLastFpduOfTheCaptureIsReported) {
   Conn c;
   c.crc = true;
@@ -357,8 +406,19 @@ TEST(Analysis, CaptureLossIsAGapWhoseConsequencesAreNotes) {
                             [&](const Seg& s) { return s.dir == 0 && ++seen == 3; }),
              segs.end());
   Analyzer a;
+  FpduEvents events;
+  a.set_observer(&events);
   const Model& m = c.run(a, segs);
   EXPECT_EQ(codes(m), std::vector<std::string>{"tcp.gap"});
+  // The first FPDU framed after the hole says framing was found again by a search.
+  std::size_t resumed = 0;
+  for (const auto& e : events.fpdus) {
+    if (!e.framing_resumed) continue;
+    ++resumed;
+    EXPECT_TRUE(e.resumed_after_gap);
+    EXPECT_TRUE(e.ddp);
+  }
+  EXPECT_EQ(resumed, 1u);
   bool resync = false;
   for (const auto& f : m.findings)
     if (f.code() == "mpa.resync" || f.code() == "ddp.message-incomplete") {
