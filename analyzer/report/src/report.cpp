@@ -85,16 +85,18 @@ json region_json(const ShadowBuffer& b) {
     ranges.push_back({hex(begin), hex(end)});
   j["ranges"] = ranges;
   j["bytes_placed"] = b.bytes_placed();
-  std::uint64_t violations = 0, overlaps = 0, conflicts = 0;
+  std::uint64_t violations = 0, overlaps = 0;
   for (const auto& r : b.ranges()) {
     violations += r.violation;
     overlaps += r.overlap;
-    conflicts += r.conflict;
   }
   j["segments"] = b.ranges().size() + b.ranges_dropped();
   j["violations"] = violations;
   j["overlaps"] = overlaps;
-  j["conflicts"] = conflicts;
+  // Placing again (ddp/shadow.h): reuse after delivery is normal, a conflict is a finding.
+  j["overwrites"] = b.overwrites();
+  j["reused_octets"] = b.reused_octets();
+  j["conflicts"] = b.conflicts();
   return j;
 }
 
@@ -298,6 +300,13 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
         }
         out << " [" << hex(begin) << ", " << hex(end) << ")";
       }
+      if (b.overwrites())
+        out << "; reused: " << b.reused_octets() << (b.reused_octets() == 1 ? " octet" : " octets")
+            << " rewritten by " << b.overwrites()
+            << (b.overwrites() == 1 ? " later segment" : " later segments");
+      if (b.conflicts())
+        out << "; " << b.conflicts()
+            << (b.conflicts() == 1 ? " conflicting placement" : " conflicting placements");
       out << "\n";
     }
   }
