@@ -51,8 +51,9 @@ std::vector<qsizetype> pcapRecordOffsets(const QByteArray& file) {
   return at;
 }
 
-QString hexText(std::uint64_t v) {
-  return QStringLiteral("0x%1").arg(v, 0, 16);
+// An STag as the CLI's JSON, the GUI and tshark write it: 8 digits.
+QString stagText(std::uint32_t v) {
+  return QStringLiteral("0x%1").arg(v, 8, 16, QLatin1Char('0'));
 }
 
 }  // namespace
@@ -354,7 +355,7 @@ class ModelsTest : public QObject {
     for (int r = 0; r < regions.rowCount(); ++r) {
       const ShadowBuffer& b = *snap->regions[std::size_t(r)].buffer;
       table[QString::fromStdString(b.key.owner.to_string()) + QLatin1Char('/') +
-            hexText(b.key.stag)] = qint64(b.bytes_placed());
+            stagText(b.key.stag)] = qint64(b.bytes_placed());
     }
     QJsonArray all = report.value(QStringLiteral("regions")).toArray();
     for (const auto& sv : streams)

@@ -71,7 +71,7 @@ json terminate_json(const TerminateError& t) {
 
 json region_json(const ShadowBuffer& b) {
   json j;
-  j["stag"] = hex(b.key.stag);
+  j["stag"] = stag_hex(b.key.stag);
   j["sink"] = b.key.owner.to_string();
   j["source"] = std::string(to_string(b.source));
   if (!b.origin.empty()) j["origin"] = b.origin;
@@ -398,13 +398,13 @@ bool export_shadow_buffers(const Model& m, const std::string& dir, std::string& 
     std::string owner = key.owner.to_string();
     for (auto& ch : owner)
       if (ch == ':' || ch == '[' || ch == ']') ch = '_';
-    const std::string name = owner + "-stag-" + hex(key.stag) + ".bin";
+    const std::string name = owner + "-stag-" + stag_hex(key.stag) + ".bin";
     const std::uint64_t base = b.min_to();
     const std::uint64_t span = b.max_end() - base;
     json entry;
     entry["file"] = name;
     entry["sink"] = key.owner.to_string();
-    entry["stag"] = hex(key.stag);
+    entry["stag"] = stag_hex(key.stag);
     entry["base_to"] = hex(base);
     entry["size"] = span;
     json ranges = json::array();
