@@ -149,6 +149,15 @@ class Conventions(unittest.TestCase):
         for v in found:
             self.assertRegex(v, eight)
 
+    def test_terminate_said_once(self):
+        term = os.path.join(SAMPLES, "synthetic", "fault-terminate.pcap")
+        lines = [l for l in run("analyze", term).stdout.splitlines() if "rdmap.terminate " in l]
+        self.assertEqual(len(lines), 1)
+        self.assertEqual(lines[0].count("peer sent Terminate"), 1, lines[0])
+        self.assertEqual(lines[0].count("DDP / Tagged Buffer / Base or bounds violation"), 1,
+                         lines[0])
+        self.assertNotIn("sink would send", lines[0])
+
     def test_replay_names_its_stream_by_index(self):
         p = run("replay", "--help")
         self.assertIn("--stream-index", p.stdout)

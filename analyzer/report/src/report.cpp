@@ -340,13 +340,11 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
       out << ": ";
     }
     out << f.message;
-    // rdmap.terminate carries the Terminate the peer sent; every other finding the one a
-    // compliant Data Sink sends for the rule broken.
-    if (f.terminate) {
-      out << (f.id == FindingId::rdmap_terminate ? "  [peer sent Terminate "
-                                                 : "  [sink would send Terminate ")
-          << terminate_error_name(*f.terminate) << "]";
-    }
+    // Every finding but rdmap.terminate: the Terminate a compliant Data Sink sends for the rule
+    // broken. rdmap.terminate's message already names the one the peer sent ("peer sent
+    // Terminate: ..."): said once.
+    if (f.terminate && f.id != FindingId::rdmap_terminate)
+      out << "  [sink would send Terminate " << terminate_error_name(*f.terminate) << "]";
     if (f.consequence_of == Consequence::gap) out << "  (consequence of capture loss)";
     if (f.consequence_of == Consequence::crc)
       out << "  (consequence of an FPDU dropped for its CRC)";
