@@ -272,7 +272,8 @@ int main(int argc, char** argv) {
   an->add_option("--stream", aa.streams,
                  "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
   cli::add_mid_stream_crc_option(an, aa.hint_crc);
-  an->add_flag("--mid-stream-markers", aa.hint_markers, "for --port streams: markers in use");
+  an->add_flag("--mid-stream-markers", aa.hint_markers,
+               "accepted, no effect: markers are located only from the MPA handshake");
   an->add_flag("--no-advertisements", aa.no_advert,
                "do not learn regions from rping-style advertisements");
   an->add_flag("--no-crc-check", aa.no_crc_check, "do not verify MPA CRCs");
