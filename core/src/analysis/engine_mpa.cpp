@@ -116,7 +116,7 @@ void Analyzer::Impl::report_lost_framing(Connection& c, int dir) {
            (detecting ? "CRC on and off tried"
             : f.crc() ? "CRC on"
                       : "CRC off") +
-           (f.markers() ? ", markers" : ", no markers") + ")";
+           ")";
   }
   msg += ": " + std::to_string(lost->octets) + " octets unframed";
   if (lost->gave_up)
@@ -130,8 +130,9 @@ void Analyzer::Impl::report_lost_framing(Connection& c, int dir) {
     if (!f.detecting_crc())
       tries = std::string("--mid-stream-crc ") + (f.crc() ? "false" : "true") +
               (f.crc() ? " (Linux siw's default is CRC off)" : "");
-    if (!f.markers()) tries += std::string(tries.empty() ? "" : ", or ") + "--mid-stream-markers";
     if (!tries.empty()) msg += "; try " + tries;
+    // Not --mid-stream-markers: the framer never learns the marker position S0 mid-stream.
+    msg += "; a connection with MPA markers is framed only from its handshake";
   }
   report(FindingId::mpa_no_fpdu_boundary, Ctx{c.stream, dir, lost->frame, nullptr}, msg,
          lost->after_gap ? Consequence::gap : Consequence::none);
