@@ -33,8 +33,9 @@ def fail(msg):
     print("FAIL:", msg, flush=True)
 
 
-def run(cmd, env=None, timeout=300, **kw):
-    print("$", " ".join(cmd), flush=True)
+def run(cmd, env=None, timeout=300, quiet=False, **kw):
+    if not quiet:
+        print("$", " ".join(cmd), flush=True)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                           env=env or SYSTEM_ENV, **kw)
 
@@ -140,7 +141,7 @@ def left_behind(paths):
         if not os.path.lexists(path):
             continue
         if os.path.isdir(path) and not os.path.islink(path):
-            if run(["dpkg-query", "-S", path]).returncode == 0:
+            if run(["dpkg-query", "-S", path], quiet=True).returncode == 0:
                 continue  # shared with another package (/usr/bin, the plugin folder)
         left.append(path)
     return left
