@@ -28,6 +28,11 @@ QStringList wiresharkArguments(const WiresharkRequest& r) {
 }
 
 QString findWireshark() {
+  // DDPSCOPE_WIRESHARK names the program to run (another build, or none when it is not one).
+  if (qEnvironmentVariableIsSet("DDPSCOPE_WIRESHARK")) {
+    const QFileInfo chosen(qEnvironmentVariable("DDPSCOPE_WIRESHARK"));
+    return chosen.isFile() && chosen.isExecutable() ? chosen.absoluteFilePath() : QString();
+  }
   QString path = QStandardPaths::findExecutable(QStringLiteral("wireshark"));
   if (path.isEmpty())
     path = QStandardPaths::findExecutable(

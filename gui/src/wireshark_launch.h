@@ -26,8 +26,9 @@ struct WiresharkRequest {
 // The arguments after the program name.
 QStringList wiresharkArguments(const WiresharkRequest& request);
 
-// The wireshark program: in PATH, else where Debian and a source install put it
-// (/usr/bin, /usr/local/bin); empty when none is installed.
+// The wireshark program: $DDPSCOPE_WIRESHARK when set (empty when that is not an executable),
+// else in PATH, else where Debian and a source install put it (/usr/bin, /usr/local/bin);
+// empty when none is installed.
 QString findWireshark();
 
 }  // namespace ddpscope::gui
