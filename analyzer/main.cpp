@@ -19,6 +19,7 @@
 #include "ddpscope/capture/feed.h"
 #include "ddpscope/findings/catalog.h"
 #include "ddpscope/report/report.h"
+#include "manual.h"
 #ifdef DDPSCOPE_HAVE_SYNTH
 #include "ddpscope/synth/synth.h"
 #endif
@@ -219,10 +220,29 @@ int analyze(const AnalyzeArgs& a) {
   return m.severity_counts[static_cast<std::size_t>(Severity::error)] ? kExitFindings : kExitClean;
 }
 
-int list_findings(bool json) {
+// `codes` (exact codes or dotted prefixes such as "ddp.tagged") narrow the list; none: all.
+int list_findings(bool json, const std::vector<std::string>& codes) {
+  std::vector<const FindingSpec*> specs;
+  for (const auto& s : finding_catalog()) {
+    bool wanted = codes.empty();
+    for (const auto& c : codes)
+      wanted = wanted || s.code == c || s.code.starts_with(c + ".");
+    if (wanted) specs.push_back(&s);
+  }
+  for (const auto& c : codes) {
+    bool known = false;
+    for (const FindingSpec* s : specs)
+      known = known || s->code == c || s->code.starts_with(c + ".");
+    if (!known) {
+      std::cerr << "ddpscope list-findings: no finding code \"" << c
+                << "\"; `ddpscope list-findings` lists them\n";
+      return kExitUsage;
+    }
+  }
   if (json) {
     nlohmann::json j = nlohmann::json::array();
-    for (const auto& s : finding_catalog()) {
+    for (const FindingSpec* sp : specs) {
+      const FindingSpec& s = *sp;
       nlohmann::json e{{"code", s.code},
                        {"severity", to_string(s.severity)},
                        {"layer", s.layer},
@@ -238,7 +258,8 @@ int list_findings(bool json) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  for (const auto& s : finding_catalog()) {
+  for (const FindingSpec* sp : specs) {
+    const FindingSpec& s = *sp;
     std::printf("%-34s %-8s %-18s %s", std::string(s.code).c_str(),
                 std::string(to_string(s.severity)).c_str(), std::string(s.rfc).c_str(),
                 std::string(s.summary).c_str());
@@ -294,6 +315,9 @@ int main(int argc, char** argv) {
   bool lf_json = false;
   auto* lf = app.add_subcommand("list-findings", "List every finding code the analyzer reports");
   lf->add_flag("--json", lf_json, "as JSON");
+  std::vector<std::string> lf_codes;
+  lf->add_option("CODE", lf_codes,
+                 "only these codes, or every code under a prefix (ddp.tagged); default: all");
 
   auto* ll = app.add_subcommand("list-limits",
                                 "List the engine's caps (--limit NAME=VALUE) with their defaults");
@@ -305,12 +329,24 @@ int main(int argc, char** argv) {
   auto* hp =
       app.add_subcommand("help", "Show the help of ddpscope or of one command (help CMD [SUB])");
   hp->add_option("COMMAND", help_topic, "a command, and a subcommand of it (endpoint listen)");
+  // Hidden: the build writes ddpscope.1 and the bash completion from this App tree.
+  bool write_man = false, write_completion = false;
+  hp->add_flag("--man", write_man, "write the manual page (troff)")->group("");
+  hp->add_flag("--bash-completion", write_completion, "write the bash completion script")
+      ->group("");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
+  }
+  if (hp->parsed() && (write_man || write_completion)) {
+    if (write_man)
+      cli::write_man_page(std::cout, app, DDPSCOPE_VERSION);
+    else
+      cli::write_bash_completion(std::cout, app);
+    return kExitClean;
   }
   if (hp->parsed()) {
     const CLI::App* topic = &app;
@@ -333,7 +369,7 @@ int main(int argc, char** argv) {
   }
   if (run_endpoint_command) return run_endpoint_command();
   if (an->parsed()) return analyze(aa);
-  if (lf->parsed()) return list_findings(lf_json);
+  if (lf->parsed()) return list_findings(lf_json, lf_codes);
   if (ll->parsed()) return cli::list_limits();
   if (sy->parsed()) {
 #ifdef DDPSCOPE_HAVE_SYNTH
