@@ -28,7 +28,7 @@ struct rping_adv {  // rping's struct rping_rdma_info, network byte order
   uint32_t size;
 };
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s ADDR [PORT]\n", argv[0]);
     return 2;
@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
   attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
   attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
   attr.sq_sig_all = 1;
-  struct rdma_cm_id *id;
+  struct rdma_cm_id* id;
   if (rdma_create_ep(&id, res, NULL, &attr)) {
     perror("rdma_create_ep");
     return 1;
@@ -54,11 +54,11 @@ int main(int argc, char **argv) {
   static struct rping_adv adv;
   static char rbuf[64];
   memset(data, 'x', sizeof data);
-  struct ibv_mr *dmr = ibv_reg_mr(id->pd, data, sizeof data,
-                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-                                      IBV_ACCESS_REMOTE_WRITE);
-  struct ibv_mr *amr = rdma_reg_msgs(id, &adv, sizeof adv);
-  struct ibv_mr *rmr = rdma_reg_msgs(id, rbuf, sizeof rbuf);
+  struct ibv_mr* dmr =
+      ibv_reg_mr(id->pd, data, sizeof data,
+                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+  struct ibv_mr* amr = rdma_reg_msgs(id, &adv, sizeof adv);
+  struct ibv_mr* rmr = rdma_reg_msgs(id, rbuf, sizeof rbuf);
   if (!dmr || !amr || !rmr) {
     perror("register");
     return 1;
@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   uint32_t bad = dmr->rkey ^ 0x00ffff00u;  // another STag index, same key byte
-  printf("real rkey 0x%08x, advertised 0x%08x, buf %p\n", dmr->rkey, bad, (void *)data);
+  printf("real rkey 0x%08x, advertised 0x%08x, buf %p\n", dmr->rkey, bad, (void*)data);
   adv.buf = htobe64((uint64_t)(uintptr_t)data);
   adv.rkey = htobe32(bad);
   adv.size = htobe32(sizeof data);

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <string_view>
 
-
 namespace ddpscope::llp {
 
 // The zero-length RDMAP message that must open a peer-to-peer connection (RFC 6581 §9.2 —
