@@ -308,7 +308,8 @@ void Analyzer::Impl::ulp_tagged(Connection& c, int dir, const PduEvent& ev, cons
         report(FindingId::ulp_access_mismatch, ctx,
                "RDMA Write to STag " + hex_stag(h.stag) + ", which " + it->second.name +
                    " (frame " + std::to_string(it->second.frame) + ") advertised for " +
-                   access_name(*r.access));
+                   access_name(*r.access),
+               Consequence::none, finding_spec(FindingId::ulp_access_mismatch).terminate);
       }
       if (step.placed) r.add(h.to, len);
     }
@@ -334,7 +335,8 @@ void Analyzer::Impl::ulp_read_request(Connection& c, int dir, const wire::ReadRe
         report(FindingId::ulp_access_mismatch, ctx,
                "Read Request of STag " + hex_stag(rr.source_stag) + ", which " + it->second.name +
                    " (frame " + std::to_string(it->second.frame) + ") advertised for " +
-                   access_name(*r.access));
+                   access_name(*r.access),
+               Consequence::none, finding_spec(FindingId::ulp_access_mismatch).terminate);
       }
       r.add(rr.source_to, rr.size);
       command = it->second.name;

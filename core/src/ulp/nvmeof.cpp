@@ -245,7 +245,7 @@ NvmeDataDirection nvme_data_direction(const NvmeSqe& sqe) {
   return static_cast<NvmeDataDirection>(bits & 0x03);
 }
 
-std::string nvme_command_name(const NvmeSqe& sqe, bool admin) {
+std::string nvme_command_name(const NvmeSqe& sqe, std::optional<bool> admin) {
   if (sqe.opcode == kNvmeFabricsOpcode) {
     const char* n = fabrics_name(sqe.fctype());
     std::string s = "NVMe-oF " + (n ? std::string(n) : "fctype " + hex_number(sqe.fctype())) +
@@ -253,11 +253,21 @@ std::string nvme_command_name(const NvmeSqe& sqe, bool admin) {
     if (sqe.fctype() == kFctypeConnect) s += " qid " + std::to_string(sqe.cdw[0] >> 16);
     return s;
   }
-  const char* n = admin ? admin_name(sqe.opcode) : io_name(sqe.opcode);
-  std::string s = "NVMe " + (n ? std::string(n) : "opcode " + hex_number(sqe.opcode)) + " cid " +
-                  std::to_string(sqe.cid);
+  // Admin and I/O opcodes overlap (0x02 is Get Log Page or Read): without the queue id (a
+  // capture that starts after the Connect), both names.
+  std::string n;
+  const char* a = admin_name(sqe.opcode);
+  const char* io = io_name(sqe.opcode);
+  if (admin && *admin && a)
+    n = a;
+  else if (admin && !*admin && io)
+    n = io;
+  else if (!admin && (a || io))
+    n = a && io ? std::string(io) + " or " + a : std::string(a ? a : io);
+  if (n.empty()) n = "opcode " + hex_number(sqe.opcode);
+  std::string s = "NVMe " + n + " cid " + std::to_string(sqe.cid);
   if (sqe.nsid != 0 && sqe.nsid != 0xFFFFFFFF) s += " nsid " + std::to_string(sqe.nsid);
-  if (admin) s += " (admin)";
+  if (admin && *admin) s += " (admin)";
   return s;
 }
 
@@ -406,7 +416,7 @@ void NvmeRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, By
   const bool admin = st->admin();
   UlpCommand cmd;
   cmd.id = sqe->cid;
-  cmd.name = nvme_command_name(*sqe, admin);
+  cmd.name = nvme_command_name(*sqe, st->qid ? std::optional<bool>(admin) : std::nullopt);
   const NvmeDataDirection dir = nvme_data_direction(*sqe);
   if (dir != NvmeDataDirection::none) {
     const NvmeCapsuleBuffers bufs = nvme_capsule_buffers(*sqe, message);

@@ -110,8 +110,10 @@ Bytes encode_nvme_cqe(const NvmeCqe& cqe);
 enum class NvmeDataDirection : std::uint8_t { none, host_to_controller, controller_to_host, both };
 NvmeDataDirection nvme_data_direction(const NvmeSqe& sqe);
 
-// "Read", "Identify", "Connect"..., or "opcode 0xNN" (admin queue: `admin`).
-std::string nvme_command_name(const NvmeSqe& sqe, bool admin);
+// "NVMe Read cid 12 nsid 1", "NVMe Identify cid 14 (admin)", "NVMe-oF Connect cid 0 qid 1";
+// `admin`: the queue is the admin queue (nullopt: not known, overlapping opcodes get both
+// names, "NVMe Read or Get Log Page cid 3").
+std::string nvme_command_name(const NvmeSqe& sqe, std::optional<bool> admin);
 
 // What a command capsule advertises: the host buffers its SGL1 (a keyed data block, or a
 // keyed descriptor list in the in-capsule data) names, each with the access the command's
