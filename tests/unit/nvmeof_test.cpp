@@ -338,14 +338,14 @@ TEST(NvmeEngine, CaptureLossMakesTheTransferCheckANote) {
 
 TEST(NvmeEngine, OutstandingCommandsAreCapped) {
   AnalyzerOptions o;
-  o.limits.max_ulp_commands = 2;
+  o.limits.max_ulp_outstanding = 2;
   Analyzer an(o);
   NvmeWire n(an);
   n.handshake();
   for (std::uint16_t cid = 0; cid < 4; ++cid)
     n.send(0, encode_nvme_sqe(command(0x02, cid, 0x10000 * (cid + 1), 64, 0x200 + cid)));
   an.finish();
-  EXPECT_TRUE(hostile::has_limit(an.model(), "max_ulp_commands"));
+  EXPECT_TRUE(hostile::has_limit(an.model(), "max_ulp_outstanding"));
 }
 
 }  // namespace

@@ -151,8 +151,9 @@ void Analyzer::Impl::ulp_command(Connection& c, int dir, const Ctx& ctx, std::si
   // A command id in use again: the earlier command's completion was not seen (lost, or before
   // a capture that starts late); it is forgotten unchecked.
   if (u.outstanding.count(key)) ulp_forget(u, key);
-  const bool track = u.outstanding.size() < options.limits.max_ulp_commands;
-  if (!track) limit_reached("max_ulp_commands", Ctx{c.stream, dir, ctx.frame, {}});
+  const std::size_t need = 1 + cmd.regions.size();
+  const bool track = u.tracked + need <= options.limits.max_ulp_outstanding;
+  if (!track) limit_reached("max_ulp_outstanding", Ctx{c.stream, dir, ctx.frame, {}});
   UlpCommandTrack t;
   t.decoder = decoder;
   t.id = cmd.id;
@@ -196,7 +197,10 @@ void Analyzer::Impl::ulp_command(Connection& c, int dir, const Ctx& ctx, std::si
     auto& list = u.by_key[rk];
     if (std::find(list.begin(), list.end(), key) == list.end()) list.push_back(key);
   }
-  if (track) u.outstanding.emplace(key, std::move(t));
+  if (track) {
+    u.tracked += need;
+    u.outstanding.emplace(key, std::move(t));
+  }
 }
 
 void Analyzer::Impl::ulp_forget(UlpStream& u, const UlpStream::CommandKey& k) {
@@ -209,6 +213,7 @@ void Analyzer::Impl::ulp_forget(UlpStream& u, const UlpStream::CommandKey& k) {
     list.erase(std::remove(list.begin(), list.end(), k), list.end());
     if (list.empty()) u.by_key.erase(bk);
   }
+  u.tracked -= 1 + it->second.regions.size();
   u.outstanding.erase(it);
 }
 

@@ -49,9 +49,9 @@ struct UlpStream {
   explicit UlpStream(const std::vector<std::unique_ptr<AdvertisementDecoder>>& d) : decoders(d) {}
   UlpStreamDecoders decoders;
   using CommandKey = std::pair<std::size_t, std::uint64_t>;  // (decoder, id)
-  std::map<CommandKey, UlpCommandTrack> outstanding;         // capped: Limits::max_ulp_commands
-  std::map<RegionKey, std::vector<CommandKey>> by_key;       // outstanding commands per region
-  bool named = false;  // the stream model says which ULP it carries
+  std::map<CommandKey, UlpCommandTrack> outstanding;
+  std::map<RegionKey, std::vector<CommandKey>> by_key;  // outstanding commands per region
+  std::size_t tracked = 0;  // outstanding commands and their regions (max_ulp_outstanding)
 };
 
 }  // namespace ddpscope
