@@ -318,6 +318,25 @@ TEST(NvmeEngine, EachUlpCheckFires) {
     EXPECT_NE(f->message.find("512 of 1024"), std::string::npos) << f->message;
 }
 
+// A command that failed moved what it moved: no transfer check. Nor for a command whose
+// completion never comes (an Asynchronous Event Request), nor one whose capsule the capture
+// lacks (its completion names an unknown CID).
+TEST(NvmeEngine, FailedUnansweredAndUnknownCommandsAreNotJudged) {
+  Analyzer an;
+  NvmeWire n(an);
+  n.handshake();
+  n.send(0, encode_nvme_sqe(command(0x02, 2, 0x20000, 1024, 0x102)));
+  n.write(0x102, 0x20000, 512);
+  NvmeCqe failed;
+  failed.cid = 2;
+  failed.status = 0x0281 << 1;  // Media and Data Integrity Errors / Unrecovered Read Error
+  n.send(1, encode_nvme_cqe(failed), 0x102);
+  n.send(0, encode_nvme_sqe(command(0x0C, 3, 0, 0, 0)));  // AER: no data, no completion
+  n.complete(77);
+  an.finish();
+  EXPECT_TRUE(an.model().findings.empty()) << an.model().findings[0].message;
+}
+
 TEST(NvmeEngine, CaptureLossMakesTheTransferCheckANote) {
   Analyzer an;
   NvmeWire n(an);

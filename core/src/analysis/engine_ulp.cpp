@@ -12,7 +12,8 @@
 // and a key the completion ended (invalidated remotely, or by the host itself for a key the
 // command asked to be invalidated) is invalid afterwards: rdmap.stag-invalidated-use.
 // Capture loss on the stream while a command is outstanding makes what its completion finds a
-// note (consequence_of gap/crc): the missing octets may have carried its data.
+// note (consequence_of gap/crc): the missing octets may have carried its data, or the
+// completion and a newer command that advertised the same STag for the other direction.
 #include <algorithm>
 
 #include "ddpscope/common/bytes.h"
@@ -217,7 +218,7 @@ void Analyzer::Impl::ulp_forget(UlpStream& u, const UlpStream::CommandKey& k) {
   u.outstanding.erase(it);
 }
 
-void Analyzer::Impl::ulp_complete(Connection& c, int dir, const Ctx& ctx, std::size_t decoder,
+void Analyzer::Impl::ulp_complete(Connection& c, int /*dir*/, const Ctx& ctx, std::size_t decoder,
                                   const UlpCompletion& done, std::uint8_t opcode,
                                   std::uint32_t invalidate_stag) {
   UlpStream& u = ulp_of(c);
@@ -290,7 +291,6 @@ void Analyzer::Impl::ulp_complete(Connection& c, int dir, const Ctx& ctx, std::s
       b->invalidated_frame = ctx.frame;
     }
   }
-  (void)dir;
 }
 
 void Analyzer::Impl::ulp_tagged(Connection& c, int dir, const PduEvent& ev, const Ctx& ctx,
@@ -314,7 +314,7 @@ void Analyzer::Impl::ulp_tagged(Connection& c, int dir, const PduEvent& ev, cons
                "RDMA Write to STag " + hex_stag(h.stag) + ", which " + it->second.name +
                    " (frame " + std::to_string(it->second.frame) + ") advertised for " +
                    access_name(*r.access),
-               Consequence::none, finding_spec(FindingId::ulp_access_mismatch).terminate);
+               it->second.lost, finding_spec(FindingId::ulp_access_mismatch).terminate);
       }
       if (step.placed) r.add(h.to, len);
     }
@@ -341,7 +341,7 @@ void Analyzer::Impl::ulp_read_request(Connection& c, int dir, const wire::ReadRe
                "Read Request of STag " + hex_stag(rr.source_stag) + ", which " + it->second.name +
                    " (frame " + std::to_string(it->second.frame) + ") advertised for " +
                    access_name(*r.access),
-               Consequence::none, finding_spec(FindingId::ulp_access_mismatch).terminate);
+               it->second.lost, finding_spec(FindingId::ulp_access_mismatch).terminate);
       }
       r.add(rr.source_to, rr.size);
       command = it->second.name;
