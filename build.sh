@@ -7,7 +7,9 @@
 #                       for 45 s (libFuzzer + ASan+UBSan, fuzz/run.sh)
 # Further jobs: asan (the suite under ASan+UBSan), fuzz [SECONDS] (every fuzz target, 60 s
 # each by default), install-plugin, bench, siw-lab (real Linux
-# siw captures recorded in a qemu VM, tests/interop/lab.sh).
+# siw captures recorded in a qemu VM, tests/interop/lab.sh), package (the Debian packages into
+# build/packages, checked by lintian), package-test (package, then install, use and purge them:
+# ctest label package, as root).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -18,11 +20,14 @@ PACKAGES=(cmake ninja-build g++ pkg-config git python3
           qt6-base-dev libgl-dev xauth xvfb clang-format
           clang-14 libclang-rt-14-dev)
 
+# What `package` needs on top: the Debian tool chain and lintian.
+PACKAGE_TOOLS=(debhelper dpkg-dev fakeroot lintian)
+
 log() { printf '[build.sh] %s\n' "$*" >&2; }
 
-install_missing() {
+install_missing() {  # [EXTRA PACKAGES...]
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "${PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -52,7 +57,7 @@ case "$job" in
   test)
     install_missing
     build dev
-    ctest --preset dev -j2 --label-exclude 'slow|bench|vm' "$@"
+    ctest --preset dev -j2 --label-exclude 'slow|bench|vm|package' "$@"
     # The same suite (less plugin and GUI, which load uninstrumented hosts) under ASan+UBSan.
     build asan
     ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j2 --label-exclude 'slow|bench|vm|gui|plugin' "$@"
@@ -71,6 +76,25 @@ case "$job" in
   deps)
     install_missing
     ;;
+  package|package-test)
+    # dpkg-buildpackage in a copy of the tracked (and new, unignored) files, so build/ and the
+    # .debs it writes beside the source stay out of the tree; results go to build/packages.
+    install_missing "${PACKAGE_TOOLS[@]}"
+    stage=build/package-src
+    rm -rf "$stage" build/packages
+    mkdir -p "$stage/ddpscope" build/packages
+    git ls-files -z --cached --others --exclude-standard | tar --null -T - -c | tar -x -C "$stage/ddpscope"
+    (cd "$stage/ddpscope" && dpkg-buildpackage -us -uc -b -j2)
+    mv "$stage"/*.deb "$stage"/*.changes "$stage"/*.buildinfo build/packages/
+    rm -rf "$stage"
+    # Errors fail the job; what lintian still says is in debian/README.lintian.
+    lintian --fail-on error --display-info build/packages/*.changes | tee build/packages/lintian.txt
+    log "packages in build/packages: $(cd build/packages && echo ./*.deb)"
+    if [ "$job" = package-test ]; then
+      build dev
+      DDPSCOPE_PACKAGE_TEST=1 ctest --preset dev -L package "$@"
+    fi
+    ;;
   siw-lab)
     # Linux soft-iWARP in a qemu VM (tests/interop/lab.sh): builds the lab into build/siw-lab,
     # records the siw sample captures into build/siw-lab/samples and checks them (label vm).
@@ -80,7 +104,7 @@ case "$job" in
     python3 tests/interop/check_samples.py build/dev/analyzer/ddpscope build/siw-lab/samples samples/siw
     ;;
   *)
-    echo "usage: $0 sample|test|asan|fuzz|deps|siw-lab [args...]" >&2
+    echo "usage: $0 sample|test|asan|fuzz|deps|siw-lab|package|package-test [args...]" >&2
     exit 2
     ;;
 esac

@@ -143,7 +143,8 @@ void add_live_command(CLI::App& app, std::function<int()>& run) {
                  "analyse TCP streams on this port even without an MPA handshake (repeatable)")
       ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
   add_mid_stream_crc_option(sc, a->hint_crc);
-  sc->add_flag("--mid-stream-markers", a->hint_markers, "for --port streams: markers in use");
+  sc->add_flag("--mid-stream-markers", a->hint_markers,
+               "accepted, no effect: markers are located only from the MPA handshake");
   add_limit_option(sc, a->limits);
   sc->callback([a, &run] {
     run = [a] {

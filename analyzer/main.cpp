@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "ddpscope/capture/feed.h"
 #include "ddpscope/findings/catalog.h"
 #include "ddpscope/report/report.h"
+#include "manual.h"
 #ifdef DDPSCOPE_HAVE_SYNTH
 #include "ddpscope/synth/synth.h"
 #endif
@@ -31,31 +33,56 @@ constexpr int kExitClean = 0;
 constexpr int kExitFindings = 1;
 constexpr int kExitUsage = 2;
 
+// Progress on stderr while a capture is read: only when stderr is a terminal (a pipe or a file
+// gets none: scripts read it) and not --quiet. A percentage when the file's size is known (of
+// the compressed file for gzip), else frames and octets read (standard input). The line is
+// cleared before the report is written, so a report on the same terminal starts clean.
 class Progress {
  public:
-  explicit Progress(std::uint64_t total)
-      : total_(total), enabled_(isatty(STDERR_FILENO) && total > (8u << 20)) {}
-  void update(std::uint64_t done) {
+  Progress(bool quiet, std::uint64_t total)
+      : total_(total), enabled_(!quiet && isatty(STDERR_FILENO) == 1) {}
+  bool enabled() const { return enabled_; }
+  void update(const capture::FeedProgress& at, std::uint64_t octets) {
     if (!enabled_) return;
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_ < std::chrono::milliseconds(100)) return;
+    if (shown_ && now - last_ < std::chrono::milliseconds(100)) return;
     last_ = now;
-    const int pct =
-        static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total_));
-    const int bar = pct / 4;
-    std::fprintf(stderr, "\r[%-25.*s] %3d%% %llu MiB", bar, "#########################", pct,
-                 static_cast<unsigned long long>(done >> 20));
+    char line[160];
+    int n = 0;
+    if (total_ > 0) {
+      const int pct = static_cast<int>(100.0 * static_cast<double>(at.bytes_read) /
+                                       static_cast<double>(total_));
+      n = std::snprintf(line, sizeof line, "[%-25.*s] %3d%%  %llu frames", pct / 4,
+                        "#########################", pct,
+                        static_cast<unsigned long long>(at.frames));
+    } else {
+      n = std::snprintf(line, sizeof line, "%llu frames, %llu MiB read",
+                        static_cast<unsigned long long>(at.frames),
+                        static_cast<unsigned long long>(octets >> 20));
+    }
+    if (n < 0) return;
+    const int len = std::min<int>(n, sizeof line - 1);
+    // Pad over a longer previous line.
+    std::fprintf(stderr, "\r%s%*s", line, std::max(0, width_ - len), "");
     std::fflush(stderr);
+    width_ = std::max(width_, len);
     shown_ = true;
   }
-  ~Progress() {
-    if (shown_) std::fprintf(stderr, "\r%60s\r", "");
+  // Erases the line (the cursor back at its start). Before anything else is written.
+  void clear() {
+    if (!shown_) return;
+    std::fprintf(stderr, "\r%*s\r", width_, "");
+    std::fflush(stderr);
+    shown_ = false;
+    width_ = 0;
   }
+  ~Progress() { clear(); }
 
  private:
   std::uint64_t total_;
   bool enabled_;
   bool shown_ = false;
+  int width_ = 0;
   std::chrono::steady_clock::time_point last_{};
 };
 
@@ -76,6 +103,7 @@ struct AnalyzeArgs {
   std::vector<std::string> limits;  // NAME=VALUE, applied after the two above
   std::string output;
   std::string filter;
+  bool quiet = false;
 };
 
 int analyze(const AnalyzeArgs& a) {
@@ -137,15 +165,20 @@ int analyze(const AnalyzeArgs& a) {
     std::cerr << "ddpscope: " << err << "\n";
     return kExitUsage;
   }
-  Progress progress(reader->file_size());
+  Progress progress(a.quiet, reader->file_size());
   capture::FeedOptions feed_options;
-  feed_options.progress_every = 1024;
-  feed_options.progress = [&progress](const capture::FeedProgress& at) {
-    progress.update(at.bytes_read);
-    return true;
-  };
+  std::uint64_t octets = 0;  // captured octets read, for input of unknown size
+  if (progress.enabled()) {
+    feed_options.progress_every = 1024;
+    feed_options.progress = [&](const capture::FeedProgress& at) {
+      progress.update(at, octets);
+      return true;
+    };
+    feed_options.on_frame = [&octets](const capture::Frame& f) { octets += f.data.size(); };
+  }
   // Everything before damage in the file is analysed; the damage is a finding.
   capture::feed(*reader, analyzer, feed_options);
+  progress.clear();
   const Model& m = analyzer.model();
   if (m.frames_unsupported) {
     std::cerr << "ddpscope: " << m.frames_unsupported << " of " << m.frames
@@ -187,10 +220,29 @@ int analyze(const AnalyzeArgs& a) {
   return m.severity_counts[static_cast<std::size_t>(Severity::error)] ? kExitFindings : kExitClean;
 }
 
-int list_findings(bool json) {
+// `codes` (exact codes or dotted prefixes such as "ddp.tagged") narrow the list; none: all.
+int list_findings(bool json, const std::vector<std::string>& codes) {
+  std::vector<const FindingSpec*> specs;
+  for (const auto& s : finding_catalog()) {
+    bool wanted = codes.empty();
+    for (const auto& c : codes)
+      wanted = wanted || s.code == c || s.code.starts_with(c + ".");
+    if (wanted) specs.push_back(&s);
+  }
+  for (const auto& c : codes) {
+    bool known = false;
+    for (const FindingSpec* s : specs)
+      known = known || s->code == c || s->code.starts_with(c + ".");
+    if (!known) {
+      std::cerr << "ddpscope list-findings: no finding code \"" << c
+                << "\"; `ddpscope list-findings` lists them\n";
+      return kExitUsage;
+    }
+  }
   if (json) {
     nlohmann::json j = nlohmann::json::array();
-    for (const auto& s : finding_catalog()) {
+    for (const FindingSpec* sp : specs) {
+      const FindingSpec& s = *sp;
       nlohmann::json e{{"code", s.code},
                        {"severity", to_string(s.severity)},
                        {"layer", s.layer},
@@ -206,7 +258,8 @@ int list_findings(bool json) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  for (const auto& s : finding_catalog()) {
+  for (const FindingSpec* sp : specs) {
+    const FindingSpec& s = *sp;
     std::printf("%-34s %-8s %-18s %s", std::string(s.code).c_str(),
                 std::string(to_string(s.severity)).c_str(), std::string(s.rfc).c_str(),
                 std::string(s.summary).c_str());
@@ -240,7 +293,8 @@ int main(int argc, char** argv) {
   an->add_option("--stream", aa.streams,
                  "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
   cli::add_mid_stream_crc_option(an, aa.hint_crc);
-  an->add_flag("--mid-stream-markers", aa.hint_markers, "for --port streams: markers in use");
+  an->add_flag("--mid-stream-markers", aa.hint_markers,
+               "accepted, no effect: markers are located only from the MPA handshake");
   an->add_flag("--no-advertisements", aa.no_advert,
                "do not learn regions from rping-style advertisements");
   an->add_flag("--no-crc-check", aa.no_crc_check, "do not verify MPA CRCs");
@@ -250,6 +304,8 @@ int main(int argc, char** argv) {
   an->add_option("--window-mib", aa.window_mib, "MiB of out-of-order TCP data held per direction");
   cli::add_limit_option(an, aa.limits);
   an->add_option("-o,--output", aa.output, "write the report to this file");
+  an->add_flag("-q,--quiet", aa.quiet,
+               "no progress line (shown on stderr only when it is a terminal)");
 
   std::string scenario, synth_out;
   auto* sy = app.add_subcommand("synth", "Generate a synthetic capture from a scenario");
@@ -259,6 +315,9 @@ int main(int argc, char** argv) {
   bool lf_json = false;
   auto* lf = app.add_subcommand("list-findings", "List every finding code the analyzer reports");
   lf->add_flag("--json", lf_json, "as JSON");
+  std::vector<std::string> lf_codes;
+  lf->add_option("CODE", lf_codes,
+                 "only these codes, or every code under a prefix (ddp.tagged); default: all");
 
   auto* ll = app.add_subcommand("list-limits",
                                 "List the engine's caps (--limit NAME=VALUE) with their defaults");
@@ -270,12 +329,24 @@ int main(int argc, char** argv) {
   auto* hp =
       app.add_subcommand("help", "Show the help of ddpscope or of one command (help CMD [SUB])");
   hp->add_option("COMMAND", help_topic, "a command, and a subcommand of it (endpoint listen)");
+  // Hidden: the build writes ddpscope.1 and the bash completion from this App tree.
+  bool write_man = false, write_completion = false;
+  hp->add_flag("--man", write_man, "write the manual page (troff)")->group("");
+  hp->add_flag("--bash-completion", write_completion, "write the bash completion script")
+      ->group("");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
+  }
+  if (hp->parsed() && (write_man || write_completion)) {
+    if (write_man)
+      cli::write_man_page(std::cout, app, DDPSCOPE_VERSION);
+    else
+      cli::write_bash_completion(std::cout, app);
+    return kExitClean;
   }
   if (hp->parsed()) {
     const CLI::App* topic = &app;
@@ -298,7 +369,7 @@ int main(int argc, char** argv) {
   }
   if (run_endpoint_command) return run_endpoint_command();
   if (an->parsed()) return analyze(aa);
-  if (lf->parsed()) return list_findings(lf_json);
+  if (lf->parsed()) return list_findings(lf_json, lf_codes);
   if (ll->parsed()) return cli::list_limits();
   if (sy->parsed()) {
 #ifdef DDPSCOPE_HAVE_SYNTH

@@ -90,6 +90,7 @@ std::string describe_pdu(const PduRecord& p) {
     }
   }
   if (h.control.last) s += " L";
+  if (p.not_placed()) s += " [CRC error: not placed]";
   return s;
 }
 
@@ -227,6 +228,9 @@ void CaptureState::on_pdu(const PduEvent& e) {
   p.markers = e.markers;
   p.marker_offsets = e.marker_offsets;
   p.leading_marker = e.leading_marker;
+  p.framing_resumed = e.framing_resumed;
+  p.resumed_after_gap = e.resumed_after_gap;
+  p.resync_skipped = e.resync_skipped;
   // The FPDU without its markers (the framer's walk): what the length, ULPDU, pad and CRC
   // fields are drawn on. Without markers they are the raw octets.
   if (e.kind == PduKind::fpdu && !e.marker_offsets.empty())

@@ -39,10 +39,15 @@ struct PduRecord {
   std::uint32_t crc_field = 0;
   std::optional<std::uint32_t> crc_expected;
   bool crc_ok = true;
+  // Framing found again with this FPDU by a search (after capture loss, unframed octets, or
+  // at a mid-stream start), not carried over from the FPDU before.
+  bool framing_resumed = false;
+  bool resumed_after_gap = false;
+  std::uint64_t resync_skipped = 0;
   std::vector<wire::Marker> markers;
   std::vector<std::size_t> marker_offsets;
   bool leading_marker = false;
-  // DDP / RDMAP
+  // DDP / RDMAP. With crc_ok false: decoded as received, the FPDU dropped (not_placed()).
   std::optional<wire::DdpHeader> ddp;
   std::size_t payload_size = 0;
   std::optional<wire::ReadRequest> read_request;
@@ -67,6 +72,8 @@ struct PduRecord {
   std::string quoted_term_name;  // full "layer / type / code" of the Terminate
 
   bool raw_stored() const { return raw.size() == raw_size; }
+  // A DDP segment a compliant Data Sink drops unplaced: its FPDU failed the CRC (RFC 5044 §8).
+  bool not_placed() const { return ddp.has_value() && !crc_ok; }
   // Length of the FPDU without markers (what the length, ULPDU, pad and CRC fields cover).
   std::size_t fpdu_size() const { return fpdu.empty() ? raw_size : fpdu.size(); }
   bool reassembled() const;  // more than one slice or not all in completed_frame

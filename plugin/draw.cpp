@@ -372,6 +372,17 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_
   } else {
     add_uint(mt, hf.mpa_crc, at(nullptr, 0, 0), p.crc_field);
   }
+  if (p.framing_resumed) {
+    // Not carried over from the FPDU before: the framer searched for this boundary.
+    proto_item* ri =
+        generated(proto_tree_add_boolean(mt, hf.mpa_framing_resumed, nullptr, 0, 0, TRUE));
+    proto_item_append_text(ri, p.resumed_after_gap
+                                   ? " (framing resumed after capture loss: this FPDU boundary "
+                                     "was found by a search, not from the FPDU before)"
+                                   : " (this FPDU boundary was found by a search, not from the "
+                                     "FPDU before)");
+    generated(proto_tree_add_uint64(mt, hf.mpa_resync_skipped, nullptr, 0, 0, p.resync_skipped));
+  }
   if (!p.ddp) return nullptr;
 
   // DDP (RFC 5041 §4)
@@ -385,11 +396,21 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_
   const At da = or_empty(at(ulpdu, 0, hs));
   proto_item* di = proto_tree_add_item(tree, proto.ddp, da.tvb, da.off, da.len, ENC_NA);
   proto_item_append_text(di, h.control.tagged ? ", Tagged" : ", Untagged");
+  if (p.not_placed()) proto_item_append_text(di, ", not placed (MPA CRC mismatch)");
   proto_tree* dt = proto_item_add_subtree(di, ett.ddp);
   draw_ddp_header_fields(dt, ulpdu, 0, h, false);
   generated(proto_tree_add_uint(dt, hf.ddp_payload_length, nullptr, 0, 0,
                                 static_cast<std::uint32_t>(p.payload_size)));
-  draw_segment_analysis(ctx, dt, p);
+  if (p.not_placed()) {
+    // The header as received: the CRC says some octet is wrong, and the sink drops the whole
+    // FPDU (RFC 5044 §8), so no placement, region or message analysis exists for it.
+    generated(proto_tree_add_string(dt, hf.an_not_placed, nullptr, 0, 0,
+                                    "MPA CRC mismatch: the Data Sink drops the FPDU (RFC 5044 "
+                                    "§8); header as received, not analysed"));
+    generated(proto_tree_add_boolean(dt, hf.an_placed, nullptr, 0, 0, FALSE));
+  } else {
+    draw_segment_analysis(ctx, dt, p);
+  }
 
   // RDMAP (RFC 5040 §4, RFC 7306)
   // RDMAP's header starts in DDP's first RsvdULP octet (RFC 5040 §4.2).
@@ -605,7 +626,7 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
       when = wmem_strdup_printf(pinfo->pool, " (reported in frame %u)",
                                 static_cast<unsigned>(reported));
     }
-    expert_add_info_format(pinfo, target, finding_expert(finding.id, finding.consequence()),
+    expert_add_info_format(pinfo, target, finding_expert(finding.id, finding.consequence_of),
                            "[%s] %s%s", finding.code().data(), finding.message.c_str(), when);
   }
 

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <deque>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,14 @@ void fill_value_strings() {
   region_source_vals[5] = {0, nullptr};
 }
 
-std::vector<expert_field> finding_eis(2 * kFindingCount);
+// Per finding: the finding itself, then its twins by cause (the order of kTwins).
+struct Twin {
+  Consequence cause;
+  const char* suffix;
+};
+constexpr Twin kTwins[] = {{Consequence::gap, ".after-gap"}, {Consequence::crc, ".after-crc"}};
+constexpr std::size_t kEisPerFinding = 1 + std::size(kTwins);
+std::vector<expert_field> finding_eis(kEisPerFinding* kFindingCount);
 
 int expert_group(const FindingSpec& s) {
   switch (s.id) {
@@ -104,10 +112,14 @@ int expert_severity(Severity s) {
 
 }  // namespace
 
-expert_field* finding_expert(FindingId id, bool consequence) {
+expert_field* finding_expert(FindingId id, Consequence consequence) {
   const auto i = static_cast<std::size_t>(id);
   if (i >= kFindingCount) return nullptr;
-  return &finding_eis[2 * i + (consequence ? 1 : 0)];
+  std::size_t twin = 0;
+  for (std::size_t k = 0; k < std::size(kTwins); ++k) {
+    if (kTwins[k].cause == consequence) twin = k + 1;
+  }
+  return &finding_eis[kEisPerFinding * i + twin];
 }
 
 // clang-format off
@@ -170,6 +182,12 @@ void register_fields() {
          nullptr, 0, "A marker directly in front of the FPDU header"),
       HF(mpa_unframed, "Unframed octets", "iwarp.mpa.unframed", FT_BYTES, BASE_NONE, nullptr, 0,
          nullptr),
+      HF(mpa_framing_resumed, "Framing resumed", "iwarp.mpa.framing_resumed", FT_BOOLEAN, BASE_NONE,
+         nullptr, 0,
+         "The FPDU boundary was found again by a search (DDP/RDMAP header sanity, CRC or the next "
+         "FPDU's position), after capture loss, octets that did not frame, or a mid-stream start"),
+      HF(mpa_resync_skipped, "Octets skipped before", "iwarp.mpa.resync_skipped", FT_UINT64,
+         BASE_DEC, nullptr, 0, "Octets left unframed while the FPDU boundary was searched for"),
       HF(mpa_stream, "Stream", "iwarp.mpa.stream", FT_UINT32, BASE_DEC, nullptr, 0,
          "ddpscope stream index"),
       HF(mpa_direction, "Direction", "iwarp.mpa.direction", FT_UINT8, BASE_DEC,
@@ -236,6 +254,9 @@ void register_fields() {
       HF(an_expected_msn, "Expected MSN", "iwarp.ddp.expected_msn", FT_UINT32, BASE_DEC, nullptr, 0,
          nullptr),
       HF(an_placed, "Placed", "iwarp.ddp.placed", FT_BOOLEAN, BASE_NONE, nullptr, 0, nullptr),
+      HF(an_not_placed, "Not placed", "iwarp.ddp.not_placed", FT_STRING, BASE_NONE, nullptr, 0,
+         "Why a compliant Data Sink drops this segment unplaced; its header is shown as received "
+         "and not analysed"),
       HF(an_message, "Message", "iwarp.ddp.message", FT_UINT32, BASE_DEC, nullptr, 0,
          "ddpscope message index"),
       HF(an_placed_in, "Message completely placed in frame", "iwarp.ddp.message.placed_in",
@@ -371,19 +392,23 @@ void register_fields() {
   proto_register_field_array(proto.rdmap, rdmap_fields, G_N_ELEMENTS(rdmap_fields));
   proto_register_subtree_array(subtrees, G_N_ELEMENTS(subtrees));
 
-  // Expert infos from core's catalog: "iwarp.<code>", severity as in the catalog, and a note
-  // twin "iwarp.<code>.after-gap" for findings that capture loss or a dropped FPDU caused.
+  // Expert infos from core's catalog: "iwarp.<code>", severity as in the catalog, and note
+  // twins named after their cause: "iwarp.<code>.after-gap" for findings that capture loss
+  // caused (the name all such findings had before), "iwarp.<code>.after-crc" for those an FPDU
+  // dropped for its CRC caused.
   static std::vector<ei_register_info> eis[3];
   for (const FindingSpec& spec : finding_catalog()) {
     const std::size_t layer = spec.layer == "ddp" ? 1 : spec.layer == "rdmap" ? 2 : 0;
     const char* summary = keep(std::string(spec.summary));
-    for (int twin = 0; twin < 2; ++twin) {
-      std::string name = "iwarp." + std::string(spec.code) + (twin ? ".after-gap" : "");
+    for (std::size_t twin = 0; twin < kEisPerFinding; ++twin) {
+      const Consequence cause = twin == 0 ? Consequence::none : kTwins[twin - 1].cause;
+      std::string name =
+          "iwarp." + std::string(spec.code) + (twin == 0 ? "" : kTwins[twin - 1].suffix);
       ei_register_info ei{};
-      ei.ids = finding_expert(spec.id, twin == 1);
+      ei.ids = finding_expert(spec.id, cause);
       *ei.ids = EI_INIT;
       ei.eiinfo = {keep(std::move(name)), expert_group(spec),
-                   twin ? PI_NOTE : expert_severity(spec.severity), summary, EXPFILL};
+                   twin == 0 ? expert_severity(spec.severity) : PI_NOTE, summary, EXPFILL};
       eis[layer].push_back(ei);
     }
   }

@@ -29,7 +29,7 @@ struct HeaderFields {
   // FPDU (RFC 5044 §4)
   int mpa_ulpdu_length = -1, mpa_pad = -1, mpa_crc = -1, mpa_crc_status = -1, mpa_crc_in_use = -1,
       mpa_marker = -1, mpa_marker_reserved = -1, mpa_marker_fpduptr = -1, mpa_marker_position = -1,
-      mpa_leading_marker = -1, mpa_unframed = -1;
+      mpa_leading_marker = -1, mpa_unframed = -1, mpa_framing_resumed = -1, mpa_resync_skipped = -1;
   // Where a PDU's octets are
   int mpa_stream = -1, mpa_direction = -1, mpa_stream_offset = -1, mpa_fpdu_length = -1,
       mpa_continuation = -1, mpa_fragment = -1, mpa_reassembled_length = -1;
@@ -41,7 +41,7 @@ struct HeaderFields {
   int an_region = -1, an_region_stag = -1, an_region_source = -1, an_region_bounds_known = -1,
       an_offset_in_region = -1, an_region_bytes_placed = -1, an_expected_msn = -1, an_message = -1,
       an_placed_in = -1, an_delivered_in = -1, an_placed = -1, an_completes_message = -1,
-      an_delivers_message = -1, an_region_ulp = -1, an_region_command = -1;
+      an_delivers_message = -1, an_not_placed = -1, an_region_ulp = -1, an_region_command = -1;
   // RDMAP (RFC 5040 §4, RFC 7306)
   int rdmap_control = -1, rdmap_rv = -1, rdmap_rsv = -1, rdmap_opcode = -1;
   int rr_sink_stag = -1, rr_sink_to = -1, rr_size = -1, rr_source_stag = -1, rr_source_to = -1;
@@ -72,9 +72,10 @@ struct Subtrees {
 };
 extern Subtrees ett;
 
-// Expert fields, one per finding in core's catalog (and a note-level twin for findings raised
-// only because capture loss hid what came before).
-expert_field* finding_expert(FindingId id, bool consequence);
+// Expert fields, one per finding in core's catalog, and a note-level twin per cause for
+// findings raised only because octets went unseen: "iwarp.<code>.after-gap" (capture loss,
+// Consequence::gap) and "iwarp.<code>.after-crc" (an FPDU dropped for its CRC).
+expert_field* finding_expert(FindingId id, Consequence consequence);
 
 void register_fields();
 

@@ -33,6 +33,7 @@
 #include "ddpscope/common/limits.h"
 #include "draw.h"
 #include "fields.h"
+#include "menu.h"
 #include "stats.h"
 
 using namespace ddpscope;
@@ -400,6 +401,8 @@ void register_protocols() {
   register_postseq_cleanup_routine(finish_capture);
   tap_id = register_tap("ddpscope");
   register_stats(tap_id);
+  register_stats_tables();
+  register_menu(proto.mpa);
 }
 
 void handoff() {

@@ -120,4 +120,8 @@ void set_stats_state(CaptureState* state) {
   stats_state = state;
 }
 
+const CaptureState* current_stats_state() {
+  return stats_state;
+}
+
 }  // namespace ddpscope::plugin

@@ -9,5 +9,10 @@ namespace ddpscope::plugin {
 
 void register_stats(int tap_id);
 void set_stats_state(CaptureState* state);
+// The capture being analysed, or null (stats_table.cpp reads its model).
+const CaptureState* current_stats_state();
+// Statistics › iWARP (ddpscope): opcodes per stream and findings as stat-tap tables
+// (stats_table.cpp; also tshark -z ddpscope,opcodes and -z ddpscope,findings).
+void register_stats_tables();
 
 }  // namespace ddpscope::plugin

@@ -98,8 +98,8 @@ def write_golden(path, doc):
 
 
 def effective_severity(finding):
-    """The severity a finding is shown with: a consequence of capture loss is a note (the
-    plugin's `.after-gap` expert infos)."""
+    """The severity a finding is shown with: a consequence of capture loss or of a dropped FPDU
+    is a note (the plugin's `.after-gap` / `.after-crc` expert infos)."""
     return "note" if finding.get("consequence_of_gap") else finding["severity"]
 
 

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// ddpscope-gui [FILE]
+// ddpscope-gui [FILE] [--frame N]
 // ddpscope-gui --capture IFACE [--filter BPF] [--write FILE] [--port PORT]... [--duration S]
-// ddpscope-gui --screenshot OUT.png FILE [--view streams|regions|msn|findings|bytes]
+// ddpscope-gui --screenshot OUT.png FILE [--view streams|regions|msn|findings|bytes] [--frame N]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QImage>
 #include <QPixmap>
 #include <QTimer>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -16,7 +17,7 @@
 using ddpscope::gui::MainWindow;
 
 static int screenshot(MainWindow& w, const QString& out, const QString& file,
-                      const QString& view_name) {
+                      const QString& view_name, std::uint64_t frame) {
   std::optional<MainWindow::View> view;
   if (!view_name.isEmpty()) {
     view = MainWindow::parseView(view_name);
@@ -32,6 +33,7 @@ static int screenshot(MainWindow& w, const QString& out, const QString& file,
     return 1;
   }
   w.show();
+  if (frame) w.focusFrame(frame);
   if (view) w.showView(*view);
   QApplication::processEvents();
   QWidget* target = view ? w.viewWidget(*view) : static_cast<QWidget*>(&w);
@@ -86,10 +88,24 @@ int main(int argc, char** argv) {
   parser.addOption(filter);
   parser.addOption(write);
   parser.addOption(port);
+  QCommandLineOption frame(QStringLiteral("frame"),
+                           QStringLiteral("Select frame N (Wireshark's number) in every view once "
+                                          "FILE is analysed."),
+                           QStringLiteral("N"));
   parser.addOption(duration);
+  parser.addOption(frame);
   parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("pcap or pcapng capture"));
   parser.process(app);
   const QStringList files = parser.positionalArguments();
+  std::uint64_t frame_number = 0;
+  if (parser.isSet(frame)) {
+    bool ok = false;
+    frame_number = parser.value(frame).toULongLong(&ok);
+    if (!ok || frame_number == 0 || files.isEmpty()) {
+      std::fprintf(stderr, "ddpscope-gui: --frame takes a frame number (1, 2, ...) of FILE\n");
+      return 2;
+    }
+  }
 
   MainWindow w;
   if (parser.isSet(shot)) {
@@ -97,7 +113,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ddpscope-gui: --screenshot needs a capture FILE\n");
       return 2;
     }
-    return screenshot(w, parser.value(shot), files.first(), parser.value(view));
+    return screenshot(w, parser.value(shot), files.first(), parser.value(view), frame_number);
   }
   w.resize(1280, 800);
   w.show();
@@ -120,6 +136,7 @@ int main(int argc, char** argv) {
     if (seconds > 0)
       QTimer::singleShot(static_cast<int>(seconds * 1000), &w, [&w] { w.stopCapture(); });
   } else if (!files.isEmpty()) {
+    if (frame_number) w.focusFrameWhenLoaded(frame_number);
     w.openFile(files.first());
   }
   return QApplication::exec();

@@ -31,6 +31,7 @@
 #include <QToolBar>
 #include <QTreeView>
 #include <QVBoxLayout>
+#include <utility>
 
 #include "analysis_worker.h"
 #include "bytes_model.h"
@@ -42,6 +43,7 @@
 #include "region_table_model.h"
 #include "regions_file.h"
 #include "stream_tree_model.h"
+#include "wireshark_launch.h"
 
 namespace ddpscope::gui {
 namespace {
@@ -52,7 +54,7 @@ constexpr int kMaxRecent = 10;
 constexpr int kResizeRows = 200;
 
 QString wiresharkPath() {
-  return QStandardPaths::findExecutable(QStringLiteral("wireshark"));
+  return findWireshark();
 }
 }  // namespace
 
@@ -382,6 +384,7 @@ void MainWindow::refreshRecentMenu() {
 
 void MainWindow::openFile(const QString& path, const QString& regions) {
   if (path != path_) regions_path_.clear();
+  capture_ports_.clear();  // a file (a capture's savefile too) is analysed without hints
   path_ = path;
   if (!regions.isEmpty()) regions_path_ = regions;
   if (regions_path_.isEmpty()) regions_path_ = sidecarRegionsFile(path);
@@ -456,6 +459,10 @@ void MainWindow::onWorkerFinished(quint64 job, SnapshotPtr snap) {
               QString::fromStdString(snap->error));
   else if (!snap->error.empty() && snap->frames_read == 0)
     QMessageBox::warning(this, tr("Cannot analyse capture"), QString::fromStdString(snap->error));
+  if (pending_frame_ != 0 && snap->model) {
+    const std::uint64_t frame = std::exchange(pending_frame_, 0);
+    focusFrame(frame);
+  }
   emit analysisFinished();
 }
 
@@ -490,6 +497,9 @@ void MainWindow::startCapture(const CaptureRequest& request) {
   last_error_.clear();
   path_.clear();  // set to the savefile once the capture has ended
   regions_path_.clear();
+  capture_ports_ = request.ports;
+  capture_crc_ = request.crc;
+  capture_markers_ = request.markers;
   capturing_ = true;
   running_job_ = ++job_;
   status_label_->setText(tr("Capturing on %1%2…")
@@ -745,8 +755,9 @@ void MainWindow::updateActions() {
   const bool have = snap_ && snap_->model && !snap_->path.empty() && !isCapturing();
   const bool ws = !wiresharkPath().isEmpty();
   wireshark_action_->setEnabled(ws && have && focused_frame_ > 0);
-  wireshark_action_->setToolTip(ws ? tr("Runs wireshark -r FILE -g FRAME")
-                                   : tr("wireshark is not in PATH"));
+  wireshark_action_->setToolTip(
+      ws ? tr("Runs wireshark %1").arg(wiresharkArguments().join(QLatin1Char(' ')))
+         : tr("Wireshark is not installed (not in PATH, /usr/bin or /usr/local/bin)"));
   export_action_->setEnabled(bytes_model_->buffer() != nullptr);
   reload_action_->setEnabled(!path_.isEmpty() && !isCapturing());
   capture_action_->setEnabled(!isCapturing());
@@ -756,8 +767,19 @@ void MainWindow::updateActions() {
 void MainWindow::openInWireshark() {
   const QString ws = wiresharkPath();
   if (ws.isEmpty() || !snap_ || !focused_frame_) return;
-  QProcess::startDetached(ws, {QStringLiteral("-r"), QString::fromStdString(snap_->path),
-                               QStringLiteral("-g"), QString::number(focused_frame_)});
+  QProcess::startDetached(ws, wiresharkArguments());
+}
+
+QStringList MainWindow::wiresharkArguments() const {
+  if (!snap_ || snap_->path.empty()) return {};
+  WiresharkRequest r;
+  r.capture = QString::fromStdString(snap_->path);
+  r.frame = focused_frame_;
+  r.regions_file = QString::fromStdString(snap_->regions_file);
+  r.ports = capture_ports_;
+  r.crc = capture_crc_;
+  r.markers = capture_markers_;
+  return ddpscope::gui::wiresharkArguments(r);
 }
 
 void MainWindow::exportBytes() {

@@ -78,6 +78,11 @@ class MainWindow : public QMainWindow {
   void focusFrame(std::uint64_t frame, std::optional<std::uint32_t> stream = {},
                   int direction = -1);
   std::uint64_t focusedFrame() const { return focused_frame_; }
+  // Focuses `frame` once the analysis under way (or the next one) has finished: the command
+  // line's --frame N, which Wireshark's Tools › ddpscope menu passes.
+  void focusFrameWhenLoaded(std::uint64_t frame) { pending_frame_ = frame; }
+  // What "Open in Wireshark at this frame" runs (wireshark_launch.h); empty without a file.
+  QStringList wiresharkArguments() const;
   void selectRegion(int region);
 
   StreamTreeModel* streamModel() const { return stream_model_; }
@@ -134,6 +139,11 @@ class MainWindow : public QMainWindow {
   quint64 job_ = 0;
   quint64 running_job_ = 0;
   std::uint64_t focused_frame_ = 0;
+  std::uint64_t pending_frame_ = 0;  // focusFrameWhenLoaded
+  // The last capture's mid-stream hints, passed to Wireshark as Decode As.
+  QList<quint16> capture_ports_;
+  std::optional<bool> capture_crc_;
+  bool capture_markers_ = false;
   bool syncing_ = false;
   bool capturing_ = false;  // the running job is a live capture
   QString last_error_;

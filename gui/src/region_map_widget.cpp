@@ -149,8 +149,9 @@ void RegionMapWidget::paintEvent(QPaintEvent*) {
   title +=
       tr("   %1 placed in %2 ranges").arg(bytesText(b->bytes_placed())).arg(b->ranges().size());
   if (b->ranges_dropped()) title += tr(" (+%1 not kept)").arg(b->ranges_dropped());
-  if (info.overlaps + info.conflicts + info.violations)
+  if (RegionTableModel::issueCount(info))
     title += tr("   issues: %1").arg(RegionTableModel::issuesText(info));
+  if (info.overwrites) title += QStringLiteral("   ") + RegionTableModel::reuseText(info);
   p.drawText(QRect(kMargin, 4, width() - 2 * kMargin, 18), Qt::AlignLeft | Qt::AlignVCenter, title);
   p.drawText(
       QRect(kMargin, 20, width() - 2 * kMargin, 18), Qt::AlignLeft | Qt::AlignVCenter,
@@ -270,6 +271,7 @@ QString RegionMapWidget::describeColumn(int x) const {
     QString flags;
     if (r.overlap) flags += tr(" overlap");
     if (r.conflict) flags += tr(" conflict");
+    if (r.reused) flags += tr(" reused");
     if (r.violation) flags += tr(" out of bounds");
     lines << tr("frame %1: %2 [0x%3, 0x%4) %5 octets%6")
                  .arg(r.frame)

@@ -12,9 +12,22 @@ QString RegionTableModel::issuesText(const RegionInfo& r) {
   auto add = [&](std::uint64_t n, const QString& one, const QString& many) {
     if (n) parts << QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);
   };
-  add(r.overlaps, tr("overlap"), tr("overlaps"));
   add(r.conflicts, tr("conflict"), tr("conflicts"));
   add(r.violations, tr("bounds violation"), tr("bounds violations"));
+  return parts.join(QStringLiteral(", "));
+}
+
+QString RegionTableModel::reuseText(const RegionInfo& r) {
+  if (!r.overwrites) return {};
+  return tr("reused: %1 rewritten by %2")
+      .arg(bytesText(r.reused_octets))
+      .arg(r.overwrites == 1 ? tr("1 later segment") : tr("%1 later segments").arg(r.overwrites));
+}
+
+QString RegionTableModel::placementText(const RegionInfo& r) {
+  QStringList parts;
+  if (issueCount(r)) parts << issuesText(r);
+  if (r.overwrites) parts << reuseText(r);
   return parts.join(QStringLiteral(", "));
 }
 
@@ -39,7 +52,7 @@ QVariant RegionTableModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
   const RegionInfo& r = snap_->regions[std::size_t(index.row())];
   const ShadowBuffer& b = *r.buffer;
-  const std::uint64_t issues = r.overlaps + r.conflicts + r.violations;
+  const std::uint64_t issues = issueCount(r);
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case ColRegion:
@@ -59,7 +72,7 @@ QVariant RegionTableModel::data(const QModelIndex& index, int role) const {
       case ColRanges:
         return quint64(b.ranges().size() + b.ranges_dropped());
       case ColIssues:
-        return issuesText(r);
+        return placementText(r);
     }
     return {};
   }
@@ -78,9 +91,7 @@ QVariant RegionTableModel::data(const QModelIndex& index, int role) const {
     }
   }
   if (role == Qt::ForegroundRole && index.column() == ColIssues && issues)
-    return spanColor(r.violations  ? SpanKind::violation
-                     : r.conflicts ? SpanKind::conflict
-                                   : SpanKind::overlap);
+    return spanColor(r.violations ? SpanKind::violation : SpanKind::conflict);
   if (role == RegionRole) return index.row();
   if (role == FrameRole) return quint64(r.first_frame);
   if (role == Qt::ToolTipRole && index.column() == ColRegion)

@@ -26,7 +26,14 @@ class RegionTableModel : public QAbstractTableModel {
   explicit RegionTableModel(QObject* parent = nullptr);
   void setSnapshot(SnapshotPtr snap);
   const SnapshotPtr& snapshot() const { return snap_; }
-  static QString issuesText(const RegionInfo& r);  // "1 overlap, 2 conflicts"
+  // "2 conflicts, 1 bounds violation": what is wrong (a conflict, a violation). Octets placed
+  // again with the same content, or after their message was delivered, are not.
+  static QString issuesText(const RegionInfo& r);
+  static std::uint64_t issueCount(const RegionInfo& r) { return r.conflicts + r.violations; }
+  // "reused: 8.0 KiB rewritten by 2 later segments" (buffer reuse, normal), or empty.
+  static QString reuseText(const RegionInfo& r);
+  // Both, for one line.
+  static QString placementText(const RegionInfo& r);
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;

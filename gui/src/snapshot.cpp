@@ -22,6 +22,8 @@ void Snapshot::build_index() {
     const auto& ranges = buf.ranges();
     if (!info.stream && !ranges.empty()) info.stream = ranges.front().stream;
     if (!ranges.empty()) info.first_frame = ranges.front().frame;
+    info.overwrites = buf.overwrites();
+    info.reused_octets = buf.reused_octets();
     for (const auto& r : ranges) {
       info.overlaps += r.overlap;
       info.conflicts += r.conflict;

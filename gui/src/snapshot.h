@@ -28,10 +28,12 @@ struct RegionInfo {
   const ShadowBuffer* buffer = nullptr;  // into Snapshot::model
   std::optional<std::uint32_t> stream;   // buffer's stream, else the first range's
   int direction = -1;                    // direction whose receiver owns the region, if found
-  std::uint64_t overlaps = 0;
-  std::uint64_t conflicts = 0;
+  std::uint64_t overlaps = 0;   // placed over octets placed before (reuse or the same content)
+  std::uint64_t conflicts = 0;  // ... with other content while their message was in flight
   std::uint64_t violations = 0;
-  std::uint64_t first_frame = 0;  // of the first placed range
+  std::uint64_t overwrites = 0;     // buffer reuse after delivery: normal (ddp/shadow.h)
+  std::uint64_t reused_octets = 0;  // octets those rewrote
+  std::uint64_t first_frame = 0;    // of the first placed range
 };
 
 // Counters of a live capture (File › Capture), as LiveSession reports them.

@@ -35,7 +35,7 @@ static QString regionDetails(const RegionInfo& r) {
   else if (b.max_end() > b.min_to())
     parts << QStringLiteral("observed [0x%1, 0x%2)").arg(b.min_to(), 0, 16).arg(b.max_end(), 0, 16);
   parts << QStringLiteral("source: %1").arg(qstr(to_string(b.source)));
-  if (r.overlaps + r.conflicts + r.violations) parts << RegionTableModel::issuesText(r);
+  if (RegionTableModel::issueCount(r) || r.overwrites) parts << RegionTableModel::placementText(r);
   if (b.invalidated) parts << QStringLiteral("invalidated in frame %1").arg(b.invalidated_frame);
   return parts.join(QStringLiteral(" · "));
 }

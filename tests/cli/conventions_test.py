@@ -6,6 +6,7 @@ BPF read filter that keeps frame numbers, live -w / -D, rping's -P / -d / -I, an
 import gzip
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -123,6 +124,39 @@ class Conventions(unittest.TestCase):
         self.assertIn("bind to 192.0.2.1", p.stderr)
         p = run("rping", "-s", "-I", "127.0.0.1")
         self.assertEqual(p.returncode, 2)
+
+    def test_one_stag_form_everywhere(self):
+        # The 8-digit form GUI and tshark show (0x00003c03): JSON, text, the export's index and
+        # file names (issue 16).
+        eight = re.compile(r"^0x[0-9a-f]{8}$")
+        out = os.path.join(self.tmp.name, "export")
+        p = run("analyze", BOUNDS, "--json", "--export-dir", out)
+        rep = json.loads(p.stdout)
+        stags = [t["stag"] for s in rep["streams"] for t in s["stags"]]
+        stags += [t["stag"] for t in rep.get("regions", [])]
+        self.assertIn("0x00003c03", stags)
+        for v in stags:
+            self.assertRegex(v, eight)
+        with open(os.path.join(out, "index.json")) as f:
+            index = json.load(f)
+        for e in index:
+            self.assertRegex(e["stag"], eight)
+            self.assertTrue(e["file"].endswith("-stag-" + e["stag"] + ".bin"), e["file"])
+            self.assertTrue(os.path.exists(os.path.join(out, e["file"])))
+        text = run("analyze", BOUNDS).stdout
+        found = re.findall(r"STag (0x[0-9a-f]+)", text)
+        self.assertTrue(found)
+        for v in found:
+            self.assertRegex(v, eight)
+
+    def test_terminate_said_once(self):
+        term = os.path.join(SAMPLES, "synthetic", "fault-terminate.pcap")
+        lines = [l for l in run("analyze", term).stdout.splitlines() if "rdmap.terminate " in l]
+        self.assertEqual(len(lines), 1)
+        self.assertEqual(lines[0].count("peer sent Terminate"), 1, lines[0])
+        self.assertEqual(lines[0].count("DDP / Tagged Buffer / Base or bounds violation"), 1,
+                         lines[0])
+        self.assertNotIn("sink would send", lines[0])
 
     def test_replay_names_its_stream_by_index(self):
         p = run("replay", "--help")

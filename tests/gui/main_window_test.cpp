@@ -148,8 +148,10 @@ class MainWindowTest : public QObject {
     const QString file = test::allCaptures().first();
     const QByteArray old_path = qgetenv("PATH");
     {
-      // No wireshark in PATH: the action is disabled.
+      // No wireshark (none in PATH, and DDPSCOPE_WIRESHARK names none, so a Wireshark
+      // installed in /usr/bin is not found either): the action is disabled.
       qputenv("PATH", tmp_.path().toUtf8());
+      qputenv("DDPSCOPE_WIRESHARK", tmp_.filePath(QStringLiteral("no-wireshark")).toUtf8());
       MainWindow w;
       QVERIFY(w.loadSynchronously(file));
       w.focusFrame(1);
@@ -164,6 +166,7 @@ class MainWindowTest : public QObject {
     script.write(QStringLiteral("#!/bin/sh\necho \"$@\" > '%1'\n").arg(out).toUtf8());
     script.close();
     script.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    qunsetenv("DDPSCOPE_WIRESHARK");
     qputenv("PATH", bin.toUtf8() + ":" + old_path);
     {
       MainWindow w;

@@ -51,8 +51,9 @@ std::vector<qsizetype> pcapRecordOffsets(const QByteArray& file) {
   return at;
 }
 
-QString hexText(std::uint64_t v) {
-  return QStringLiteral("0x%1").arg(v, 0, 16);
+// An STag as the CLI's JSON, the GUI and tshark write it: 8 digits.
+QString stagText(std::uint32_t v) {
+  return QStringLiteral("0x%1").arg(v, 8, 16, QLatin1Char('0'));
 }
 
 }  // namespace
@@ -221,6 +222,49 @@ class ModelsTest : public QObject {
     QCOMPARE(cli_frames, gui_frames);
   }
 
+  // Placing octets again (ddp/shadow.h) as the GUI shows it, on the sample CI pins it with: the
+  // reused buffer is no issue but says so, the conflict is one, and the finding list holds the
+  // conflict at the frame the CLI and the plugin name.
+  void reuseAndConflictAsTheCliReportsThem() {
+    const QString path = qEnvironmentVariable("DDPSCOPE_SAMPLES_DIR") +
+                         QStringLiteral("/synthetic/fault-conflict.pcap");
+    AnalysisWorker worker;
+    QSignalSpy done(&worker, &AnalysisWorker::finished);
+    worker.analyze(path, QString(), 1);
+    QCOMPARE(done.count(), 1);
+    const SnapshotPtr snap = done.at(0).at(1).value<SnapshotPtr>();
+    QVERIFY(snap && snap->final);
+    RegionTableModel regions;
+    regions.setSnapshot(snap);
+    QString reused, conflicted;
+    for (int r = 0; r < regions.rowCount(); ++r) {
+      const RegionInfo& info = snap->regions[std::size_t(r)];
+      const QString text = regions.index(r, RegionTableModel::ColIssues).data().toString();
+      if (info.buffer->key.stag == 0x4d04) {
+        reused = text;
+        QCOMPARE(RegionTableModel::issueCount(info), std::uint64_t{0});
+        QVERIFY(!regions.index(r, RegionTableModel::ColIssues).data(Qt::ForegroundRole).isValid());
+      }
+      if (info.buffer->key.stag == 0x5e05) conflicted = text;
+    }
+    QVERIFY2(reused.startsWith(QStringLiteral("reused: ")) &&
+                 reused.contains(QStringLiteral("2 later segments")),
+             qPrintable(reused));
+    QVERIFY2(conflicted.contains(QStringLiteral("1 conflict")), qPrintable(conflicted));
+    FindingsModel findings;
+    findings.setSnapshot(snap);
+    std::vector<quint64> frames;
+    for (int r = 0; r < findings.rowCount(); ++r) {
+      if (findings.index(r, FindingsModel::ColCode).data().toString() ==
+          QStringLiteral("ddp.tagged.conflicting-placement")) {
+        frames.push_back(findings.index(r, FindingsModel::ColFrame).data().toULongLong());
+        QCOMPARE(findings.index(r, 0).data(FindingsModel::SeverityRole).toInt(),
+                 int(Severity::warning));
+      }
+    }
+    QCOMPARE(frames, std::vector<quint64>{17});  // samples/synthetic/fault-conflict.expected.json
+  }
+
   void contentMatchesAnalyzer_data() { modelsPassTester_data(); }
   void contentMatchesAnalyzer() {
     QFETCH(QString, file);
@@ -311,7 +355,7 @@ class ModelsTest : public QObject {
     for (int r = 0; r < regions.rowCount(); ++r) {
       const ShadowBuffer& b = *snap->regions[std::size_t(r)].buffer;
       table[QString::fromStdString(b.key.owner.to_string()) + QLatin1Char('/') +
-            hexText(b.key.stag)] = qint64(b.bytes_placed());
+            stagText(b.key.stag)] = qint64(b.bytes_placed());
     }
     QJsonArray all = report.value(QStringLiteral("regions")).toArray();
     for (const auto& sv : streams)

@@ -409,6 +409,244 @@ def test_limit_pref(ts, args):
     print(f"engine.limit-reached in frame {hits[0]}, {sum(got.values())} expert infos")
 
 
+
+# --- issue 16: the plugin on faults ------------------------------------------------------------
+
+# Expert twin suffix by the analyzer's JSON `consequence_of` (plugin/README.md, "expert infos").
+TWIN_SUFFIX = {None: "", "gap": ".after-gap", "crc": ".after-crc"}
+
+
+def analyzer_report(analyzer, capture, extra=()):
+    p = subprocess.run([analyzer, "analyze", capture, "--json"] + list(extra), capture_output=True,
+                       text=True)
+    check(p.returncode in (0, 1), f"analyzer failed on {capture}: {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def regions_args(ts, capture):
+    """The regions a sample's scenario knows, for the analyzer and for tshark."""
+    regions = re.sub(r"\.pcap$", ".regions.json", capture)
+    if not os.path.exists(regions):
+        return [], []
+    return ["--regions", regions], ["-o", f"iwarp.mpa.regions_file:{ts.stage(regions)}"]
+
+
+def expert_names(ts, capture, extra=()):
+    """(frame, finding code, expert info name) of every ddpscope expert info, from -T json (the
+    only output that names the expert field)."""
+    out = ts.run(list(extra) + ["-r", capture, "-T", "json"]).stdout
+    found = collections.Counter()
+
+    class Obj(list):
+        """A JSON object as its (key, value) pairs: a tree repeats keys such as _ws.expert."""
+
+    def walk(node, frame):
+        items = node if isinstance(node, Obj) else [(None, v) for v in node]
+        for key, value in items:
+            if key == "frame.number" and isinstance(value, str):
+                frame = int(value)
+            if key == "_ws.expert" and isinstance(value, Obj):
+                d = dict(value)
+                m = EXPERT_CODE.match(d.get("_ws.expert.message", ""))
+                names = [k for k, _ in value if k.startswith("iwarp.")]
+                if m:
+                    check(len(names) == 1, f"frame {frame}: expert info without one name: {d}")
+                    found[(frame, m.group(1), names[0])] += 1
+            elif isinstance(value, list):
+                frame = walk(value, frame)
+        return frame
+
+    for packet in json.loads(out, object_pairs_hook=Obj):
+        walk(packet, None)
+    return found
+
+
+def test_frames_agree(ts, args):
+    """Every finding's expert info lies on the frame the analyzer's JSON names (Finding::frame),
+    under the name of its cause, for every sample given: a two-pass run shows exactly the
+    analyzer's (frame, code) multiset; a one-pass run shows a subset of it, and lacks only what
+    the two-pass run marks as reported later (plugin/README.md, "One pass, two passes")."""
+    check(args.analyzer, "--analyzer is required")
+    check(args.captures, "captures are required")
+    compared = 0
+    for capture in args.captures:
+        cap = ts.stage(capture)
+        extra, tshark_extra = regions_args(ts, capture)
+        doc = analyzer_report(args.analyzer, capture, extra)
+        expected = collections.Counter(
+            (int(f["frame"]), f["code"],
+             f"iwarp.{f['code']}{TWIN_SUFFIX[f.get('consequence_of')]}")
+            for f in doc["findings"])
+        two = expert_names(ts, cap, ["-2"] + tshark_extra)
+        check(two == expected,
+              f"{capture}: two-pass expert infos differ from the analyzer's findings:\n"
+              f"  missing: {sorted((expected - two).elements())}\n"
+              f"  extra: {sorted((two - expected).elements())}")
+        codes = collections.Counter({(fr, c): n for (fr, c, _), n in expected.items()})
+        one = ts.experts(cap, tshark_extra)
+        late = ts.experts(cap, ["-2"] + tshark_extra, late_only=True)
+        check(not (one - codes), f"{capture}: one-pass expert infos on other frames than the "
+              f"analyzer names: {sorted((one - codes).elements())}")
+        check(codes - one == late, f"{capture}: one-pass run lacks "
+              f"{sorted((codes - one).elements())}, of which only {sorted(late.elements())} are "
+              f"reported after their frame")
+        compared += sum(expected.values())
+    print(f"{len(args.captures)} captures, {compared} findings on their frames")
+
+
+def scenario_of(capture):
+    path = re.sub(r"\.pcap$", ".json", capture)
+    with open(path) as f:
+        return json.load(f)
+
+
+SEND_OPS = ("send", "advertise_rping", "send_invalidate", "send_se", "send_se_invalidate")
+
+
+def test_crc_not_placed(ts, args):
+    """fault-crc: each FPDU whose CRC the scenario corrupted shows its DDP/RDMAP header with the
+    values the scenario sent, marked not placed, with no placement analysis, its
+    mpa.crc-mismatch on its own frame in one pass too; the analyzer's detail names it."""
+    check(args.analyzer, "--analyzer is required")
+    cap = ts.stage(args.capture)
+    scenario = scenario_of(args.capture)
+    conn = scenario["connections"][0]
+    # What the scenario sent in each corrupted FPDU (the sender, and the header fields).
+    wanted = []
+    msn = {"client": 0, "server": 0}
+    for op in scenario["operations"]:
+        who = op["from"]
+        if op["op"] in SEND_OPS:
+            msn[who] += 1
+        if not op.get("fault", {}).get("corrupt_crc"):
+            continue
+        port = str(conn[who]["port"])
+        if op["op"] in SEND_OPS:
+            wanted.append((port, {"iwarp.ddp.t": 0, "iwarp.ddp.qn": 0, "iwarp.ddp.msn": msn[who],
+                                  "iwarp.ddp.mo": 0, "iwarp.rdmap.opcode": 3}, None))
+        elif op["op"] == "write":
+            wanted.append((port, {"iwarp.ddp.t": 1, "iwarp.ddp.stag": int(op["stag"], 0),
+                                  "iwarp.rdmap.opcode": 0},
+                           (int(op["to"], 0), op.get("fault", {}).get("segment", 0))))
+    check(len(wanted) == 2, f"scenario {args.capture}: expected a Send and a Write corrupted")
+    doc = analyzer_report(args.analyzer, args.capture)
+    crc = [f for f in doc["findings"] if f["code"] == "mpa.crc-mismatch"]
+    check(len(crc) == len(wanted), f"analyzer: {crc}")
+    fields = ["tcp.srcport", "iwarp.ddp.t", "iwarp.ddp.stag", "iwarp.ddp.to", "iwarp.ddp.qn",
+              "iwarp.ddp.msn", "iwarp.ddp.mo", "iwarp.rdmap.opcode", "iwarp.ddp.not_placed",
+              "iwarp.ddp.placed", "iwarp.ddp.region", "iwarp.ddp.message",
+              "iwarp.ddp.payload_length", "iwarp.mpa.crc.status", "_ws.col.Info"]
+    builtin = ts.fields(cap, [b for _, b in SHARED_FIELDS], ["--disable-protocol", "iwarp.mpa"])
+    one_pass = ts.experts(cap)
+    for extra in ([], ["-2"]):
+        rows = ts.fields(cap, fields, extra)
+        for (port, header, tagged), finding in zip(wanted, crc):
+            frame = finding["frame"]
+            r = rows[frame]
+            check(r["tcp.srcport"] == port, f"frame {frame} is not from port {port}: {r}")
+            for name, value in header.items():
+                check(as_number(r[name]) == value, f"{extra} frame {frame}: {name}={r[name]}, "
+                      f"the scenario sent {value}: {r}")
+            if tagged:
+                # The corrupted segment's TO: the Write's base TO plus the segments before it,
+                # as long as the first segment (the one frame before, same sender).
+                base, segment = tagged
+                first = next(rows[f] for f in sorted(rows) if f < frame
+                             and as_number(rows[f]["iwarp.ddp.to"]) == base)
+                seg_len = as_number(first["iwarp.ddp.payload_length"])
+                check(as_number(r["iwarp.ddp.to"]) == base + segment * seg_len,
+                      f"frame {frame}: TO {r['iwarp.ddp.to']}, the scenario's segment {segment} "
+                      f"of a Write at {base:#x} starts at {base + segment * seg_len:#x}")
+            check(r["iwarp.ddp.not_placed"].startswith("MPA CRC mismatch"),
+                  f"{extra} frame {frame}: no not-placed marker: {r}")
+            check(r["iwarp.ddp.placed"] in ("False", "0"), f"frame {frame} placed: {r}")
+            check(r["iwarp.ddp.region"] == "" and r["iwarp.ddp.message"] == "",
+                  f"frame {frame}: placement analysis claimed for a dropped FPDU: {r}")
+            check("[CRC error: not placed]" in r["_ws.col.Info"], f"frame {frame} info: {r}")
+            check(as_number(r["iwarp.mpa.crc.status"]) == 0, f"frame {frame} CRC status: {r}")
+            # The built-in dissectors decode the same header there.
+            for ours, theirs in SHARED_FIELDS:
+                if r.get(ours, "") and builtin[frame].get(theirs, ""):
+                    check(as_number(r[ours]) == as_number(builtin[frame][theirs]),
+                          f"frame {frame}: {ours}={r[ours]}, built-in {theirs}="
+                          f"{builtin[frame][theirs]}")
+            check(one_pass[(frame, "mpa.crc-mismatch")] == 1,
+                  f"one pass: no mpa.crc-mismatch on frame {frame}: {sorted(one_pass)}")
+    # The analyzer's detail names the dropped FPDU's header too.
+    check("Send QN 0 MSN" in crc[0]["message"], crc[0]["message"])
+    check(f"STag 0x{wanted[1][1]['iwarp.ddp.stag']:08x}" in crc[1]["message"], crc[1]["message"])
+    print(f"frames {[f['frame'] for f in crc]}: dropped FPDUs decoded and marked")
+
+
+def test_gap_first_fpdu(ts, args):
+    """After octets missing from the capture (tcp.gap), the first FPDU the built-in dissectors
+    decode in that direction is decoded by the plugin too, with the same header, and marked as
+    the FPDU with which framing resumed after capture loss."""
+    check(args.analyzer, "--analyzer is required")
+    cap = ts.stage(args.capture)
+    doc = analyzer_report(args.analyzer, args.capture)
+    gaps = [f for f in doc["findings"] if f["code"] == "tcp.gap"]
+    check(len(gaps) == 1, f"expected one tcp.gap: {doc['findings']}")
+    gap_frame, port = gaps[0]["frame"], gaps[0]["from"].rsplit(":", 1)[1]
+    ours = ts.fields(cap, ["tcp.srcport", "iwarp.mpa.framing_resumed", "iwarp.mpa.resync_skipped"]
+                     + [o for o, _ in SHARED_FIELDS], ["-2"])
+    theirs = ts.fields(cap, ["tcp.srcport"] + [b for _, b in SHARED_FIELDS],
+                       ["--disable-protocol", "iwarp.mpa"])
+    first = next((f for f in sorted(theirs) if f >= gap_frame and theirs[f]["tcp.srcport"] == port
+                  and theirs[f]["iwarp_ddp.dv"]), None)
+    check(first is not None, "the built-in dissectors decode nothing after the gap")
+    r = ours[first]
+    check(r["iwarp.ddp.dv"] != "", f"frame {first} (first FPDU after the gap in frame "
+          f"{gap_frame}) not decoded by the plugin: {r}")
+    for o, b in SHARED_FIELDS:
+        if theirs[first][b] and "|" not in r[o]:
+            check(as_number(r[o]) == as_number(theirs[first][b]),
+                  f"frame {first}: {o}={r[o]}, built-in {b}={theirs[first][b]}")
+    check(r["iwarp.mpa.framing_resumed"] in ("True", "1"),
+          f"frame {first}: not marked as where framing resumed: {r}")
+    resumed = [f for f in sorted(ours) if ours[f]["iwarp.mpa.framing_resumed"]]
+    check(resumed == [first], f"framing_resumed on {resumed}, expected only {first}")
+    detail = ts.run(["-2", "-r", cap, "-V", "-Y", f"frame.number=={first}"]).stdout
+    check("framing resumed after capture loss" in detail,
+          f"frame {first}: the tree does not say framing resumed after capture loss")
+    print(f"gap in frame {gap_frame}; first FPDU after it in frame {first}, "
+          f"{r['iwarp.mpa.resync_skipped']} octets skipped")
+
+
+def test_twin_names(ts, args):
+    """Expert twins are named after their cause: both registered per finding; on fault-crc the
+    notes the dropped FPDUs caused are .after-crc (not .after-gap), on fault-gap the note capture
+    loss caused is .after-gap. Display filters select by these names."""
+    check(args.analyzer, "--analyzer is required")
+    listed = ts.run(["-G", "fields"]).stdout
+    for name in ("iwarp.ddp.message-incomplete", "iwarp.ddp.message-incomplete.after-gap",
+                 "iwarp.ddp.message-incomplete.after-crc"):
+        check(re.search(rf"\t{re.escape(name)}\t", listed), f"expert field {name} not registered")
+    by_cause = collections.Counter()
+    for capture in args.captures:
+        cap = ts.stage(capture)
+        doc = analyzer_report(args.analyzer, capture)
+        names = expert_names(ts, cap, ["-2"])
+        for f in doc["findings"]:
+            cause = f.get("consequence_of")
+            if cause is None:
+                continue
+            by_cause[cause] += 1
+            want = f"iwarp.{f['code']}{TWIN_SUFFIX[cause]}"
+            check(names[(f["frame"], f["code"], want)] >= 1,
+                  f"{capture} frame {f['frame']}: {f['code']} caused by {cause} is not {want}: "
+                  f"{sorted(names)}")
+            # A display filter on the name finds the frame; the other twin's does not.
+            other = ".after-gap" if cause == "crc" else ".after-crc"
+            hits = ts.fields(cap, [], ["-2", "-Y", want])
+            check(f["frame"] in hits, f"{capture}: -Y {want} does not select frame {f['frame']}")
+            miss = ts.fields(cap, [], ["-2", "-Y", f"iwarp.{f['code']}{other}"])
+            check(f["frame"] not in miss, f"{capture}: -Y iwarp.{f['code']}{other} selects "
+                  f"frame {f['frame']}")
+    check(by_cause["crc"] > 0 and by_cause["gap"] > 0,
+          f"the captures should hold findings of both causes: {dict(by_cause)}")
+    print(f"twins checked: {dict(by_cause)}")
+
 TESTS = {
     "limit_pref": test_limit_pref,
     "loads": test_loads,
@@ -420,6 +658,10 @@ TESTS = {
     "stats": test_stats,
     "decode_as": test_decode_as,
     "wins_over_port": test_wins_over_port,
+    "frames_agree": test_frames_agree,
+    "crc_not_placed": test_crc_not_placed,
+    "gap_first_fpdu": test_gap_first_fpdu,
+    "twin_names": test_twin_names,
     "nvmeof_fields": test_nvmeof_fields,
 }
 
@@ -430,7 +672,9 @@ def main():
     ap.add_argument("--analyzer")
     ap.add_argument("test", choices=sorted(TESTS))
     ap.add_argument("capture", nargs="?")
+    ap.add_argument("more", nargs="*", help="further captures, for tests over several")
     args = ap.parse_args()
+    args.captures = ([args.capture] if args.capture else []) + args.more
     ts = Tshark(args.plugin)
     try:
         TESTS[args.test](ts, args)

@@ -330,6 +330,39 @@ TEST(SynthExpected, FaultsAreListedWithTheirFrames) {
   EXPECT_EQ(doc["exhaustive"], false);
 }
 
+// fault.to_delta: a tagged segment moved back over its message's octets. The oracle predicts the
+// Data Sink's ddp.tagged.bounds; the conflicting placement (an analysis finding, not a Data Sink
+// rule) is the scenario's to declare, and the analyzer reports both at that segment's frame.
+TEST(SynthExpected, TaggedToDeltaGoesBackOverTheMessage) {
+  json j = base_scenario();
+  j["operations"] = json::parse(R"([
+    {"op": "write", "from": "client", "stag": "0x77", "to": "0x1000", "size": 200,
+     "segment_size": 100, "pattern": "random", "fault": {"segment": "last", "to_delta": -100}}
+  ])");
+  j["expect"] = json::parse(R"([{"code": "ddp.tagged.conflicting-placement", "op": 0,
+                                  "segment": 1}])");
+  SynthResult r;
+  std::string err;
+  ASSERT_TRUE(synthesize_json(j, tmp("to-delta.pcap"), r, err)) << err;
+  ASSERT_EQ(r.expected.size(), 2u);
+  EXPECT_EQ(r.expected[0].frame, r.expected[1].frame);
+  std::vector<std::pair<std::string, std::uint64_t>> predicted;
+  for (const auto& e : r.expected)
+    predicted.emplace_back(e.code, e.frame);
+  std::sort(predicted.begin(), predicted.end());
+  auto got = analyze(r, tmp("to-delta.pcap"));
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, predicted);
+  EXPECT_EQ(got[0].first, "ddp.tagged.bounds");
+  EXPECT_EQ(got[1].first, "ddp.tagged.conflicting-placement");
+  // Untagged messages have no TO.
+  j["operations"][0] = json::parse(R"({"op": "send", "from": "client", "text": "x",
+                                        "fault": {"to_delta": 4}})");
+  j.erase("expect");
+  EXPECT_FALSE(synthesize_json(j, tmp("to-delta-bad.pcap"), r, err));
+  EXPECT_NE(err.find("to_delta applies to tagged messages"), std::string::npos) << err;
+}
+
 TEST(SynthExpected, TcpFaults) {
   json j = base_scenario();
   j["operations"] = json::parse(R"([

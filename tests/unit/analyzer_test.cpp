@@ -154,6 +154,12 @@ class Conn {
     }
   }
 
+  // Feeds `segs` only (no SYN), numbering frames after `frame`: to interleave connections.
+  void feed_segments(Analyzer& a, const std::vector<Seg>& segs, std::uint64_t& frame) const {
+    for (const auto& s : segs)
+      feed(a, ++frame, s);
+  }
+
   const Bytes& stream(int dir) const { return stream_[dir]; }
 
   bool other_wrote_between(int d, std::uint64_t t1, std::uint64_t t2) const {
@@ -328,6 +334,55 @@ TEST(Analysis, CrcMismatchIsAnErrorWithTheMpaTerminate) {
   EXPECT_EQ(m.findings[1].consequence_of, Consequence::crc);
 }
 
+// What an observer (the plugin) gets of a dropped FPDU: its header as received, no analysis.
+struct FpduEvents final : AnalysisObserver {
+  struct Seen {
+    bool crc_ok = true;
+    std::optional<wire::DdpHeader> ddp;
+    bool placed = false;
+    bool framing_resumed = false, resumed_after_gap = false;
+    std::vector<std::size_t> findings;
+  };
+  std::vector<Seen> fpdus;
+  void on_pdu(const PduEvent& e) override {
+    if (e.kind != PduKind::fpdu) return;
+    fpdus.push_back({e.crc_ok, e.ddp ? std::optional(e.ddp->header) : std::nullopt,
+                     e.analysis.placed, e.framing_resumed, e.resumed_after_gap, e.findings});
+  }
+};
+
+TEST(Analysis, CrcFailedFpduReachesTheObserverWithItsHeaderAsReceivedAndNotPlaced) {
+  Conn c;
+  c.crc = true;
+  c.handshake();
+  c.send(0, 1, pattern(64));
+  const std::size_t at = c.stream(0).size();
+  c.send(0, 2, pattern(64));
+  c.send(0, 3, pattern(64));
+  auto segs = c.segments(4096);
+  corrupt(segs, 0, at + 30);  // a payload octet: the header is intact
+  Analyzer a;
+  FpduEvents seen;
+  a.set_observer(&seen);
+  const Model& m = c.run(a, segs);
+  ASSERT_EQ(seen.fpdus.size(), 3u);
+  const auto& bad = seen.fpdus[1];
+  EXPECT_FALSE(bad.crc_ok);
+  ASSERT_TRUE(bad.ddp);
+  EXPECT_FALSE(bad.ddp->control.tagged);
+  EXPECT_EQ(bad.ddp->qn, 0u);
+  EXPECT_EQ(bad.ddp->msn, 2u);
+  EXPECT_EQ(wire::RdmapControl::from_byte(bad.ddp->rsvd_ulp0).opcode,
+            static_cast<std::uint8_t>(Opcode::send));
+  EXPECT_FALSE(bad.placed);
+  ASSERT_EQ(bad.findings.size(), 1u);
+  const Finding& f = m.findings[bad.findings[0]];
+  EXPECT_EQ(f.code(), "mpa.crc-mismatch");
+  EXPECT_NE(f.message.find("Send QN 0 MSN 2 MO 0 L, 64 octets"), std::string::npos) << f.message;
+  EXPECT_TRUE(seen.fpdus[2].crc_ok);
+  EXPECT_FALSE(seen.fpdus[2].framing_resumed);  // a sane length keeps framing
+}
+
 TEST(Analysis, CrcMismatchOnTheLastFpduOfTheCaptureIsReported) {
   Conn c;
   c.crc = true;
@@ -357,8 +412,19 @@ TEST(Analysis, CaptureLossIsAGapWhoseConsequencesAreNotes) {
                             [&](const Seg& s) { return s.dir == 0 && ++seen == 3; }),
              segs.end());
   Analyzer a;
+  FpduEvents events;
+  a.set_observer(&events);
   const Model& m = c.run(a, segs);
   EXPECT_EQ(codes(m), std::vector<std::string>{"tcp.gap"});
+  // The first FPDU framed after the hole says framing was found again by a search.
+  std::size_t resumed = 0;
+  for (const auto& e : events.fpdus) {
+    if (!e.framing_resumed) continue;
+    ++resumed;
+    EXPECT_TRUE(e.resumed_after_gap);
+    EXPECT_TRUE(e.ddp);
+  }
+  EXPECT_EQ(resumed, 1u);
   bool resync = false;
   for (const auto& f : m.findings)
     if (f.code() == "mpa.resync" || f.code() == "ddp.message-incomplete") {
@@ -1025,6 +1091,97 @@ TEST(Explain, RpingRegionIsBoundToItsConnectionWhileItLasts) {
       EXPECT_NE(m.findings[0].message.find("rping"), std::string::npos) << m.findings[0].message;
     }
   }
+}
+
+// ---- placing octets again (the rule of ddp/shadow.h) ---------------------------------------
+
+const ShadowBuffer& server_region(const Model& m, std::uint32_t stag) {
+  const ShadowBuffer* b = m.memory.find({*net::Address::parse("10.0.0.2"), stag});
+  EXPECT_NE(b, nullptr);
+  static const ShadowBuffer none;
+  return b ? *b : none;
+}
+
+TEST(Placement, ReusingABufferAfterDeliveryIsNoFindingAndIsCounted) {
+  // rping's way: a Write, a Send after it (the Write is delivered by then), the next Write of
+  // new content to the same octets.
+  Conn c;
+  c.handshake();
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x100, 0x5000, true), pattern(64, 1));
+  c.send(0, 1, pattern(8));
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x100, 0x5000, true), pattern(64, 2));
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  EXPECT_EQ(codes(m, Severity::note), std::vector<std::string>{});
+  const ShadowBuffer& b = server_region(m, 0x100);
+  EXPECT_EQ(b.overwrites(), 1u);
+  EXPECT_EQ(b.reused_octets(), 64u);
+  EXPECT_EQ(b.conflicts(), 0u);
+  EXPECT_EQ(b.read(0x5000, 64), pattern(64, 2));
+}
+
+// Connection `first` writes STag 0x100 in two segments; `second` (another client of the same
+// server) writes `second_data` at the first one's TO between them, before it is delivered.
+const Model& race(Analyzer& a, Conn& first, Conn& second, const Bytes& second_data) {
+  first.cut_at_fpdus = second.cut_at_fpdus = true;
+  first.handshake();
+  first.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x100, 0x5000, false), pattern(64, 1));
+  first.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x100, 0x5040, true), pattern(64, 2));
+  second.handshake();
+  second.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x100, 0x5000, true), second_data);
+  std::vector<Seg> f = first.segments();
+  EXPECT_EQ(f.size(), 4u);  // Request, Reply, two Write segments
+  const std::vector<Seg> tail(f.end() - 1, f.end());
+  f.pop_back();
+  std::uint64_t frame = 0;
+  first.feed_all(a, f, frame, false);                   // frames 1-5: the first Write segment is 5
+  second.feed_all(a, second.segments(), frame, false);  // 6-10: its Write is 10
+  first.feed_segments(a, tail, frame);                  // 11
+  a.finish();
+  return a.model();
+}
+
+TEST(Placement, DifferentContentOverAMessageInFlightIsAConflictAtTheSecondSegment) {
+  Conn first, second(40001);
+  Analyzer a;
+  const Model& m = race(a, first, second, pattern(32, 9));
+  ASSERT_EQ(codes(m, Severity::note), std::vector<std::string>{"ddp.tagged.conflicting-placement"});
+  const Finding& f = m.findings[0];
+  EXPECT_EQ(f.severity, Severity::warning);
+  EXPECT_EQ(f.frame, 10u);
+  EXPECT_EQ(f.stream, 1u);
+  EXPECT_FALSE(f.terminate);
+  EXPECT_NE(f.message.find("32 octets of STag 0x00000100"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("frame 5, stream 0"), std::string::npos) << f.message;
+  const ShadowBuffer& b = server_region(m, 0x100);
+  EXPECT_EQ(b.conflicts(), 1u);
+  EXPECT_EQ(b.conflict_octets(), 32u);
+  EXPECT_EQ(b.overwrites(), 0u);
+}
+
+TEST(Placement, TheSameContentOverAMessageInFlightIsNoFinding) {
+  Conn first, second(40001);
+  Analyzer a;
+  const Model& m = race(a, first, second, pattern(32, 1));  // the first Write's own octets
+  EXPECT_EQ(codes(m, Severity::note), std::vector<std::string>{});
+  const ShadowBuffer& b = server_region(m, 0x100);
+  EXPECT_EQ(b.conflicts(), 0u);
+  EXPECT_EQ(b.overwrites(), 0u);
+}
+
+TEST(Placement, AMessageRewritingItsOwnOctetsIsAConflictBesideTheBoundsError) {
+  Conn c;
+  c.handshake();
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x100, 0x1000, false), Bytes(16, 0xAA));
+  c.fpdu(0, Conn::tagged(Opcode::rdma_write, 0x100, 0x1000, true), Bytes(16, 0xBB));
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  ASSERT_EQ(codes(m, Severity::note),
+            (std::vector<std::string>{"ddp.tagged.bounds", "ddp.tagged.conflicting-placement"}));
+  EXPECT_EQ(m.findings[1].frame, m.findings[0].frame);
+  EXPECT_NE(m.findings[1].message.find("by their own message"), std::string::npos)
+      << m.findings[1].message;
+  EXPECT_EQ(server_region(m, 0x100).read(0x1000, 16), Bytes(16, 0xAA));  // nothing placed
 }
 
 }  // namespace

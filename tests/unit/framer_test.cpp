@@ -460,9 +460,11 @@ TEST(MpaFramer, CrcErrorWithASaneLengthKeepsFraming) {
   s.bytes[s.starts[1] + 30] ^= 0x01;  // payload octet of FPDU 1: its CRC no longer matches
   MpaFramer f(Limits{});
   Recorder r(f, false, true);
-  // Alone, the damaged FPDU waits: is the next one where its length says?
+  // The damaged FPDU is emitted in the frame that completes it (a one-pass host shows it
+  // there); whether the next one is where its length says is checked once that one is held.
   f.feed(0, s.slice(0, s.end_of(1)), 1, 0, r);
-  EXPECT_EQ(r.of_kind(RawPdu::Kind::fpdu).size(), 1u);
+  EXPECT_EQ(r.of_kind(RawPdu::Kind::fpdu).size(), 2u);
+  EXPECT_EQ(f.state(), MpaFramer::State::fpdu);
   f.feed(s.end_of(1), s.slice(s.end_of(1), s.bytes.size()), 2, 0, r);
   const auto fpdus = r.of_kind(RawPdu::Kind::fpdu);
   ASSERT_EQ(fpdus.size(), 3u);
@@ -661,19 +663,45 @@ TEST(MpaFramer, FinishWithAPartialFpdu) {
   }
 }
 
-TEST(MpaFramer, FinishEmitsACrcBadLastFpduWithoutWaiting) {
+TEST(MpaFramer, CrcBadLastFpduIsEmittedWithoutWaiting) {
   Stream s = Stream::with_request(false, true);
   s.add(write_ulpdu(40));
   s.bytes.back() ^= 0xFF;  // the CRC field
   MpaFramer f(Limits{});
   Recorder r(f, false, true);
   f.feed(0, s.bytes, 1, 0, r);
-  EXPECT_TRUE(r.of_kind(RawPdu::Kind::fpdu).empty());  // waiting to see what follows
-  f.finish(r);
-  const auto fpdus = r.of_kind(RawPdu::Kind::fpdu);
+  // Emitted with the frame that completed it, not when what follows arrives (or never comes).
+  auto fpdus = r.of_kind(RawPdu::Kind::fpdu);
   ASSERT_EQ(fpdus.size(), 1u);
   EXPECT_FALSE(fpdus[0]->crc_ok());
+  f.finish(r);
+  fpdus = r.of_kind(RawPdu::Kind::fpdu);
+  EXPECT_EQ(fpdus.size(), 1u);
   EXPECT_EQ(r.unframed_octets(), 0u);
+}
+
+TEST(MpaFramer, CrcBadFpduWithADamagedLengthResyncsOnceTheNextOctetsCome) {
+  Stream s = Stream::with_request(false, true);
+  for (std::size_t k = 0; k < 4; ++k)
+    s.add(write_ulpdu(40, 0x1000 * (k + 1), static_cast<std::uint8_t>(k)));
+  s.bytes[s.starts[1] + 1] += 8;  // ULPDU_Length of FPDU 1 now reaches 8 octets into FPDU 2
+  MpaFramer f(Limits{});
+  Recorder r(f, false, true);
+  // FPDU 1 as its damaged length frames it: emitted once its octets are held.
+  const std::size_t damaged_end = s.end_of(1) + 8;
+  f.feed(0, s.slice(0, damaged_end), 1, 0, r);
+  ASSERT_EQ(r.of_kind(RawPdu::Kind::fpdu).size(), 2u);
+  EXPECT_FALSE(r.of_kind(RawPdu::Kind::fpdu)[1]->crc_ok());
+  EXPECT_EQ(f.state(), MpaFramer::State::fpdu);  // the next FPDU's place is not known yet
+  f.feed(damaged_end, s.slice(damaged_end, s.bytes.size()), 2, 0, r);
+  // Nothing FPDU-like where the damaged length points: the rest of FPDU 2 is skipped, and
+  // FPDU 3 found again, as when the damaged FPDU waited for what follows.
+  EXPECT_EQ(r.unframed_octets(), s.end_of(2) - s.starts[2] - 8);
+  const auto fpdus = r.of_kind(RawPdu::Kind::fpdu);
+  ASSERT_EQ(fpdus.size(), 3u);
+  EXPECT_TRUE(fpdus[2]->after_resync);
+  EXPECT_TRUE(fpdus[2]->crc_ok());
+  EXPECT_EQ(fpdus[2]->stream_offset, s.starts[3]);
 }
 
 TEST(MpaFramer, ResyncBufferIsCapped) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Shadow memory: the model of a Data Sink's tagged buffers (RFC 5041 §5.1 placement): extents,
-// overlap and conflict, content retention and its cap, the range cap, bounds, reads.
+// overlap, reuse after delivery and conflict while in flight (the rule in ddp/shadow.h), content
+// retention and its cap, the range cap, bounds, reads.
 #include "ddpscope/ddp/shadow.h"
 
 #include <gtest/gtest.h>
@@ -121,15 +122,139 @@ TEST_F(Shadow, OverlapWithTheSameContentIsNoConflict) {
   EXPECT_FALSE(buf->ranges().back().conflict);
 }
 
-TEST_F(Shadow, OverlapWithDifferentContentIsAConflictAndTheLatestWins) {
+TEST_F(Shadow, OverlapWithDifferentContentAndNothingInFlightIsReuseAndTheLatestWins) {
   put(0, Bytes(100, 0xAA));
-  const PlaceResult r = put(90, Bytes(20, 0xBB));
+  const PlaceResult r = put(90, Bytes(20, 0xBB));  // no WriterState: nothing is in flight
   EXPECT_TRUE(r.overlap);
-  EXPECT_TRUE(r.conflict);
+  EXPECT_FALSE(r.conflict);
+  EXPECT_TRUE(r.reused);
+  EXPECT_EQ(r.reused_octets, 10u);
   EXPECT_EQ(r.new_bytes, 10u);
-  EXPECT_TRUE(buf->ranges().back().conflict);
+  EXPECT_TRUE(buf->ranges().back().reused);
+  EXPECT_FALSE(buf->ranges().back().conflict);
+  EXPECT_EQ(buf->overwrites(), 1u);
+  EXPECT_EQ(buf->reused_octets(), 10u);
   const Bytes got = buf->read(85, 10);
   EXPECT_EQ(got, (Bytes{0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xBB, 0xBB, 0xBB, 0xBB, 0xBB}));
+}
+
+// The caller's delivery state, as the analysis keeps it: messages in flight until delivered.
+struct FakeWriters final : WriterState {
+  std::vector<PlacementWriter> flying;
+  bool in_flight(const PlacementWriter& w) const override {
+    return std::find(flying.begin(), flying.end(), w) != flying.end();
+  }
+  void deliver(const PlacementWriter& w) {
+    flying.erase(std::remove(flying.begin(), flying.end(), w), flying.end());
+  }
+};
+
+struct ShadowInFlight : Shadow {
+  FakeWriters writers;
+  const PlacementWriter a{0, 1, 7}, b{0, 1, 8}, other_stream{3, 0, 1};
+  PlaceResult put_as(const PlacementWriter& w, std::uint64_t to, const Bytes& content,
+                     std::uint64_t frame, bool violation = false) {
+    PlacedRange r = range(to, to + content.size(), frame);
+    r.stream = w.stream;
+    r.direction = w.direction;
+    r.message = w.message;
+    r.violation = violation;
+    return mem.place(*buf, r, content, &writers);
+  }
+};
+
+TEST_F(ShadowInFlight, ReuseAfterDeliveryIsNoConflictAndIsCounted) {
+  writers.flying = {a};
+  put_as(a, 0, Bytes(64, 0xAA), 10);
+  writers.deliver(a);  // e.g. rping's Write, delivered before its go-ahead Send
+  writers.flying.push_back(b);
+  const PlaceResult r = put_as(b, 0, Bytes(64, 0xBB), 20);  // the next iteration's pattern
+  EXPECT_TRUE(r.overlap);
+  EXPECT_FALSE(r.conflict);
+  EXPECT_TRUE(r.reused);
+  EXPECT_EQ(r.reused_octets, 64u);
+  EXPECT_EQ(buf->overwrites(), 1u);
+  EXPECT_EQ(buf->reused_octets(), 64u);
+  EXPECT_EQ(buf->conflicts(), 0u);
+  EXPECT_TRUE(buf->ranges().back().reused);
+  EXPECT_EQ(buf->read(0, 64), Bytes(64, 0xBB));
+}
+
+TEST_F(ShadowInFlight, DifferentContentOverAMessageInFlightIsAConflict) {
+  writers.flying = {other_stream, b};
+  put_as(other_stream, 100, Bytes(50, 0xAA), 5);
+  put_as(other_stream, 150, Bytes(50, 0xAA), 6);  // the same message grows its extent
+  // Another message writes 20 octets into the first one's before it is delivered.
+  const PlaceResult r = put_as(b, 140, Bytes(20, 0xBB), 9);
+  EXPECT_TRUE(r.overlap);
+  EXPECT_TRUE(r.conflict);
+  EXPECT_FALSE(r.conflict_own);
+  EXPECT_EQ(r.conflict_octets, 20u);
+  EXPECT_EQ(r.conflict_frame, 5u);
+  EXPECT_EQ(r.conflict_writer, other_stream);
+  EXPECT_FALSE(r.reused);
+  EXPECT_TRUE(buf->ranges().back().conflict);
+  EXPECT_EQ(buf->conflicts(), 1u);
+  EXPECT_EQ(buf->conflict_octets(), 20u);
+  EXPECT_EQ(buf->overwrites(), 0u);
+  EXPECT_EQ(buf->read(140, 20), Bytes(20, 0xBB));  // memory holds the latest, as the sink's
+  // Once the first is delivered the same write is reuse.
+  writers.deliver(other_stream);
+  const PlaceResult again = put_as(b, 100, Bytes(10, 0xCC), 11);
+  EXPECT_FALSE(again.conflict);
+  EXPECT_TRUE(again.reused);
+}
+
+TEST_F(ShadowInFlight, IdenticalContentOverAMessageInFlightIsOnlyAnOverlap) {
+  writers.flying = {a, b};
+  put_as(a, 0, pattern(100), 1);
+  const PlaceResult r = put_as(b, 0, pattern(100), 2);  // a retransmission of the same octets
+  EXPECT_TRUE(r.overlap);
+  EXPECT_FALSE(r.conflict);
+  EXPECT_FALSE(r.reused);
+  EXPECT_EQ(buf->conflicts(), 0u);
+  EXPECT_EQ(buf->overwrites(), 0u);
+}
+
+TEST_F(ShadowInFlight, AMessageRewritingItsOwnOctetsIsAConflictEvenWhenNotPlaced) {
+  writers.flying = {a};
+  put_as(a, 0, Bytes(32, 0x11), 3);
+  // Its next segment goes back 16 octets (a placement rule broken: nothing of it is placed) with
+  // other content: what it tried to place is compared.
+  const PlaceResult r = put_as(a, 16, Bytes(32, 0x22), 4, /*violation=*/true);
+  EXPECT_TRUE(r.conflict);
+  EXPECT_TRUE(r.conflict_own);
+  EXPECT_EQ(r.conflict_octets, 16u);
+  EXPECT_EQ(r.conflict_frame, 3u);
+  EXPECT_EQ(r.new_bytes, 0u);
+  EXPECT_EQ(buf->read(16, 16), Bytes(16, 0x11));  // unchanged
+  EXPECT_EQ(buf->extents(), (Extents{{0, 32}}));
+  EXPECT_TRUE(buf->ranges().back().conflict);
+  EXPECT_TRUE(buf->ranges().back().violation);
+}
+
+TEST_F(ShadowInFlight, OnePlacementOverInFlightAndDeliveredOctetsSplitsTheCount) {
+  writers.flying = {a};
+  put_as(a, 0, Bytes(10, 0xAA), 1);
+  writers.deliver(a);
+  writers.flying = {other_stream, b};
+  put_as(other_stream, 10, Bytes(10, 0xAA), 2);
+  const PlaceResult r = put_as(b, 5, Bytes(10, 0xBB), 3);  // 5 of a (delivered), 5 in flight
+  EXPECT_TRUE(r.conflict);
+  EXPECT_EQ(r.conflict_octets, 5u);
+  EXPECT_TRUE(r.reused);
+  EXPECT_EQ(r.reused_octets, 5u);
+  EXPECT_EQ(r.conflict_writer, other_stream);
+}
+
+TEST_F(ShadowInFlight, WithoutRetainedContentNothingIsAConflict) {
+  mem.set_retention_cap(0);
+  writers.flying = {a, b};
+  put_as(a, 0, Bytes(10, 0xAA), 1);
+  const PlaceResult r = put_as(b, 0, Bytes(10, 0xBB), 2);
+  EXPECT_TRUE(r.overlap);
+  EXPECT_FALSE(r.conflict);  // unknown content never conflicts
+  EXPECT_FALSE(r.reused);
 }
 
 TEST_F(Shadow, WithoutRetentionOverlapIsSeenButConflictIsNot) {
@@ -162,7 +287,7 @@ TEST_F(Shadow, RetentionCapKeepsWholePagesAndDropsTheRest) {
   EXPECT_EQ(known, (std::vector<bool>{true, false}));
   // Octets in pages already kept are still retained and compared.
   const PlaceResult again = put(100, Bytes(10, 0x00));
-  EXPECT_TRUE(again.conflict);
+  EXPECT_TRUE(again.reused);
   EXPECT_FALSE(again.content_dropped);
   // The cap is shared: another region retains nothing now.
   ShadowBuffer* other = mem.get_or_create(key(0x200), 16);

@@ -80,7 +80,7 @@ json access_names(std::uint8_t a) {
 
 json region_json(const ShadowBuffer& b) {
   json j;
-  j["stag"] = hex(b.key.stag);
+  j["stag"] = stag_hex(b.key.stag);
   j["sink"] = b.key.owner.to_string();
   j["source"] = std::string(to_string(b.source));
   if (!b.origin.empty()) j["origin"] = b.origin;
@@ -98,16 +98,18 @@ json region_json(const ShadowBuffer& b) {
     ranges.push_back({hex(begin), hex(end)});
   j["ranges"] = ranges;
   j["bytes_placed"] = b.bytes_placed();
-  std::uint64_t violations = 0, overlaps = 0, conflicts = 0;
+  std::uint64_t violations = 0, overlaps = 0;
   for (const auto& r : b.ranges()) {
     violations += r.violation;
     overlaps += r.overlap;
-    conflicts += r.conflict;
   }
   j["segments"] = b.ranges().size() + b.ranges_dropped();
   j["violations"] = violations;
   j["overlaps"] = overlaps;
-  j["conflicts"] = conflicts;
+  // Placing again (ddp/shadow.h): reuse after delivery is normal, a conflict is a finding.
+  j["overwrites"] = b.overwrites();
+  j["reused_octets"] = b.reused_octets();
+  j["conflicts"] = b.conflicts();
   return j;
 }
 
@@ -324,6 +326,13 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
         }
         out << " [" << hex(begin) << ", " << hex(end) << ")";
       }
+      if (b.overwrites())
+        out << "; reused: " << b.reused_octets() << (b.reused_octets() == 1 ? " octet" : " octets")
+            << " rewritten by " << b.overwrites()
+            << (b.overwrites() == 1 ? " later segment" : " later segments");
+      if (b.conflicts())
+        out << "; " << b.conflicts()
+            << (b.conflicts() == 1 ? " conflicting placement" : " conflicting placements");
       out << "\n";
     }
   }
@@ -357,13 +366,11 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
       out << ": ";
     }
     out << f.message;
-    // rdmap.terminate carries the Terminate the peer sent; every other finding the one a
-    // compliant Data Sink sends for the rule broken.
-    if (f.terminate) {
-      out << (f.id == FindingId::rdmap_terminate ? "  [peer sent Terminate "
-                                                 : "  [sink would send Terminate ")
-          << terminate_error_name(*f.terminate) << "]";
-    }
+    // Every finding but rdmap.terminate: the Terminate a compliant Data Sink sends for the rule
+    // broken. rdmap.terminate's message already names the one the peer sent ("peer sent
+    // Terminate: ..."): said once.
+    if (f.terminate && f.id != FindingId::rdmap_terminate)
+      out << "  [sink would send Terminate " << terminate_error_name(*f.terminate) << "]";
     if (f.consequence_of == Consequence::gap) out << "  (consequence of capture loss)";
     if (f.consequence_of == Consequence::crc)
       out << "  (consequence of an FPDU dropped for its CRC)";
@@ -415,13 +422,13 @@ bool export_shadow_buffers(const Model& m, const std::string& dir, std::string& 
     std::string owner = key.owner.to_string();
     for (auto& ch : owner)
       if (ch == ':' || ch == '[' || ch == ']') ch = '_';
-    const std::string name = owner + "-stag-" + hex(key.stag) + ".bin";
+    const std::string name = owner + "-stag-" + stag_hex(key.stag) + ".bin";
     const std::uint64_t base = b.min_to();
     const std::uint64_t span = b.max_end() - base;
     json entry;
     entry["file"] = name;
     entry["sink"] = key.owner.to_string();
-    entry["stag"] = hex(key.stag);
+    entry["stag"] = stag_hex(key.stag);
     entry["base_to"] = hex(base);
     entry["size"] = span;
     json ranges = json::array();

@@ -259,6 +259,14 @@ void Emitter::apply_header_faults(int op, SegmentDraft& seg, const OpFault& f) {
         {FindingId::ddp_untagged_invalid_mo, "MO off by " + std::to_string(f.mo_delta)});
     cascading();
   }
+  if (f.to_delta != 0) {
+    // A tagged segment that does not continue its message's TOs (going back: over octets the
+    // message placed, a conflicting placement when the content differs).
+    if (!seg.header.control.tagged) fail(op, "fault.to_delta applies to tagged messages");
+    seg.header.to += static_cast<std::uint64_t>(f.to_delta);  // modulo 2^64
+    seg.intents.push_back(
+        {FindingId::ddp_tagged_bounds, "TO off by " + std::to_string(f.to_delta)});
+  }
   seg.header.rsvd_ulp0 = rc.byte();
 }
 

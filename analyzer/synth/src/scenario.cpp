@@ -321,6 +321,7 @@ OpFault parse_op_fault(const json& j, const std::string& path) {
   if (!f.msn.empty() && f.msn != "skip" && f.msn != "duplicate")
     fail(o.at("msn"), "expected \"skip\" or \"duplicate\"");
   f.mo_delta = o.i64("mo_delta", 0);
+  f.to_delta = o.i64("to_delta", 0);
   f.segment_after_last = o.boolean("segment_after_last", false);
   f.read_request_extra = static_cast<std::uint32_t>(o.u64("read_request_extra", 0, 4096));
   f.tagged = o.boolean("tagged", false);
@@ -536,9 +537,9 @@ void parse(const json& j, Scenario& s) {
 
 bool OpFault::any() const {
   return corrupt_crc || corrupt_marker || ulpdu_length || ddp_version || ddp_reserved ||
-         rdmap_version || opcode || qn || !msn.empty() || mo_delta != 0 || segment_after_last ||
-         read_request_extra != 0 || tagged || response_sink_stag || response_size_delta != 0 ||
-         response_request_id;
+         rdmap_version || opcode || qn || !msn.empty() || mo_delta != 0 || to_delta != 0 ||
+         segment_after_last || read_request_extra != 0 || tagged || response_sink_stag ||
+         response_size_delta != 0 || response_request_id;
 }
 
 bool parse_scenario(const json& j, Scenario& out, std::string& error) {

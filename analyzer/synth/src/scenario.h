@@ -74,6 +74,7 @@ struct OpFault {
   std::optional<std::uint32_t> qn;
   std::string msn;  // "", "skip", "duplicate"
   std::int64_t mo_delta = 0;
+  std::int64_t to_delta = 0;  // tagged: the selected segment's TO moved by N
   bool segment_after_last = false;
   std::uint32_t read_request_extra = 0;  // octets appended to a Read Request body
   bool tagged = false;                   // send an untagged opcode as a tagged segment

@@ -44,14 +44,16 @@ inline bool same_endpoint(const net::Endpoint& x, const net::Endpoint& y) {
 
 // One queue's message being recorded (what the Data Sink model does not keep).
 struct MessageTrack {
-  std::size_t record = kNoIndex;  // index into Model::messages
-  std::uint64_t delivery_id = 0;  // place in the delivery queue
-  Bytes body;                     // the first octets of an untagged message, for decoding
+  std::size_t record = kNoIndex;   // index into Model::messages
+  std::uint64_t delivery_id = 0;   // place in the delivery queue
+  Bytes body;                      // the first octets of an untagged message, for decoding
+  bool conflict_reported = false;  // ddp.tagged.conflicting-placement: once per message
 };
 
 struct PendingDelivery {
   std::size_t record = kNoIndex;
   bool complete = false;
+  bool abandoned = false;  // will never be delivered: no longer in flight
 };
 
 struct HeaderEcho {
@@ -137,7 +139,8 @@ struct Analyzer::Impl {
   // A PDU's context: its first octet's frame (or `fallback`), every frame it spans.
   static Ctx ctx_of(const Connection& c, int dir, const std::vector<FrameSlice>& slices,
                     std::uint64_t fallback);
-  class ShadowView;  // the Data Sink model's view of the shadow buffers (engine_sink.cpp)
+  class ShadowView;        // the Data Sink model's view of the shadow buffers (engine_sink.cpp)
+  class MessagesInFlight;  // the shadow memory's WriterState (engine_sink.cpp)
   // `consequence`: what hid the octets the finding follows from (a note, not the peer's fault).
   std::size_t report(FindingId id, const Ctx& ctx, std::string message,
                      Consequence consequence = Consequence::none,
@@ -208,9 +211,11 @@ struct Analyzer::Impl {
   // ---- DDP / RDMAP (engine_sink.cpp): the LLP boundary ----
   void on_ddp_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx);
   inline void tagged_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
-                             const rdmap::SegmentStep& step, const ddp::TaggedRx& before);
+                             const rdmap::SegmentStep& step);
   void untagged_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
                         const rdmap::SegmentStep& step);
+  void conflicting_placement(const Connection& c, const Ctx& ctx, const ShadowBuffer& buf,
+                             const PlacedRange& r, const PlaceResult& pr);
   void untagged_message(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
                         const rdmap::SegmentStep& step, const MessageTrack& m);
   void learn_from_read_request(Connection& c, int dir, const wire::ReadRequest& rr, const Ctx& ctx);

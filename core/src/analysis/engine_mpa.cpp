@@ -19,6 +19,54 @@ constexpr std::size_t kRecentHeaders = 256;
 // What an analysis accepts of a frame: all the RFCs allow, and revision 0 as siw does.
 const mpa::Policy kAnalysisPolicy{};
 
+// The DDP header and RDMAP body of an FPDU dropped for its CRC, decoded as received with the
+// wire codecs (for the hosts to show what was corrupted; nothing of it is analysed).
+void decode_as_received(PduEvent& ev) {
+  auto seg = wire::decode_ddp_segment(ev.ulpdu);
+  if (!seg) return;
+  ev.ddp = seg.value();
+  const wire::DdpHeader& h = seg->header;
+  if (h.control.tagged || h.mo != 0) return;  // bodies start their (one-segment) messages
+  const ByteView body = seg->payload;
+  switch (static_cast<wire::Opcode>(wire::RdmapControl::from_byte(h.rsvd_ulp0).opcode)) {
+    case wire::Opcode::read_request:
+      if (auto r = wire::decode_read_request(body)) ev.read_request = r.value();
+      break;
+    case wire::Opcode::terminate:
+      if (auto t = wire::decode_terminate(body)) ev.terminate = t.value();
+      break;
+    case wire::Opcode::atomic_request:
+      if (auto a = wire::decode_atomic_request(body)) ev.atomic_request = a.value();
+      break;
+    case wire::Opcode::atomic_response:
+      if (auto a = wire::decode_atomic_response(body)) ev.atomic_response = a.value();
+      break;
+    case wire::Opcode::immediate_data:
+    case wire::Opcode::immediate_data_se:
+      if (auto d = wire::decode_immediate_data(body)) ev.immediate_data = d.value();
+      break;
+    default:
+      break;
+  }
+}
+
+// "RDMA Write STag 0x00001a01 TO 0x7f0000100b40 L, 1440 octets": a dropped FPDU's header in a
+// finding's detail, so that a text or JSON report names what the corruption hit.
+std::string describe_as_received(const wire::DdpSegment& seg) {
+  const wire::DdpHeader& h = seg.header;
+  const std::uint8_t op = wire::RdmapControl::from_byte(h.rsvd_ulp0).opcode;
+  const wire::OpcodeInfo& info = wire::opcode_info(op);
+  std::string s = info.defined ? std::string(info.name) : "reserved opcode " + hex_number(op);
+  if (h.control.tagged) {
+    s += " STag " + hex_stag(h.stag) + " TO " + hex_number(h.to);
+  } else {
+    s += " QN " + std::to_string(h.qn) + " MSN " + std::to_string(h.msn) + " MO " +
+         std::to_string(h.mo);
+  }
+  if (h.control.last) s += " L";
+  return s + ", " + std::to_string(seg.payload.size()) + " octets";
+}
+
 }  // namespace
 
 Analyzer::Impl::Ctx Analyzer::Impl::ctx_of(const Connection& c, int dir,
@@ -69,7 +117,7 @@ void Analyzer::Impl::report_lost_framing(Connection& c, int dir) {
            (detecting ? "CRC on and off tried"
             : f.crc() ? "CRC on"
                       : "CRC off") +
-           (f.markers() ? ", markers" : ", no markers") + ")";
+           ")";
   }
   msg += ": " + std::to_string(lost->octets) + " octets unframed";
   if (lost->gave_up)
@@ -83,8 +131,9 @@ void Analyzer::Impl::report_lost_framing(Connection& c, int dir) {
     if (!f.detecting_crc())
       tries = std::string("--mid-stream-crc ") + (f.crc() ? "false" : "true") +
               (f.crc() ? " (Linux siw's default is CRC off)" : "");
-    if (!f.markers()) tries += std::string(tries.empty() ? "" : ", or ") + "--mid-stream-markers";
     if (!tries.empty()) msg += "; try " + tries;
+    // Not --mid-stream-markers: the framer never learns the marker position S0 mid-stream.
+    msg += "; a connection with MPA markers is framed only from its handshake";
   }
   report(FindingId::mpa_no_fpdu_boundary, Ctx{c.stream, dir, lost->frame, nullptr}, msg,
          lost->after_gap ? Consequence::gap : Consequence::none);
@@ -292,6 +341,9 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
                  "with zero CRC fields chain by their lengths, three or filling TCP segments)");
   }
   if (p.after_resync) {
+    ev.framing_resumed = true;
+    ev.resumed_after_gap = p.resync_after_gap;
+    ev.resync_skipped = p.resync_skipped;
     const bool benign = p.resync_after_gap || p.resync_mid_stream;
     if (p.resync_skipped > 0 || !benign) {
       report(FindingId::mpa_resync, ctx,
@@ -310,7 +362,11 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
     ev.crc_expected = p.leading_marker && !ok_all && ok_lit ? p.crc_no_lead : p.crc_all;
     if (!crc_ok) {
       dm.crc_errors++;
-      report(mpa::crc_mismatch(p.crc_field, p.crc_all), ctx);
+      decode_as_received(ev);
+      Violation v = mpa::crc_mismatch(p.crc_field, p.crc_all);
+      if (ev.ddp)
+        v.detail += "; FPDU dropped, its header as received: " + describe_as_received(*ev.ddp);
+      report(v, ctx);
       // The FPDU is dropped: what it leaves missing is a consequence, like capture loss.
       lost_input(c, dir, Consequence::crc);
     }

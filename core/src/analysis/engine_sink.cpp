@@ -20,15 +20,6 @@ constexpr std::uint8_t op(wire::Opcode o) {
   return static_cast<std::uint8_t>(o);
 }
 
-// Whether `content` differs from octets retained at [to, to + size) (unknown octets never do).
-bool differs(const ShadowBuffer& buf, std::uint64_t to, ByteView content) {
-  std::vector<bool> known;
-  const Bytes have = buf.read(to, content.size(), &known);
-  for (std::size_t i = 0; i < content.size(); ++i)
-    if (known[i] && have[i] != content[i]) return true;
-  return false;
-}
-
 // What a direction's damaged message lost its octets to (a damaged message always follows a loss;
 // gap when none was recorded).
 Consequence cause(Consequence last_loss) {
@@ -38,6 +29,10 @@ Consequence cause(Consequence last_loss) {
 std::string unseen(Consequence last_loss) {
   return cause(last_loss) == Consequence::crc ? "octets dropped with an FPDU that failed its CRC"
                                               : "octets missing from the capture";
+}
+
+std::string plural(std::uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
 }  // namespace
@@ -84,6 +79,54 @@ class Analyzer::Impl::ShadowView final : public rdmap::SinkMemory {
   ddp::RegionFacts facts_;
 };
 
+// Which messages are in flight, for the shadow memory's placement rule (ddp/shadow.h): a
+// message is until it is delivered in order (RFC 5041 §5.3: complete, every earlier message of
+// its direction delivered), abandoned (it will never be), or its stream ended.
+class Analyzer::Impl::MessagesInFlight final : public WriterState {
+ public:
+  explicit MessagesInFlight(const Analyzer::Impl& e) : e_(e) {}
+  bool in_flight(const PlacementWriter& w) const override {
+    if (w.stream >= e_.conns.size() || w.direction > 1 || e_.stream_ended(w.stream)) return false;
+    const DirectionEngine& ds = e_.conns[w.stream]->ds(w.direction);
+    if (w.message < ds.delivery_base || w.message - ds.delivery_base >= ds.delivery.size())
+      return false;  // delivered (or past max_pending_messages: taken as delivered)
+    return !ds.delivery[w.message - ds.delivery_base].abandoned;
+  }
+
+ private:
+  const Analyzer::Impl& e_;
+};
+
+// A segment put different content over octets a message still in flight had placed (its own
+// message's included): ddp.tagged.conflicting-placement at the segment's frame, once per message.
+void Analyzer::Impl::conflicting_placement(const Connection& c, const Ctx& ctx,
+                                           const ShadowBuffer& buf, const PlacedRange& r,
+                                           const PlaceResult& pr) {
+  const PlacementWriter& w = pr.conflict_writer;
+  std::string msg = plural(pr.conflict_octets, "octet", "octets") + " of STag " +
+                    hex_stag(buf.key.stag) + " in [" + hex_number(r.begin) + ", +" +
+                    std::to_string(r.end - r.begin) + ")";
+  if (buf.base && buf.length)
+    msg += " (region [" + hex_number(*buf.base) + ", +" + std::to_string(*buf.length) + "))";
+  if (pr.conflict_own) {
+    msg += " placed again by their own message with different content (first placed in frame " +
+           std::to_string(pr.conflict_frame) + ")";
+  } else {
+    msg += " overwritten with different content while the message that placed them (frame " +
+           std::to_string(pr.conflict_frame) +
+           (w.stream == c.stream ? std::string() : ", stream " + std::to_string(w.stream)) +
+           ") was not yet delivered";
+  }
+  if (r.violation)
+    msg += "; the segment broke a placement rule, so a compliant sink placed none of it";
+  // Whether that message was still in flight is only as good as what the capture showed of its
+  // direction: after octets it lost, the message may have been delivered unseen.
+  const Consequence loss = w.stream < conns.size() && w.direction <= 1
+                               ? conns[w.stream]->ds(w.direction).last_loss
+                               : Consequence::none;
+  report(FindingId::ddp_tagged_conflicting_placement, ctx, std::move(msg), loss);
+}
+
 void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx) {
   StreamModel& sm = model.streams[c.stream];
   DirectionModel& dm = sm.dirs[dir];
@@ -94,7 +137,6 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
     report(FindingId::ddp_reserved_nonzero, ctx,
            "DDP control reserved bits " + hex_number(h.control.reserved) + " (reported once)");
   }
-  const ddp::TaggedRx before = ds.sink.tagged();
   if (!h.control.tagged && h.qn < rdmap::DataSink::kQueues) {
     const auto& q = ds.sink.queue(h.qn);
     ev.analysis.expected_msn = q.synced ? q.expected_msn : h.msn;
@@ -110,7 +152,7 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
   oc.segments++;
   oc.bytes += seg.payload.size();
   if (step.kind == rdmap::SegmentStep::Kind::tagged) {
-    tagged_segment(c, dir, ev, ctx, step, before);
+    tagged_segment(c, dir, ev, ctx, step);
     if (c.ulp) ulp_tagged(c, dir, ev, ctx, step);  // engine_ulp.cpp
   } else if (!(step.violation && step.violation->id == FindingId::ddp_untagged_invalid_qn))
     untagged_segment(c, dir, ev, ctx, step);
@@ -120,8 +162,7 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
 // segment).
 [[gnu::always_inline]] inline void Analyzer::Impl::tagged_segment(Connection& c, int dir,
                                                                   PduEvent& ev, const Ctx& ctx,
-                                                                  const rdmap::SegmentStep& step,
-                                                                  const ddp::TaggedRx& before) {
+                                                                  const rdmap::SegmentStep& step) {
   StreamModel& sm = model.streams[c.stream];
   DirectionModel& dm = sm.dirs[dir];
   DirectionEngine& ds = c.ds(dir);
@@ -130,6 +171,7 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
   MessageTrack& m = ds.tagged;
   if (step.abandoned) abandon(c, dir, m.delivery_id);
   if (step.starts_message) {
+    m.conflict_reported = false;
     m.record = new_record(c, dir, step.opcode, true);
     if (m.record != kNoIndex) {
       model.messages[m.record].stag = h.stag;
@@ -144,10 +186,6 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
     ev.analysis.message = m.record;
   }
   if (len > 0) {
-    // Octets this message already placed, placed again: worth a note when the content differs
-    // (buffer reuse across messages is normal RDMA practice and is not reported).
-    const bool replaces_own =
-        !step.starts_message && h.to < before.next_to && h.to + len > before.first_to;
     const RegionKey key{dm.to.addr, h.stag};
     ShadowBuffer* buf = find_region(key);
     if (!buf) buf = region_for(c, dir, key);
@@ -158,20 +196,19 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
       r.frame = ctx.frame;
       r.opcode = step.opcode;
       r.stream = c.stream;
+      r.direction = static_cast<std::uint8_t>(dir);
+      r.message = m.delivery_id;
       r.violation = !step.placed;
-      const PlaceResult pr = model.memory.place(*buf, r, ev.ddp->payload);
+      // Reuse or conflict: the rule is ShadowMemory's (ddp/shadow.h); what is in flight, ours.
+      const MessagesInFlight writers(*this);
+      const PlaceResult pr = model.memory.place(*buf, r, ev.ddp->payload, &writers);
       if (pr.capped && !ranges_capped) {
         ranges_capped = true;  // every later segment to a capped region would ask again
         limit_reached("max_ranges_per_region", Ctx{c.stream, dir, ctx.frame, {}});
       }
-      // A violating segment places nothing (place() keeps only the attempt): compare what it
-      // tried to place again with what the message placed.
-      const bool conflict =
-          step.placed ? pr.conflict : replaces_own && differs(*buf, h.to, ev.ddp->payload);
-      if (conflict && replaces_own && once(ds, FindingId::ddp_tagged_conflicting_placement)) {
-        report(FindingId::ddp_tagged_conflicting_placement, ctx,
-               "octets of STag " + hex_stag(h.stag) +
-                   " placed again with different content (reported once)");
+      if (pr.conflict && !m.conflict_reported) {
+        m.conflict_reported = true;
+        conflicting_placement(c, ctx, *buf, r, pr);
       }
       dm.bytes_placed += pr.new_bytes;
       ev.analysis.placed = step.placed;
@@ -435,8 +472,11 @@ void Analyzer::Impl::complete(Connection& c, int dir, std::uint64_t delivery_id,
 // Drops an unfinished message from the delivery queue (it will never complete).
 void Analyzer::Impl::abandon(Connection& c, int dir, std::uint64_t delivery_id) {
   DirectionEngine& ds = c.ds(dir);
-  if (delivery_id >= ds.delivery_base && delivery_id - ds.delivery_base < ds.delivery.size())
-    ds.delivery[delivery_id - ds.delivery_base].complete = true;  // let later messages through
+  if (delivery_id >= ds.delivery_base && delivery_id - ds.delivery_base < ds.delivery.size()) {
+    PendingDelivery& p = ds.delivery[delivery_id - ds.delivery_base];
+    p.complete = true;  // let later messages through
+    p.abandoned = true;
+  }
 }
 
 ShadowBuffer* Analyzer::Impl::lookup_region(const RegionKey& key) {

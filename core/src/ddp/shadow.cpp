@@ -75,16 +75,27 @@ ShadowBuffer* ShadowMemory::get_or_create(const RegionKey& key, std::size_t max)
   return &b;
 }
 
-PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, ByteView content) {
+PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, ByteView content,
+                                const WriterState* writers) {
   PlaceResult r;
   PlacedRange range = range_in;
   if (range.end <= range.begin) return r;
+  const std::uint64_t len = range.end - range.begin;
+  const std::size_t n = std::min<std::size_t>(content.size(), len);
+  // Octets of messages in flight (the rule at the top of shadow.h): usually none, as a buffer is
+  // written by one message at a time.
+  if (writers != nullptr && !buf.in_flight_.empty())
+    check_in_flight(buf, range, content.first(n), *writers, r);
+  if (r.conflict) {
+    buf.conflicts_++;
+    buf.conflict_octets_ += r.conflict_octets;
+  }
   if (range.violation) {
     // A compliant sink places nothing of a violating segment: keep the attempt, not the bytes.
+    range.conflict = r.conflict;
     record_range(buf, range, r);
     return r;
   }
-  const std::uint64_t len = range.end - range.begin;
 
   // Coalesced extents: count new octets, detect overlap.
   std::uint64_t covered = 0;
@@ -110,17 +121,79 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
   buf.max_end_ = std::max(buf.max_end_, range.end);
 
   // Content: compare with what is retained, then keep the new octets while the cap allows.
-  const std::size_t n = std::min<std::size_t>(content.size(), len);
+  std::uint64_t changed = 0;
   if (n > 0 && buf.pages_.empty() && retained_ + kPage > retention_cap_) {
     r.content_dropped = true;  // nothing of this region is retained, and nothing more can be
   } else {
-    place_content(buf, range.begin, content.first(n), r);
+    changed = place_content(buf, range.begin, content.first(n), r);
   }
+  // What changed beyond the octets of messages in flight changed octets of delivered ones.
+  if (changed > r.conflict_octets) {
+    r.reused = true;
+    r.reused_octets = changed - r.conflict_octets;
+    buf.overwrites_++;
+    buf.reused_octets_ += r.reused_octets;
+  }
+  if (writers != nullptr) add_in_flight(buf, range);
 
   range.overlap = r.overlap;
   range.conflict = r.conflict;
+  range.reused = r.reused;
   record_range(buf, range, r);
   return r;
+}
+
+void ShadowMemory::check_in_flight(ShadowBuffer& buf, const PlacedRange& range, ByteView content,
+                                   const WriterState& writers, PlaceResult& r) {
+  auto& fl = buf.in_flight_;
+  fl.erase(
+      std::remove_if(fl.begin(), fl.end(),
+                     [&](const ShadowBuffer::InFlight& e) { return !writers.in_flight(e.writer); }),
+      fl.end());
+  // Octets of `content` found different from a message in flight, each counted once (extents
+  // of two messages in flight may overlap each other).
+  std::vector<bool> counted;
+  const std::uint64_t cend = range.begin + content.size();
+  for (const auto& e : fl) {
+    const std::uint64_t lo = std::max(e.begin, range.begin);
+    const std::uint64_t hi = std::min(e.end, cend);
+    if (lo >= hi) continue;
+    std::vector<bool> known;
+    const Bytes have = buf.read(lo, static_cast<std::size_t>(hi - lo), &known);
+    bool differs = false;
+    for (std::uint64_t p = lo; p < hi; ++p) {
+      const std::size_t i = static_cast<std::size_t>(p - range.begin);
+      const std::size_t k = static_cast<std::size_t>(p - lo);
+      if (!known[k] || have[k] == content[i]) continue;
+      differs = true;
+      if (counted.empty()) counted.assign(content.size(), false);
+      if (!counted[i]) {
+        counted[i] = true;
+        r.conflict_octets++;
+      }
+    }
+    if (differs && !r.conflict) {
+      r.conflict = true;
+      r.conflict_writer = e.writer;
+      r.conflict_frame = e.frame;
+      r.conflict_own = e.writer == range.writer();
+    }
+  }
+}
+
+void ShadowMemory::add_in_flight(ShadowBuffer& buf, const PlacedRange& range) {
+  auto& fl = buf.in_flight_;
+  const PlacementWriter w = range.writer();
+  // A message's segments continue each other: they grow its one extent.
+  for (auto& e : fl) {
+    if (e.writer == w && range.begin <= e.end && e.begin <= range.end) {
+      e.begin = std::min(e.begin, range.begin);
+      e.end = std::max(e.end, range.end);
+      return;
+    }
+  }
+  if (fl.size() >= ShadowBuffer::kMaxInFlight) fl.erase(fl.begin());  // conflicts go unseen
+  fl.push_back({range.begin, range.end, range.frame, w});
 }
 
 void ShadowMemory::record_range(ShadowBuffer& buf, const PlacedRange& range, PlaceResult& r) {
@@ -164,8 +237,9 @@ void ShadowMemory::place_extent(ShadowBuffer& buf, const PlacedRange& range, std
   }
 }
 
-void ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin, ByteView content,
-                                 PlaceResult& r) {
+std::uint64_t ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin, ByteView content,
+                                          PlaceResult& r) {
+  std::uint64_t changed = 0;
   const std::size_t n = content.size();
   for (std::size_t i = 0; i < n;) {
     const std::uint64_t pos = begin + i;
@@ -191,14 +265,13 @@ void ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin, ByteVie
       const std::size_t b = in_page + k;
       const std::uint8_t v = content[i + k];
       const bool had = pg.valid[b / 8] & (1u << (b % 8));
-      if (had) {
-        if (pg.data[b] != v) r.conflict = true;  // memory holds the latest, as the sink's would
-      }
+      if (had && pg.data[b] != v) ++changed;  // memory holds the latest, as the sink's would
       pg.data[b] = v;
       pg.valid[b / 8] = static_cast<std::uint8_t>(pg.valid[b / 8] | (1u << (b % 8)));
     }
     i += chunk;
   }
+  return changed;
 }
 
 }  // namespace ddpscope

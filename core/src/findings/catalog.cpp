@@ -77,9 +77,15 @@ constexpr std::array<FindingSpec, kFindingCount> kCatalog{{
      "RFC 5040 §5.3, RFC 5041 §7.2",
      term(kDdp, ddp_etype::tagged_buffer, ddp_tagged_code::invalid_stag),
      "the region does not grant the access right the segment or request needs"},
-    {F::ddp_tagged_conflicting_placement, "ddp.tagged.conflicting-placement", S::note, "ddp",
-     "RFC 5041 §5", kNone,
-     "octets a message already placed, placed again by it with different content"},
+    // A warning: until a message is delivered its octets in the Data Sink's buffer are that
+    // message's (RFC 5041 §5.3, RFC 5040 §5.5); different content written over them meanwhile,
+    // by another stream or by the message itself, leaves the buffer undefined: almost always an
+    // upper-layer race or a sender bug. No rule a compliant sink enforces (no Terminate), and
+    // "in flight" is our reading of the capture's delivery order, so not an error. Reusing a
+    // buffer after delivery is normal and no finding (counted per region, ddp/shadow.h).
+    {F::ddp_tagged_conflicting_placement, "ddp.tagged.conflicting-placement", S::warning, "ddp",
+     "RFC 5041 §5.3, RFC 5040 §5.5", kNone,
+     "different content placed over octets of a message not yet delivered (its own included)"},
     {F::ddp_untagged_invalid_qn, "ddp.untagged.invalid-qn", S::error, "ddp", "RFC 5041 §7.2",
      term(kDdp, ddp_etype::untagged_buffer, ddp_untagged_code::invalid_qn),
      "untagged segment on a queue number its opcode does not use"},

@@ -44,6 +44,7 @@ void MpaFramer::gap(std::uint64_t offset, std::uint64_t length, MpaFramerListene
   if (!buf_.empty()) emit_unframed(buf_.size(), out, "cut by a gap in the capture");
   buf_offset_ = offset + length;
   buf_started_ = true;
+  check_after_bad_crc_ = false;  // framing is searched for after the hole anyway
   switch (state_) {
     case State::key:
       state_ = State::off;  // the handshake is lost; nothing can be framed
@@ -184,6 +185,19 @@ mpa::FpduWalkParams MpaFramer::walk_params(std::size_t index) const {
 }
 
 bool MpaFramer::try_fpdu(MpaFramerListener& out) {
+  if (check_after_bad_crc_) {
+    // The FPDU before failed its CRC: is this one where its length said? If not, the length
+    // was damaged and framing is lost from here.
+    bool need_more = false;
+    const bool ok = plausible_at(0, false, &need_more);
+    if (need_more && !finishing_ && buf_.size() < 2 * 0x10000 + 64) return false;
+    check_after_bad_crc_ = false;
+    if (!ok) {
+      state_ = State::resync;
+      pending_resync_ = true;
+      return true;
+    }
+  }
   RawPdu pdu;
   mpa::FpduWalk& w = walk_;
   const mpa::WalkStatus status = mpa::walk_fpdu(buf_, walk_params(0), pdu.plain_storage, w);
@@ -212,16 +226,11 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
   pdu.crc_all = w.crc_all;
   pdu.crc_no_lead = w.crc_no_lead;
   if (crc_ && !w.crc_matches()) {
-    // Is the next FPDU where this one's length says? If not, the length was damaged.
-    bool need_more = false;
-    const bool next_ok = plausible_at(raw_len, false, &need_more);
-    if (need_more && !finishing_ && buf_.size() < raw_len + 2 * 0x10000 + 64) return false;
+    // Reported now, in the frame that completes it (a one-pass host shows it there); whether
+    // the next FPDU starts where this one's length says is checked when its octets are held.
     pdu.kind = RawPdu::Kind::fpdu;
     emit_pdu(pdu, raw_len, out);
-    if (!next_ok) {
-      state_ = State::resync;
-      pending_resync_ = true;
-    }
+    if (state_ == State::fpdu) check_after_bad_crc_ = true;
     return true;
   }
   pdu.kind = RawPdu::Kind::fpdu;

@@ -72,7 +72,16 @@ struct PduEvent {
   std::vector<wire::Marker> markers;        // markers inside raw (stream_pos relative to S0)
   std::vector<std::size_t> marker_offsets;  // offset of each marker in raw
   bool leading_marker = false;              // raw starts with a marker in front of the header
-  // DDP / RDMAP decode
+  // Framing found again (MPA resync) with this FPDU: after capture loss (`resumed_after_gap`),
+  // after octets that did not frame, or at the start of a mid-stream capture. The boundary was
+  // found by a search (header sanity, CRC or a chain of lengths), not carried over from the
+  // FPDU before: hosts say so.
+  bool framing_resumed = false;
+  bool resumed_after_gap = false;
+  std::uint64_t resync_skipped = 0;  // octets skipped before this FPDU while searching
+  // DDP / RDMAP decode. With crc_ok false the FPDU is dropped (a compliant Data Sink does not
+  // place it, RFC 5044 §8): the header and RDMAP body below are decoded as received, for the
+  // user to see what was corrupted, and never analysed (analysis stays empty, placed false).
   std::optional<wire::DdpSegment> ddp;  // payload view valid in callback
   std::optional<wire::ReadRequest> read_request;
   std::optional<wire::Terminate> terminate;

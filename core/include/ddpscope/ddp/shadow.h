@@ -1,6 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Shadow buffers: our model of the Data Sink's memory. One per (owner host, STag): which byte
 // ranges were placed, by which frames, with which content (kept up to a global cap).
+//
+// Placing octets that were placed before — the one rule, decided here (ShadowMemory::place) and
+// read by every host (the analysis reports it, JSON/text/GUI show the counts):
+//   * reuse (normal): the message that placed them had been delivered (or will never be: it was
+//     abandoned, its stream ended) when new content arrives. An upper layer re-using a buffer does
+//     this all the time (rping writes a new pattern each iteration, perftest re-uses its buffers):
+//     no finding; counted per region (overwrites(), reused_octets()).
+//   * conflict: different content while the message that placed them is still in flight (not
+//     delivered yet, RFC 5041 §5.3), a message rewriting its own octets included. Until delivery
+//     the Data Sink's buffer is the message's; two writers racing on it leave its content
+//     undefined (RFC 5040 §5.5). The analysis reports ddp.tagged.conflicting-placement.
+//   * the same content again (a retransmission, an idempotent rewrite): an overlap, never more.
+// Whether a message is in flight is the caller's to say (WriterState): the memory does not know
+// delivery. Unknown content (not retained, see the retention cap) is never a conflict.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +66,25 @@ struct ProtectionDomainSpec {
   std::uint32_t pd = 0;
 };
 
+// The message whose segment placed octets: its stream, direction and place in that direction's
+// delivery order. The caller gives it meaning through WriterState.
+struct PlacementWriter {
+  std::uint32_t stream = 0;
+  std::uint8_t direction = 0;
+  std::uint64_t message = 0;
+  bool operator==(const PlacementWriter&) const = default;
+};
+
+// The caller's answer for placements: whether a message is still in flight (placing, or placed
+// and not yet delivered; not abandoned). Asked only where octets are placed again.
+class WriterState {
+ public:
+  virtual bool in_flight(const PlacementWriter& writer) const = 0;
+
+ protected:
+  ~WriterState() = default;
+};
+
 // One placement: a segment's octets, with who placed them.
 struct PlacedRange {
   std::uint64_t begin = 0;  // TO of the first octet
@@ -59,9 +92,13 @@ struct PlacedRange {
   std::uint64_t frame = 0;  // frame holding the segment's first octet
   std::uint8_t opcode = 0;
   std::uint32_t stream = 0;
-  bool overlap = false;    // placed over octets placed before
-  bool conflict = false;   // ... with different content (when content was retained)
-  bool violation = false;  // outside the region's known bounds
+  std::uint8_t direction = 0;
+  std::uint64_t message = 0;  // with stream and direction: the PlacementWriter
+  bool overlap = false;       // placed over octets placed before
+  bool conflict = false;      // ... with different content while their message was in flight
+  bool reused = false;        // ... with different content after their message was delivered
+  bool violation = false;     // outside the region's known bounds
+  PlacementWriter writer() const { return {stream, direction, message}; }
 };
 
 class ShadowBuffer {
@@ -110,8 +147,30 @@ class ShadowBuffer {
   Bytes read(std::uint64_t to, std::size_t len, std::vector<bool>* known = nullptr) const;
   std::uint64_t bytes_retained() const { return retained_; }
 
+  // Buffer reuse (see the rule at the top): placements that put new content over octets of a
+  // delivered message, and how many octets changed. Not capped with ranges().
+  std::uint64_t overwrites() const { return overwrites_; }
+  std::uint64_t reused_octets() const { return reused_octets_; }
+  // Conflicting placements (different content over octets of a message in flight) and octets.
+  std::uint64_t conflicts() const { return conflicts_; }
+  std::uint64_t conflict_octets() const { return conflict_octets_; }
+
  private:
   friend class ShadowMemory;
+  // Octets placed by messages that were in flight when last asked: a few per buffer (one
+  // extent per message in flight), pruned whenever the buffer is placed into.
+  struct InFlight {
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+    std::uint64_t frame = 0;  // the first placement of the extent
+    PlacementWriter writer;
+  };
+  static constexpr std::size_t kMaxInFlight = 32;  // past it the oldest is forgotten
+  std::vector<InFlight> in_flight_;
+  std::uint64_t overwrites_ = 0;
+  std::uint64_t reused_octets_ = 0;
+  std::uint64_t conflicts_ = 0;
+  std::uint64_t conflict_octets_ = 0;
   std::map<std::uint64_t, std::uint64_t> extents_;
   std::vector<PlacedRange> ranges_;
   std::uint64_t ranges_dropped_ = 0;
@@ -130,7 +189,16 @@ class ShadowBuffer {
 struct PlaceResult {
   std::uint64_t new_bytes = 0;  // octets not placed before
   bool overlap = false;
+  // Different content over octets of a message in flight (also for a violating segment, which
+  // places nothing: what it tried to place is compared).
   bool conflict = false;
+  std::uint64_t conflict_octets = 0;
+  bool conflict_own = false;         // the message in flight was the segment's own
+  std::uint64_t conflict_frame = 0;  // where that message placed the octets first
+  PlacementWriter conflict_writer;
+  // Different content over octets of delivered messages: buffer reuse, normal.
+  bool reused = false;
+  std::uint64_t reused_octets = 0;
   bool content_dropped = false;  // retention cap reached for this placement
   bool capped = false;  // the placement or a new extent was not recorded (range cap reached)
 };
@@ -143,7 +211,11 @@ class ShadowMemory {
   const ShadowBuffer* find(const RegionKey& key) const;
   // Creates the buffer if needed (returns nullptr when `max` buffers already exist).
   ShadowBuffer* get_or_create(const RegionKey& key, std::size_t max);
-  PlaceResult place(ShadowBuffer& buf, const PlacedRange& range, ByteView content);
+  // Places `content` (the segment's payload, at range.begin) as range.writer(). With `writers`,
+  // octets placed again are reuse or conflict by the rule at the top; without, nothing is known
+  // to be in flight (every change of content is reuse).
+  PlaceResult place(ShadowBuffer& buf, const PlacedRange& range, ByteView content,
+                    const WriterState* writers = nullptr);
   const std::map<RegionKey, ShadowBuffer>& buffers() const { return buffers_; }
   std::uint64_t bytes_retained() const { return retained_; }
 
@@ -151,8 +223,16 @@ class ShadowMemory {
   // The general case of place(): merges `range` with the extents it touches.
   void place_extent(ShadowBuffer& buf, const PlacedRange& range, std::uint64_t& covered,
                     bool& capped);
-  // Compares `content` (placed at TO `begin`) with the retained octets and retains it.
-  void place_content(ShadowBuffer& buf, std::uint64_t begin, ByteView content, PlaceResult& r);
+  // Compares `content` (placed at TO `begin`) with the retained octets and retains it; returns
+  // how many retained octets it changed.
+  std::uint64_t place_content(ShadowBuffer& buf, std::uint64_t begin, ByteView content,
+                              PlaceResult& r);
+  // Drops the in-flight extents of messages no longer in flight, then compares `content` with
+  // what the remaining ones placed where `range` meets them (PlaceResult::conflict*).
+  void check_in_flight(ShadowBuffer& buf, const PlacedRange& range, ByteView content,
+                       const WriterState& writers, PlaceResult& r);
+  // Remembers `range` as placed by its writer, in flight.
+  static void add_in_flight(ShadowBuffer& buf, const PlacedRange& range);
   // Keeps the placement in the region's list, or counts it dropped past the range cap.
   void record_range(ShadowBuffer& buf, const PlacedRange& range, PlaceResult& r);
 

@@ -222,7 +222,9 @@ class MpaFramer {
   bool pending_after_gap_ = false;
   bool in_process_ = false;  // listener callbacks may change state but not re-enter
   bool mid_stream_ = false;
-  bool finishing_ = false;   // end of input: no look-ahead past the last FPDU
+  bool finishing_ = false;  // end of input: no look-ahead past the last FPDU
+  // An FPDU failed its CRC: the next one must start where its length said (else resync).
+  bool check_after_bad_crc_ = false;
   bool detect_crc_ = false;  // start_mid_stream without a CRC setting: find it
   std::optional<bool> pending_crc_detected_;
   bool crc_by_peer_ = false;
