@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Regenerates the committed seed corpora in fuzz/corpus/ from the wire encoders and the
-# synthetic samples:  fuzz/make_seeds.sh BUILD_DIR   (a normal build with ddpscope_fuzz_seeds)
+# synthetic samples (and the real NVMe-oF capture: upper-layer seeds for the engine):
+#   fuzz/make_seeds.sh BUILD_DIR   (a normal build with ddpscope_fuzz_seeds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build/dev}"
 seeds="$build/fuzz/ddpscope_fuzz_seeds"
 cmake --build "$build" --target ddpscope_fuzz_seeds
 rm -rf fuzz/corpus
-"$seeds" fuzz/corpus samples/synthetic/*.pcap
+"$seeds" fuzz/corpus samples/synthetic/*.pcap samples/siw/siw-nvmeof.pcap
 mkdir -p fuzz/corpus/fuzz_capture
 cp samples/synthetic/*.pcap fuzz/corpus/fuzz_capture/
 # pcapng (one interface, and two interfaces of one link type), when editcap/mergecap exist.

@@ -249,6 +249,11 @@ void CaptureState::on_pdu(const PduEvent& e) {
   if (p.analysis.region) {
     p.region_text =
         p.analysis.region->owner.to_string() + " STag " + hex32(p.analysis.region->stag);
+    // The upper-layer command the region serves, as it is at this segment (issue 14).
+    if (const ShadowBuffer* b = analyzer_.model().memory.find(*p.analysis.region)) {
+      p.region_ulp = b->ulp;
+      p.region_command = b->command;
+    }
   }
   if (p.terminate) {
     const wire::TerminateControl& c = p.terminate->control;

@@ -67,6 +67,7 @@ struct PduRecord {
   // Text computed once on the first pass (the drawing code builds no C++ strings).
   std::string info;
   std::string region_text;
+  std::string region_ulp, region_command;  // empty: no upper-layer command named the region
   std::string term_layer_name, term_etype_name, term_code_name;
   std::string quoted_term_name;  // full "layer / type / code" of the Terminate
 

@@ -261,6 +261,12 @@ void draw_segment_analysis(const DrawContext& ctx, proto_tree* dt, const PduReco
         proto_tree_add_uint64(at_, hf.an_offset_in_region, nullptr, 0, 0, a.offset_in_region));
     generated(proto_tree_add_uint64(at_, hf.an_region_bytes_placed, nullptr, 0, 0,
                                     a.region_bytes_placed));
+    if (!p.region_ulp.empty())
+      generated(proto_tree_add_string(at_, hf.an_region_ulp, nullptr, 0, 0, p.region_ulp.c_str()));
+    if (!p.region_command.empty()) {
+      generated(proto_tree_add_string(at_, hf.an_region_command, nullptr, 0, 0,
+                                      p.region_command.c_str()));
+    }
   }
   if (a.expected_msn) {
     generated(proto_tree_add_uint(at_, hf.an_expected_msn, nullptr, 0, 0, *a.expected_msn));

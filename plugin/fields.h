@@ -41,7 +41,7 @@ struct HeaderFields {
   int an_region = -1, an_region_stag = -1, an_region_source = -1, an_region_bounds_known = -1,
       an_offset_in_region = -1, an_region_bytes_placed = -1, an_expected_msn = -1, an_message = -1,
       an_placed_in = -1, an_delivered_in = -1, an_placed = -1, an_completes_message = -1,
-      an_delivers_message = -1, an_not_placed = -1;
+      an_delivers_message = -1, an_not_placed = -1, an_region_ulp = -1, an_region_command = -1;
   // RDMAP (RFC 5040 §4, RFC 7306)
   int rdmap_control = -1, rdmap_rv = -1, rdmap_rsv = -1, rdmap_opcode = -1;
   int rr_sink_stag = -1, rr_sink_to = -1, rr_size = -1, rr_source_stag = -1, rr_source_to = -1;

@@ -102,10 +102,12 @@ void analyze(const fs::path& pcap, Analysis& a) {
 }
 
 // The first finding a compliant Data Sink answers with a Terminate (not the decode of one).
+// Upper-layer findings (layer "ulp": access a command implies, not the registration's) are
+// the analyzer's alone: a session knows its registrations, not the ULP's commands.
 const Finding* first_fatal(const Model& m) {
   for (const Finding& f : m.findings) {
     if (f.terminate && f.id != FindingId::rdmap_terminate && f.stream != UINT32_MAX &&
-        !f.consequence())
+        !f.consequence() && finding_spec(f.id).layer != "ulp")
       return &f;
   }
   return nullptr;

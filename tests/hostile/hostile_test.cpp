@@ -16,6 +16,7 @@
 #include "ddpscope/analysis/analyzer.h"
 #include "ddpscope/capture/feed.h"
 #include "ddpscope/net/packet.h"
+#include "ddpscope/ulp/nvmeof.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
 #include "hostile_builders.h"
@@ -291,6 +292,63 @@ TEST(Hostile, AtomicStormHitsMaxOutstandingAtomics) {
   const Model& m = an.model();
   EXPECT_TRUE(has_limit(m, "max_outstanding_atomics"));
   EXPECT_EQ(count(m, FindingId::rdmap_atomic_response_unmatched), 0u);
+}
+
+// An NVMe/RDMA host (claimed by its Fabrics Connect) that sends command after command, each
+// with a full keyed SGL list in its in-capsule data, and never a completion: the outstanding
+// commands and their regions stop at max_ulp_outstanding, the shadow buffers at max_regions;
+// a command tracked before the cap still completes cleanly.
+TEST(Hostile, NvmeCommandStormHitsMaxUlpOutstanding) {
+  AnalyzerOptions o;
+  o.limits.max_regions = 20000;
+  Analyzer an(o);
+  Wire w(an);
+  w.crc = false;
+  w.handshake();
+  std::uint32_t msn = 1;
+  const auto send = [&](const Bytes& body) {
+    w.fpdu(0, wire::untagged_header(Opcode::send, wire::kQnSend, msn++, 0, true), body);
+  };
+  ulp::NvmeSqe connect;
+  connect.opcode = ulp::kNvmeFabricsOpcode;
+  connect.flags = 0x40;
+  connect.nsid = 0x01;  // fctype Connect
+  connect.cdw[0] = 1u << 16;
+  send(ulp::encode_nvme_sqe(connect));
+  // Command 0: one 512-octet buffer, written and completed below.
+  ulp::NvmeSqe read;
+  read.opcode = 0x02;
+  read.flags = 0x40;
+  read.nsid = 1;
+  read.sgl1 = {0x100000, 512, 0x77, ulp::sgl_type::keyed_data_block, ulp::sgl_subtype::address};
+  send(ulp::encode_nvme_sqe(read));
+  constexpr std::uint32_t kPerCommand = 250;
+  for (std::uint16_t cid = 1; cid <= 400; ++cid) {
+    ulp::NvmeSqe q = read;
+    q.cid = cid;
+    q.sgl1 = {0, kPerCommand * 16, 0, ulp::sgl_type::last_segment, ulp::sgl_subtype::offset};
+    Bytes cap = ulp::encode_nvme_sqe(q);
+    ByteWriter cw(cap);
+    for (std::uint32_t i = 0; i < kPerCommand; ++i)
+      ulp::encode_nvme_sgl({0x10000000ull * cid + 0x1000ull * i, 4096, (cid << 12) + i + 0x1000,
+                            ulp::sgl_type::keyed_data_block, ulp::sgl_subtype::address},
+                           cw);
+    send(cap);
+  }
+  w.fpdu(1, wire::tagged_header(Opcode::rdma_write, 0x77, 0x100000, true), Bytes(512, 1));
+  ulp::NvmeCqe done;
+  send(Bytes{});  // (keeps the client's MSNs honest; an empty Send is no capsule)
+  w.fpdu(1, wire::untagged_header(Opcode::send, wire::kQnSend, 1, 0, true),
+         ulp::encode_nvme_cqe(done));
+  an.finish();
+  const Model& m = an.model();
+  EXPECT_TRUE(has_limit(m, "max_ulp_outstanding"));
+  EXPECT_TRUE(has_limit(m, "max_regions"));
+  for (const auto& f : m.findings)
+    EXPECT_EQ(f.id, FindingId::engine_limit_reached) << f.message;
+  const ShadowBuffer* b = m.memory.find(RegionKey{net::Address::v4(0x0A000001), 0x77});
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->completed_frame, w.frames());
 }
 
 TEST(Hostile, BusyStreamsHitMaxHistoryTotal) {

@@ -206,6 +206,24 @@ def test_rping_fields(ts, args):
           f"use_builtin: {rows[8]}")
 
 
+def test_nvmeof_fields(ts, args):
+    """The real NVMe-oF capture (issue 14): every RDMA Write segment names the NVMe command whose
+    buffer it lands in; the Read Responses name the command they serve. A segment is drawn in
+    the frame that completes its FPDU (siw sends the CRC in a segment of its own)."""
+    cap = ts.stage(args.capture)
+    rows = ts.fields(cap, ["iwarp.rdmap.opcode", "iwarp.ddp.t", "iwarp.ddp.region.ulp",
+                           "iwarp.ddp.region.command", "iwarp.ddp.region.bounds_known"])
+    tagged = {f: r for f, r in rows.items() if r["iwarp.ddp.t"] in ("1", "True")}
+    check(len(tagged) == 62, f"{len(tagged)} tagged segments")  # 54 Writes, 8 Read Responses
+    for frame, r in tagged.items():
+        check(r["iwarp.ddp.region.ulp"] == "nvme-rdma", f"frame {frame}: {r}")
+        check(r["iwarp.ddp.region.command"], f"frame {frame}: {r}")
+    check(tagged[149]["iwarp.ddp.region.command"] == "NVMe Read cid 97 nsid 1", tagged[149])
+    check(tagged[149]["iwarp.ddp.region.bounds_known"] in ("1", "True"), tagged[149])
+    check(tagged[212]["iwarp.ddp.region.command"] == "NVMe Write cid 100 nsid 1: the Read's sink",
+          tagged[212])
+
+
 def test_builtin_equal(ts, args):
     cap = ts.stage(args.capture)
     ours = ts.fields(cap, [o for o, _ in SHARED_FIELDS])
@@ -644,6 +662,7 @@ TESTS = {
     "crc_not_placed": test_crc_not_placed,
     "gap_first_fpdu": test_gap_first_fpdu,
     "twin_names": test_twin_names,
+    "nvmeof_fields": test_nvmeof_fields,
 }
 
 

@@ -27,8 +27,10 @@ AdvertContext ctx(std::uint16_t port) {
 }
 
 TEST(RpingAdvertisement, UserSpaceBufferIsARegionOfTheSender) {
-  std::vector<AdvertisedRegion> out;
-  RpingAdvertisementDecoder().decode(ctx(7174), rping_info(0x55d0c0a01000, 0xc01, 4000), out);
+  UlpEvents ev;
+  auto& out = ev.regions;
+  RpingAdvertisementDecoder().decode(ctx(7174), nullptr, rping_info(0x55d0c0a01000, 0xc01, 4000),
+                                     ev);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].stag, 0xc01u);
   EXPECT_EQ(out[0].base, 0x55d0c0a01000u);
@@ -38,22 +40,25 @@ TEST(RpingAdvertisement, UserSpaceBufferIsARegionOfTheSender) {
 
 // Seen in a real siw NVMe-oF capture: 16-octet completions that parse as nonsense regions.
 TEST(RpingAdvertisement, NonCanonicalAddressesAndNvmeOfPortAreNotAdvertisements) {
-  std::vector<AdvertisedRegion> out;
-  RpingAdvertisementDecoder().decode(ctx(7174), rping_info(0x7f00000f20080000, 0x2000000, 1 << 24),
-                                     out);
-  RpingAdvertisementDecoder().decode(ctx(4420), rping_info(0x55d0c0a01000, 0xc01, 4000), out);
-  RpingAdvertisementDecoder().decode(ctx(7174), rping_info(0x55d0c0a01000, 0xc01, 0), out);
+  UlpEvents ev;
+  auto& out = ev.regions;
+  RpingAdvertisementDecoder().decode(ctx(7174), nullptr,
+                                     rping_info(0x7f00000f20080000, 0x2000000, 1 << 24), ev);
+  RpingAdvertisementDecoder().decode(ctx(4420), nullptr, rping_info(0x55d0c0a01000, 0xc01, 4000),
+                                     ev);
+  RpingAdvertisementDecoder().decode(ctx(7174), nullptr, rping_info(0x55d0c0a01000, 0xc01, 0), ev);
   EXPECT_TRUE(out.empty());
 }
 
 TEST(RpingAdvertisement, OnlySendsOfSixteenOctets) {
-  std::vector<AdvertisedRegion> out;
+  UlpEvents ev;
+  auto& out = ev.regions;
   Bytes longer = rping_info(0x55d0c0a01000, 0xc01, 4000);
   longer.push_back(0);
-  RpingAdvertisementDecoder().decode(ctx(7174), longer, out);
+  RpingAdvertisementDecoder().decode(ctx(7174), nullptr, longer, ev);
   AdvertContext write = ctx(7174);
   write.opcode = static_cast<std::uint8_t>(wire::Opcode::rdma_write);
-  RpingAdvertisementDecoder().decode(write, rping_info(0x55d0c0a01000, 0xc01, 4000), out);
+  RpingAdvertisementDecoder().decode(write, nullptr, rping_info(0x55d0c0a01000, 0xc01, 4000), ev);
   EXPECT_TRUE(out.empty());
 }
 

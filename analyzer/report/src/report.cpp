@@ -10,6 +10,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "ddpscope/ddp/rules.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
 #include "ddpscope/wire/terminate_error.h"
@@ -69,6 +70,14 @@ json terminate_json(const TerminateError& t) {
       {"layer", t.layer}, {"etype", t.etype}, {"code", t.code}, {"name", terminate_error_name(t)}};
 }
 
+// The remote rights an upper layer's command implies, by their regions-file names.
+json access_names(std::uint8_t a) {
+  json j = json::array();
+  if (a & ddp::access::remote_read) j.push_back("remote_read");
+  if (a & ddp::access::remote_write) j.push_back("remote_write");
+  return j;
+}
+
 json region_json(const ShadowBuffer& b) {
   json j;
   j["stag"] = stag_hex(b.key.stag);
@@ -80,6 +89,10 @@ json region_json(const ShadowBuffer& b) {
   j["bounds_enforced"] = b.bounds_enforced;
   if (b.stream) j["stream"] = *b.stream;
   if (b.invalidated) j["invalidated_frame"] = b.invalidated_frame;
+  if (!b.ulp.empty()) j["ulp"] = b.ulp;
+  if (!b.command.empty()) j["command"] = b.command;
+  if (b.ulp_access) j["ulp_access"] = access_names(*b.ulp_access);
+  if (b.completed_frame) j["completed_frame"] = b.completed_frame;
   json ranges = json::array();
   for (const auto& [begin, end] : b.extents())
     ranges.push_back({hex(begin), hex(end)});
@@ -131,6 +144,7 @@ json to_json(const Model& m, const std::string& capture_name) {
     js["client"] = s.client.to_string();
     js["server"] = s.server.to_string();
     js["state"] = std::string(to_string(s.state));
+    if (!s.ulp.empty()) js["ulp"] = {{"name", s.ulp}, {"detail", s.ulp_detail}};
     js["first_frame"] = s.first_frame;
     js["last_frame"] = s.last_frame;
     json mpa;
@@ -232,6 +246,7 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
     out << "\nStream " << s.id << ": " << s.client.to_string() << " -> " << s.server.to_string()
         << "  [" << to_string(s.state) << "] frames " << s.first_frame << "-" << s.last_frame
         << "\n";
+    if (!s.ulp.empty()) out << "  ULP: " << s.ulp << " (" << s.ulp_detail << ")\n";
     out << "  MPA: ";
     if (s.mid_stream) out << "mid-stream (no handshake in capture) ";
     if (s.revision) out << "rev " << int(*s.revision) << " ";
@@ -286,6 +301,17 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
       out << "    " << b.key.owner.to_string() << " STag " << stag_hex(b.key.stag) << " ["
           << to_string(b.source) << "]";
       if (b.base && b.length) out << " base " << hex(*b.base) << " length " << *b.length;
+      if (!b.command.empty()) {
+        out << " " << b.command;
+        if (b.ulp_access)
+          out << " ("
+              << ((*b.ulp_access & ddp::access::remote_read) &&
+                          (*b.ulp_access & ddp::access::remote_write)
+                      ? "remote read and write"
+                  : (*b.ulp_access & ddp::access::remote_read) ? "remote read"
+                                                               : "remote write")
+              << ")";
+      }
       if (b.extents().empty()) {
         out << ": nothing placed\n";
         continue;

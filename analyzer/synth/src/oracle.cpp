@@ -169,7 +169,14 @@ class Oracle {
       sc.max_atomics = limits.max_outstanding_atomics;
       sinks_[ci][d] = rdmap::DataSink(sc);
     }
+    ulp_.push_back(std::make_unique<UlpStreamDecoders>(advertisers_));
     if (!c.params) return;
+    UlpSetup setup;
+    setup.request = c.spec->client_private_data;
+    setup.reply = c.spec->server_private_data;
+    setup.initiator = c.ep[0];
+    setup.responder = c.ep[1];
+    ulp_[ci]->setup(setup);
     sinks_[ci][0].set_ird(c.params->responder_ird);
     sinks_[ci][1].set_ird(c.params->initiator_ird);
     if (c.params->peer_to_peer) sinks_[ci][0].expect_rtr(c.params->rtr);
@@ -306,7 +313,7 @@ class Oracle {
         [[fallthrough]];
       case wire::Opcode::send:
       case wire::Opcode::send_se:
-        learn_advertisements(r.conn, r.dir, step.opcode, body);
+        learn_advertisements(r.conn, r.dir, step, body);
         return;
       case wire::Opcode::atomic_request:
         if (step.atomic_request) {
@@ -355,22 +362,43 @@ class Oracle {
   }
 
   // The regions a complete Send advertises, judged by core's own decoders (ulp/advert.h) with
-  // the connection's endpoints; the regions file wins over an advertisement.
-  void learn_advertisements(int ci, int dir, std::uint8_t opcode, const Bytes& body) {
+  // the connection's endpoints and set-up; the regions file wins over an advertisement. A
+  // command's keys it asked to be invalidated are invalid after its completion, as the analysis
+  // takes them (analysis/engine_ulp.cpp).
+  void learn_advertisements(int ci, int dir, const rdmap::SegmentStep& step, const Bytes& body) {
     const Conn& c = e_.conn(ci);
-    const AdvertContext ctx{opcode, c.ep[dir], c.ep[1 - dir], static_cast<std::uint32_t>(ci)};
-    std::vector<AdvertisedRegion> found;
-    for (const auto& d : advertisers_)
-      d->decode(ctx, body, found);
-    for (const AdvertisedRegion& a : found) {
+    AdvertContext ctx{step.opcode, c.ep[dir], c.ep[1 - dir], static_cast<std::uint32_t>(ci)};
+    ctx.length = step.message_length;
+    ctx.invalidate_stag = step.invalidated.value_or(0);
+    ctx.from_initiator = dir == 0;
+    const auto learn = [&](const AdvertisedRegion& a) {
       KnownRegion& k = regions_[{a.owner, a.stag}];
-      if (k.source == KnownRegion::Source::regions_file) continue;
+      if (k.source == KnownRegion::Source::regions_file) return;
       k.source = KnownRegion::Source::advertisement;
       k.base = a.base;
       k.length = a.length;
       k.bounds_enforced = true;
       k.stream = static_cast<std::uint32_t>(ci);
       k.invalidated = false;
+    };
+    for (const auto& d : ulp_[ci]->decode(ctx, body)) {
+      for (const AdvertisedRegion& a : d.events.regions)
+        learn(a);
+      for (const UlpCommand& cmd : d.events.commands) {
+        auto& keys = commands_[{ci, cmd.id}];
+        keys.clear();
+        for (const AdvertisedRegion& a : cmd.regions) {
+          learn(a);
+          if (a.invalidate) keys.emplace_back(a.owner, a.stag);
+        }
+      }
+      for (const UlpCompletion& done : d.events.completions) {
+        auto it = commands_.find({ci, done.id});
+        if (it == commands_.end()) continue;
+        for (const RegionKey& k : it->second)
+          regions_[k].invalidated = true;
+        commands_.erase(it);
+      }
     }
   }
 
@@ -378,6 +406,9 @@ class Oracle {
   const Emitter& e_;
   const std::vector<std::unique_ptr<AdvertisementDecoder>> advertisers_ =
       default_advertisement_decoders();
+  std::vector<std::unique_ptr<UlpStreamDecoders>> ulp_;  // by connection
+  // Outstanding ULP commands by (connection, id): the keys their completion invalidates.
+  std::map<std::pair<int, std::uint64_t>, std::vector<RegionKey>> commands_;
   bool known_ = false;  // a regions file is given: an STag it does not list is no region
   std::map<RegionKey, KnownRegion> regions_;
   std::vector<std::array<rdmap::DataSink, 2>> sinks_;  // by connection and sending side

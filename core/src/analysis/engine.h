@@ -26,6 +26,7 @@
 #include "ddpscope/rdmap/data_sink.h"
 #include "ddpscope/tcp/reassembly.h"
 #include "ddpscope/ulp/advert.h"
+#include "engine_ulp.h"
 
 namespace ddpscope {
 
@@ -89,8 +90,9 @@ struct Connection {
   std::array<std::unique_ptr<DirectionEngine>, 2> d;
   bool provisional = true;  // client side guessed, not yet proven by SYN or MPA Request
   std::optional<StreamHint> hint;
-  std::uint64_t reply_frame = 0;  // the MPA Reply's frame (0: none seen)
-  bool replaced = false;          // a new connection on its 4-tuple began: it has ended
+  std::uint64_t reply_frame = 0;   // the MPA Reply's frame (0: none seen)
+  bool replaced = false;           // a new connection on its 4-tuple began: it has ended
+  std::unique_ptr<UlpStream> ulp;  // the upper layer's decoders and commands (engine_ulp.cpp)
 };
 
 struct ConnectionKey {
@@ -217,7 +219,25 @@ struct Analyzer::Impl {
   void untagged_message(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
                         const rdmap::SegmentStep& step, const MessageTrack& m);
   void learn_from_read_request(Connection& c, int dir, const wire::ReadRequest& rr, const Ctx& ctx);
-  void advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t op, ByteView body);
+  // ---- upper layers (engine_ulp.cpp) ----
+  UlpStream& ulp_of(Connection& c);
+  // The MPA Reply settled the stream: its Request's and Reply's private data to the decoders.
+  void ulp_setup(Connection& c);
+  // A complete Send: regions, commands and completions the decoders find in it.
+  void advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t op, ByteView body,
+                      std::uint64_t length, std::uint32_t invalidate_stag);
+  void ulp_learn(Connection& c, int dir, const Ctx& ctx, std::size_t decoder,
+                 const AdvertisedRegion& a, const std::string& command);
+  void ulp_command(Connection& c, int dir, const Ctx& ctx, std::size_t decoder, UlpCommand& cmd);
+  void ulp_complete(Connection& c, int dir, const Ctx& ctx, std::size_t decoder,
+                    const UlpCompletion& done, std::uint8_t opcode, std::uint32_t invalidate_stag);
+  // A placed RDMA Write segment, and a Read Request: checked against the command that
+  // advertised the region, counted as its data.
+  void ulp_tagged(Connection& c, int dir, const PduEvent& ev, const Ctx& ctx,
+                  const rdmap::SegmentStep& step);
+  void ulp_read_request(Connection& c, int dir, const wire::ReadRequest& rr, const Ctx& ctx);
+  void ulp_lost(Connection& c, Consequence cause);
+  void ulp_forget(UlpStream& u, const UlpStream::CommandKey& k);
   void terminate(Connection& c, int dir, PduEvent& ev, const Ctx& ctx, ByteView body);
   std::size_t new_record(Connection& c, int dir, std::uint8_t opcode, bool is_tagged);
   std::uint64_t delivery_push(Connection& c, int dir, std::size_t record);

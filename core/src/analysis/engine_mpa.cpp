@@ -88,6 +88,7 @@ void Analyzer::Impl::lost_input(Connection& c, int dir, Consequence cause) {
   c.ds(dir).last_loss = cause;
   c.ds(dir).sink.lost_input(cause);
   c.ds(1 - dir).sink.own_side_lost(cause);
+  ulp_lost(c, cause);
 }
 
 void Analyzer::Impl::start_mid_stream(Connection& c, int dir, bool markers,
@@ -304,6 +305,7 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
   c.ds(0).framer.set_params(p.markers_to_responder, p.crc, g0);
   c.ds(1).framer.set_params(p.markers_to_initiator, p.crc, g1);
   if (c.ds(0).framer.s0()) sm.dirs[0].mpa.s0 = *c.ds(0).framer.s0();
+  ulp_setup(c);  // the RDMA CM private data (engine_ulp.cpp)
 }
 
 // Folded into on_raw_pdu, its only caller (GCC keeps it out of line otherwise: a call per FPDU).

@@ -151,9 +151,10 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
   auto& oc = dm.opcodes[step.opcode];
   oc.segments++;
   oc.bytes += seg.payload.size();
-  if (step.kind == rdmap::SegmentStep::Kind::tagged)
+  if (step.kind == rdmap::SegmentStep::Kind::tagged) {
     tagged_segment(c, dir, ev, ctx, step);
-  else if (!(step.violation && step.violation->id == FindingId::ddp_untagged_invalid_qn))
+    if (c.ulp) ulp_tagged(c, dir, ev, ctx, step);  // engine_ulp.cpp
+  } else if (!(step.violation && step.violation->id == FindingId::ddp_untagged_invalid_qn))
     untagged_segment(c, dir, ev, ctx, step);
 }
 
@@ -294,6 +295,7 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
         if (!peer.sink.read_requested(o))
           limit_reached("max_outstanding_reads", Ctx{c.stream, dir, ctx.frame, {}});
         learn_from_read_request(c, dir, *step.read_request, ctx);
+        if (c.ulp) ulp_read_request(c, dir, *step.read_request, ctx);
       }
       return;
     case wire::Opcode::send_invalidate:
@@ -307,7 +309,9 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
       [[fallthrough]];
     case wire::Opcode::send:
     case wire::Opcode::send_se:
-      if (options.decode_advertisements) advertisements(c, dir, ctx, step.opcode, m.body);
+      if (options.decode_advertisements)
+        advertisements(c, dir, ctx, step.opcode, m.body, step.message_length,
+                       ev.ddp->header.rsvd_ulp1);
       return;
     case wire::Opcode::terminate:
       terminate(c, dir, ev, ctx, m.body);
@@ -368,29 +372,6 @@ void Analyzer::Impl::learn_from_read_request(Connection& c, int dir, const wire:
   }
   if (ShadowBuffer* src = region_for(c, dir, RegionKey{dm.to.addr, rr.source_stag}))
     learn(*src, RegionSource::read_request_source, "Read Request source", rr.source_to);
-}
-
-void Analyzer::Impl::advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t opcode,
-                                    ByteView body) {
-  StreamModel& sm = model.streams[c.stream];
-  AdvertContext actx{opcode, sm.dirs[dir].from, sm.dirs[dir].to, c.stream};
-  std::vector<AdvertisedRegion> found;
-  for (const auto& d : advertisers)
-    d->decode(actx, body, found);
-  for (const auto& a : found) {
-    ShadowBuffer* b = region_for(c, dir, RegionKey{a.owner, a.stag});
-    if (!b || b->source == RegionSource::regions_file) continue;
-    b->source = RegionSource::advertisement;
-    b->origin = std::string(advertisers.front()->name()) + " advertisement (frame " +
-                std::to_string(ctx.frame) + ")";
-    b->base = a.base;
-    b->length = a.length;
-    b->bounds_enforced = true;
-    b->stream = c.stream;
-    b->stream_scoped = a.per_connection;
-    b->learned_frame = ctx.frame;
-    b->invalidated = false;
-  }
 }
 
 void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,

@@ -37,6 +37,8 @@ constexpr std::array kFields{
                "Read Requests awaiting their Response, per direction"},
     LimitField{"max_outstanding_atomics", &Limits::max_outstanding_atomics, false,
                "Atomic Requests awaiting their Response, per direction"},
+    LimitField{"max_ulp_outstanding", &Limits::max_ulp_outstanding, false,
+               "upper-layer commands awaiting their completion, and their regions, per stream"},
 };
 
 // Every std::size_t member of Limits is listed once.

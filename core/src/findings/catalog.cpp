@@ -142,6 +142,21 @@ constexpr std::array<FindingSpec, kFindingCount> kCatalog{{
     {F::rdmap_terminate_nonconformant, "rdmap.terminate-nonconformant", S::warning, "rdmap",
      "RFC 5040 §4.8", kNone,
      "Terminate control word not in RFC layout (Linux siw's little-endian bit fields)"},
+    {F::ulp_access_mismatch, "ulp.access-mismatch", S::error, "ulp",
+     "RFC 5040 §5.3; the ULP command's data direction",
+     term(kRdmap, rdmap_etype::remote_protection, rdmap_code::access_rights),
+     "RDMA Write into a buffer its command advertised for remote read only, or a Read Request "
+     "of one advertised for remote write only"},
+    {F::ulp_incomplete_transfer, "ulp.incomplete-transfer", S::error, "ulp",
+     "NVMe-oF RDMA transport: data before the response", kNone,
+     "a command completed successfully before all of the data its buffers advertised was "
+     "transferred"},
+    {F::ulp_length_mismatch, "ulp.length-mismatch", S::warning, "ulp",
+     "the ULP command's data length", kNone,
+     "the octets transferred for a command differ from the length the command itself gives"},
+    {F::ulp_invalidate_mismatch, "ulp.invalidate-mismatch", S::error, "ulp",
+     "RFC 5040 §5.3; NVMe-oF RDMA transport: Send with Invalidate", kNone,
+     "a completion sent with Invalidate names another STag than its command's"},
     {F::engine_limit_reached, "engine.limit-reached", S::warning, "engine", "ddpscope limits",
      kNone, "a configured analysis limit was reached; analysis continues degraded"},
 }};

@@ -87,6 +87,10 @@ struct StreamModel {
   bool peer_to_peer = false;
   std::string rtr;      // "write", "read", "send", or empty
   bool closed = false;  // FIN or RST seen
+  // The upper layer a decoder recognised on the stream ("nvme-rdma"), and what it was told by
+  // ("by RDMA CM private data; qid 1 ...").
+  std::string ulp;
+  std::string ulp_detail;
 };
 
 // One DDP message (tagged or untagged), for MSN charts and delivery views.

@@ -45,6 +45,11 @@ struct Limits {
   // peer stays below these.
   std::size_t max_outstanding_reads = 1u << 14;
   std::size_t max_outstanding_atomics = 1u << 14;
+  // Upper-layer commands awaiting their completion and the regions they advertised, per stream
+  // (each counts one; NVMe queues are at most 65535 deep, Linux uses 128, a command up to 252
+  // keyed descriptors): past it, a new command's regions are still learned (bounded by
+  // max_regions) but its completion is not checked.
+  std::size_t max_ulp_outstanding = 4096;
   // Bounded by design, not configurable: untagged queues (only the QNs RDMAP defines are
   // tracked), recently seen DDP headers (256 per direction, for Terminate quoting), the octets
   // kept of an untagged message's body (4096).

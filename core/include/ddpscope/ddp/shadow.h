@@ -124,6 +124,13 @@ class ShadowBuffer {
   std::uint64_t learned_frame = 0;
   bool invalidated = false;
   std::uint64_t invalidated_frame = 0;
+  // Learned from an upper layer's command (source advertisement, or the Read sink of one):
+  // which ULP ("nvme-rdma"), the command ("NVMe Read cid 12 nsid 1"), the access it implies
+  // (ddp::access bits) and the frame of the completion that ended it (0: none seen).
+  std::string ulp;
+  std::string command;
+  std::optional<std::uint8_t> ulp_access;
+  std::uint64_t completed_frame = 0;
 
   // Coalesced placed extents [begin, end).
   const std::map<std::uint64_t, std::uint64_t>& extents() const { return extents_; }

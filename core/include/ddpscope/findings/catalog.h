@@ -68,6 +68,11 @@ enum class FindingId : std::uint16_t {
   rdmap_atomic_response_unmatched,
   rdmap_terminate,
   rdmap_terminate_nonconformant,
+  // Upper layers (ulp/advert.h: NVMe-oF, ...)
+  ulp_access_mismatch,
+  ulp_incomplete_transfer,
+  ulp_length_mismatch,
+  ulp_invalidate_mismatch,
   // Engine
   engine_limit_reached,
   count_
@@ -78,8 +83,8 @@ struct FindingSpec {
   FindingId id;
   std::string_view code;  // stable dotted name, e.g. "ddp.tagged.bounds"
   Severity severity;
-  std::string_view layer;                   // "tcp", "capture", "mpa", "ddp", "rdmap", "engine"
-  std::string_view rfc;                     // the rule's home, e.g. "RFC 5041 §7.2"
+  std::string_view layer;  // "tcp", "capture", "mpa", "ddp", "rdmap", "ulp", "engine"
+  std::string_view rfc;    // the rule's home, e.g. "RFC 5041 §7.2"
   std::optional<TerminateError> terminate;  // what a compliant Data Sink sends
   std::string_view summary;                 // one line
 };

@@ -1,11 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Upper-layer buffer advertisements: an upper layer tells its peer an STag, a base TO and a
-// length inside an untagged message (rping in its SEND; NVMe-oF, iSER and SMB Direct in their
-// own PDUs). A decoder turns such a payload into regions the engine then checks against.
+// length inside an untagged message (rping in its SEND; NVMe-oF, iSER, NFS/RDMA and SMB Direct
+// in their own PDUs). A decoder turns such a payload into regions the engine then checks
+// against, and, for a ULP with commands, tells which command each region belongs to and which
+// message completes it (the engine's ULP checks, analysis/engine_ulp.cpp, are the same for
+// every ULP).
+//
+// One decoder object serves every stream; what it must remember of one stream (whether the
+// stream carries its ULP, which command a key belongs to) lives in the UlpStreamState it makes
+// for that stream, never in the decoder. A stream a decoder claims (its set-up or content says
+// it carries that ULP) is decoded by that decoder alone.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +29,12 @@ struct AdvertContext {
   net::Endpoint sender;     // who advertised (owns the memory); port 0: not known
   net::Endpoint receiver;   // port 0: not known
   std::uint32_t stream = 0;
+  // The message's whole length: the body handed over may be its first octets only.
+  std::uint64_t length = 0;
+  // The STag a Send with Invalidate names (RFC 5040 §5.3); 0 for the other Sends.
+  std::uint32_t invalidate_stag = 0;
+  // The sender is the stream's MPA initiator (nullopt: no handshake seen).
+  std::optional<bool> from_initiator;
 };
 
 struct AdvertisedRegion {
@@ -30,15 +45,71 @@ struct AdvertisedRegion {
   // The upper layer registers the region for this connection only (its own protection domain):
   // using it on another stream while this one lasts is a violation.
   bool per_connection = false;
+  // What the command that advertised it implies (ddp::access bits: remote_write for a buffer
+  // the peer RDMA-Writes, remote_read for one it RDMA-Reads); nullopt: not said.
+  std::optional<std::uint8_t> access;
+  // The upper layer asks for the STag to be invalidated when the command completes (NVMe-oF:
+  // keyed SGL sub-type Fh): after the completion it is not valid.
+  bool invalidate = false;
+};
+
+// A command that names buffers of its sender's; it lasts until a UlpCompletion with its id.
+struct UlpCommand {
+  std::uint64_t id = 0;  // unique among the stream's outstanding commands (NVMe: the CID)
+  std::string name;      // "NVMe Read cid 12 nsid 1"
+  std::vector<AdvertisedRegion> regions;
+  // Octets the command itself says it transfers (NVMe: NUMD of Get Log Page, Identify's 4096),
+  // when its own fields say so; compared with what was placed at its completion.
+  std::optional<std::uint64_t> transfer_length;
+  // Not every data descriptor was read (an SGL list past the octets kept): the regions are a
+  // lower bound, so no transfer check is made.
+  bool partial = false;
+};
+
+struct UlpCompletion {
+  std::uint64_t id = 0;  // the command it completes
+  bool success = true;   // the status says the command succeeded (its data was transferred)
+  std::string status;    // e.g. "status 0x0002", for messages
+};
+
+// What one complete untagged message told.
+struct UlpEvents {
+  std::vector<AdvertisedRegion> regions;  // advertisements of no command (rping)
+  std::vector<UlpCommand> commands;
+  std::vector<UlpCompletion> completions;
+  bool empty() const { return regions.empty() && commands.empty() && completions.empty(); }
+};
+
+// The connection set-up a ULP recognises itself by: the ULP's part of the MPA Request's and
+// Reply's private data (after the RFC 6581 word), which is the RDMA CM private data.
+struct UlpSetup {
+  std::optional<Bytes> request;  // nullopt: no Request seen
+  std::optional<Bytes> reply;
+  net::Endpoint initiator;
+  net::Endpoint responder;
+};
+
+// A decoder's memory of one stream.
+class UlpStreamState {
+ public:
+  virtual ~UlpStreamState() = default;
+  // The stream carries this decoder's ULP (set-up or content said so).
+  virtual bool claimed() const { return false; }
+  // What recognised it and what the set-up said ("qid 1, hsqsize 127"), for reports.
+  virtual std::string describe() const { return {}; }
 };
 
 class AdvertisementDecoder {
  public:
   virtual ~AdvertisementDecoder() = default;
-  virtual std::string_view name() const = 0;  // "rping"
-  // Appends the regions advertised by one complete untagged message.
-  virtual void decode(const AdvertContext& ctx, ByteView message,
-                      std::vector<AdvertisedRegion>& out) const = 0;
+  virtual std::string_view name() const = 0;  // "rping", "nvme-rdma"
+  // A fresh state for a new stream (nullptr: the decoder needs none).
+  virtual std::unique_ptr<UlpStreamState> new_stream() const { return nullptr; }
+  // The stream's MPA Request and Reply (at the Reply).
+  virtual void setup(UlpStreamState* /*state*/, const UlpSetup& /*setup*/) const {}
+  // What one complete untagged message tells. `state` is new_stream()'s for this stream.
+  virtual void decode(const AdvertContext& ctx, UlpStreamState* state, ByteView message,
+                      UlpEvents& out) const = 0;
 };
 
 // rping (rdma-core librdmacm/examples/rping.c): a 16-octet SEND holding
@@ -48,10 +119,32 @@ class AdvertisementDecoder {
 class RpingAdvertisementDecoder final : public AdvertisementDecoder {
  public:
   std::string_view name() const override { return "rping"; }
-  void decode(const AdvertContext& ctx, ByteView message,
-              std::vector<AdvertisedRegion>& out) const override;
+  void decode(const AdvertContext& ctx, UlpStreamState* state, ByteView message,
+              UlpEvents& out) const override;
 };
 
 std::vector<std::unique_ptr<AdvertisementDecoder>> default_advertisement_decoders();
+
+// The decoders' states of one stream, and which decoder claimed it: the one loop every host of
+// the decoders (the analysis engine, the synthetic generator's oracle) runs.
+class UlpStreamDecoders {
+ public:
+  explicit UlpStreamDecoders(const std::vector<std::unique_ptr<AdvertisementDecoder>>& decoders);
+  void setup(const UlpSetup& setup);
+  // Each event list is tagged with the index of the decoder that produced it.
+  struct Decoded {
+    std::size_t decoder = 0;
+    UlpEvents events;
+  };
+  std::vector<Decoded> decode(const AdvertContext& ctx, ByteView message);
+  // The decoder that claimed the stream (nullopt: none).
+  std::optional<std::size_t> claimed() const;
+  const AdvertisementDecoder& decoder(std::size_t i) const { return *decoders_[i]; }
+  const UlpStreamState* state(std::size_t i) const { return states_[i].get(); }
+
+ private:
+  const std::vector<std::unique_ptr<AdvertisementDecoder>>& decoders_;
+  std::vector<std::unique_ptr<UlpStreamState>> states_;
+};
 
 }  // namespace ddpscope

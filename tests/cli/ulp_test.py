@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Regions learned from the upper layer (issue 14): on the real NVMe-oF/RDMA capture every
+tagged segment's STag has a region the NVMe decoder learned (advertisement with enforced bounds,
+or the sink of a Read a command's buffer was read into), none is only observed, and nothing is
+reported; without advertisements the same STags are only observed. A capture cut after the
+handshakes, analysed with --port 4420, learns them from content and the port hint. The synthetic
+fault sample draws each ULP finding at its frame. Drives the real binary."""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+DDPSCOPE = sys.argv.pop(1)
+SAMPLES = sys.argv.pop(1)
+NVMEOF = os.path.join(SAMPLES, "siw", "siw-nvmeof.pcap")
+FAULT = os.path.join(SAMPLES, "synthetic", "fault-nvmeof.pcap")
+
+
+def cut(src, dst, first):
+    """Records from `first` (1-based) on of a classic little-endian pcap file."""
+    with open(src, "rb") as f:
+        data = f.read()
+    out, pos, n = [data[:24]], 24, 0
+    while pos + 16 <= len(data):
+        incl = struct.unpack("<I", data[pos + 8:pos + 12])[0]
+        n += 1
+        if n >= first:
+            out.append(data[pos:pos + 16 + incl])
+        pos += 16 + incl
+    with open(dst, "wb") as f:
+        f.write(b"".join(out))
+
+
+def analyze(*args):
+    p = subprocess.run([DDPSCOPE, "analyze", *map(str, args), "--json"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode in (0, 1), p.stderr
+    return json.loads(p.stdout)
+
+
+def used_stags(report):
+    return [t for s in report["streams"] for t in s["stags"] if t["segments"] > 0]
+
+
+class NvmeOf(unittest.TestCase):
+    def test_every_tagged_segment_lands_in_a_region_learned_from_nvme(self):
+        r = analyze(NVMEOF)
+        self.assertEqual(r["findings"], [])
+        self.assertEqual([s["ulp"]["name"] for s in r["streams"]], ["nvme-rdma", "nvme-rdma"])
+        self.assertIn("qid 1", r["streams"][1]["ulp"]["detail"])
+        self.assertIn("subnqn ddpscope-nqn", r["streams"][1]["ulp"]["detail"])
+        stags = [t for s in r["streams"] for t in s["stags"]]
+        self.assertEqual([t["stag"] for t in stags if t["source"] == "observed"], [])
+        used = used_stags(r)
+        self.assertEqual(len(used), 16)  # 14 RDMA Write STags, 2 Read Response sinks
+        for t in used:
+            self.assertEqual(t["ulp"], "nvme-rdma", t)
+            self.assertTrue(t["command"], t)
+            if t["source"] == "advertisement":
+                self.assertTrue(t["bounds_enforced"], t)
+                self.assertEqual(t["ulp_access"], ["remote_write"], t)
+                self.assertEqual(t["invalidated_frame"], t["completed_frame"], t)
+            else:
+                # A Read Response lands in the controller's own buffer, named by its Read
+                # Request (no ULP advertises it); the buffer it reads is the command's.
+                self.assertEqual(t["source"], "read-request-sink", t)
+                self.assertIn("the Read's sink", t["command"])
+        read_sources = [t for t in stags if t.get("ulp_access") == ["remote_read"]]
+        self.assertEqual(sorted(t["command"] for t in read_sources),
+                         ["NVMe Write cid 100 nsid 1", "NVMe-oF Connect cid 0 qid 0"])
+        for t in read_sources:
+            self.assertEqual(t["source"], "advertisement")
+            self.assertTrue(t["bounds_enforced"])
+
+    def test_without_advertisements_the_stags_are_only_observed(self):
+        r = analyze(NVMEOF, "--no-advertisements")
+        writes = [t for t in used_stags(r) if t["source"] == "observed"]
+        self.assertEqual(len(writes), 14)
+        self.assertFalse(any("ulp" in t for t in used_stags(r)))
+
+    def test_mid_stream_capture_learns_from_content_with_the_port_hint(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            mid = os.path.join(tmp, "mid.pcap")
+            cut(NVMEOF, mid, 140)  # after both handshakes and the I/O queue's Connect
+            r = analyze(mid, "--port", 4420)
+            io = [s for s in r["streams"] if s["client"].endswith(":50146")][0]
+            self.assertIn("port 4420", io["ulp"]["detail"])
+            learned = [t for t in io["stags"] if t["source"] == "advertisement"]
+            self.assertEqual(len(learned), 5)
+            # The queue id came with the Connect, before the cut: both names of opcode 0x02.
+            self.assertIn("NVMe Read or Get Log Page cid 97 nsid 1", [t["command"] for t in learned])
+            self.assertEqual([f for f in r["findings"] if f["severity"] != "note"], [])
+
+    def test_fault_sample_draws_each_ulp_finding_at_its_frame(self):
+        r = analyze(FAULT)
+        got = {(f["code"], f["frame"]) for f in r["findings"]}
+        for want in [("ulp.length-mismatch", 27), ("ddp.tagged.bounds", 35),
+                     ("ulp.access-mismatch", 41), ("ulp.incomplete-transfer", 59),
+                     ("ulp.invalidate-mismatch", 65), ("rdmap.stag-invalidated-use", 67)]:
+            self.assertIn(want, got)
+        access = [f for f in r["findings"] if f["code"] == "ulp.access-mismatch"][0]
+        self.assertEqual(access["terminate"]["name"],
+                         "RDMAP / Remote Protection / Access rights violation")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]])
