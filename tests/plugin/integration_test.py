@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plugin_tests import Failure, Tshark, check  # noqa: E402
+from plugin_tests import Failure, Tshark, check, run_test  # noqa: E402
 
 
 def analyzer_json(analyzer, capture, extra=()):
@@ -152,16 +152,7 @@ def main():
     ap.add_argument("--readme", required=True)
     ap.add_argument("test", choices=sorted(TESTS))
     args = ap.parse_args()
-    ts = Tshark(args.plugin)
-    try:
-        TESTS[args.test](ts, args)
-    except Failure as e:
-        print(f"FAIL {args.test}: {e}", file=sys.stderr)
-        return 1
-    finally:
-        ts.cleanup()
-    print(f"PASS {args.test}")
-    return 0
+    return run_test(TESTS, args)
 
 
 if __name__ == "__main__":

@@ -666,6 +666,20 @@ TESTS = {
 }
 
 
+def run_test(tests, args):
+    """Runs tests[args.test] with a Tshark loading args.plugin; prints PASS/FAIL, returns the exit code."""
+    ts = Tshark(args.plugin)
+    try:
+        tests[args.test](ts, args)
+    except Failure as e:
+        print(f"FAIL {args.test}: {e}", file=sys.stderr)
+        return 1
+    finally:
+        ts.cleanup()
+    print(f"PASS {args.test}")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--plugin", required=True)
@@ -675,16 +689,7 @@ def main():
     ap.add_argument("more", nargs="*", help="further captures, for tests over several")
     args = ap.parse_args()
     args.captures = ([args.capture] if args.capture else []) + args.more
-    ts = Tshark(args.plugin)
-    try:
-        TESTS[args.test](ts, args)
-    except Failure as e:
-        print(f"FAIL {args.test}: {e}", file=sys.stderr)
-        return 1
-    finally:
-        ts.cleanup()
-    print(f"PASS {args.test}")
-    return 0
+    return run_test(TESTS, args)
 
 
 if __name__ == "__main__":
