@@ -57,10 +57,10 @@ struct Args {
 
 void print_interfaces() {
   std::printf(
-      "extcap {version=0.1.0}{help=https://github.com/ddpscope/ddpscope}\n"
+      "extcap {version=%s}{help=https://github.com/ddpscope/ddpscope}\n"
       "interface {value=%s}{display=ddpscope replay (a capture's iWARP side against a live "
       "peer)}\n",
-      kInterface);
+      DDPSCOPE_VERSION, kInterface);
 }
 
 void print_dlts() {

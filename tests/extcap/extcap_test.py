@@ -59,7 +59,9 @@ class Extcap(unittest.TestCase):
     def test_listings(self):
         r = run(EXTCAP, "--extcap-interfaces", "--extcap-version=4.0")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertRegex(r.stdout, r"(?m)^extcap \{version=[0-9.]+\}")
+        # The version Wireshark shows for the interface is the project's, as `ddpscope --version`.
+        version = run(DDPSCOPE, "--version").stdout.split()[-1]
+        self.assertIn("extcap {version=%s}" % version, r.stdout)
         self.assertIn("interface {value=%s}{display=ddpscope replay" % IFACE, r.stdout)
         r = run(EXTCAP, "--extcap-interface", IFACE, "--extcap-dlts")
         self.assertEqual(r.returncode, 0, r.stderr)
