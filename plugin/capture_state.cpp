@@ -212,9 +212,13 @@ void CaptureState::on_pdu(const PduEvent& e) {
   p.direction = e.direction;
   p.stream_offset = e.stream_offset;
   p.completed_frame = current_frame_;
-  if (finished_) {
-    p.end_of_capture = true;
-    if (!e.slices.empty()) p.completed_frame = e.slices.back().frame;
+  if (finished_) p.end_of_capture = true;
+  // A PDU none of whose octets came in the frame being fed was held behind a hole that this
+  // frame (an ACK past it, a full window) or the end of the capture declared capture loss: it
+  // is drawn where its last octet arrived, not in the frame that released it.
+  if (!e.slices.empty() && (finished_ || e.slices.back().frame < current_frame_)) {
+    if (!finished_) p.released_frame = current_frame_;
+    p.completed_frame = e.slices.back().frame;
   }
   p.ts_ns = current_ts_ns_;
   p.raw_size = e.raw.size();

@@ -64,6 +64,9 @@ struct PduRecord {
   // Reported by Analyzer::finish() (flushed at the end of the capture): drawn in the frame of
   // its last slice, which a one-pass run has printed before the PDU was known.
   bool end_of_capture = false;
+  // Held behind a hole that a later frame declared capture loss (an ACK past it, a full window):
+  // that frame, when the PDU is drawn in its own (earlier) last frame. 0: not held.
+  std::uint64_t released_frame = 0;
   // Text computed once on the first pass (the drawing code builds no C++ strings).
   std::string info;
   std::string region_text;

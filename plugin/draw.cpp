@@ -497,6 +497,10 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pi
   if (p.end_of_capture) {
     generated(proto_tree_add_boolean(mt, hf.an_pdu_end_of_capture, nullptr, 0, 0, TRUE));
   }
+  if (p.released_frame != 0) {
+    generated(proto_tree_add_uint(mt, hf.an_pdu_released_in, nullptr, 0, 0,
+                                  static_cast<std::uint32_t>(p.released_frame)));
+  }
   generated(proto_tree_add_uint(mt, hf.mpa_fpdu_length, nullptr, 0, 0,
                                 static_cast<std::uint32_t>(p.raw_size)));
   if (p.reassembled()) {

@@ -207,6 +207,10 @@ void register_fields() {
       HF(an_pdu_end_of_capture, "PDU reported at the end of the capture",
          "iwarp.mpa.end_of_capture", FT_BOOLEAN, BASE_NONE, nullptr, 0,
          "Flushed when the capture ended: shown by two-pass runs (tshark -2) and revisits"),
+      HF(an_pdu_released_in, "PDU held behind capture loss until frame", "iwarp.mpa.released_in",
+         FT_FRAMENUM, BASE_NONE, nullptr, 0,
+         "A hole before it was declared capture loss in that later frame (an ACK past it, or a "
+         "full window): shown by two-pass runs (tshark -2) and revisits"),
       HF(an_finding_reported_in, "Finding reported when frame was analysed",
          "iwarp.mpa.finding.reported_in", FT_FRAMENUM, BASE_NONE, nullptr, 0,
          "The PDU completed in a later frame: a one-pass run cannot show this finding"),

@@ -282,10 +282,12 @@ def test_findings_match(ts, args):
 def test_passes_agree(ts, args):
     cap = ts.stage(args.capture)
     one = ts.fields(cap, STABLE_FIELDS)
-    two = ts.fields(cap, STABLE_FIELDS + ["iwarp.mpa.end_of_capture"], ["-2"])
+    late_pdu = ["iwarp.mpa.end_of_capture", "iwarp.mpa.released_in"]
+    two = ts.fields(cap, STABLE_FIELDS + late_pdu, ["-2"])
     for frame in sorted(set(one) | set(two)):
-        # PDUs flushed at the end of the capture exist only for a second pass.
-        if two.get(frame, {}).pop("iwarp.mpa.end_of_capture", ""):
+        # PDUs flushed at the end of the capture, or held behind capture loss that a later frame
+        # declared, exist only for a second pass.
+        if [two.get(frame, {}).pop(f, "") for f in late_pdu] != ["", ""]:
             continue
         check(one.get(frame) == two.get(frame),
               f"frame {frame}: one pass {one.get(frame)} vs two passes {two.get(frame)}")
@@ -588,7 +590,8 @@ def test_gap_first_fpdu(ts, args):
     gaps = [f for f in doc["findings"] if f["code"] == "tcp.gap"]
     check(len(gaps) == 1, f"expected one tcp.gap: {doc['findings']}")
     gap_frame, port = gaps[0]["frame"], gaps[0]["from"].rsplit(":", 1)[1]
-    ours = ts.fields(cap, ["tcp.srcport", "iwarp.mpa.framing_resumed", "iwarp.mpa.resync_skipped"]
+    ours = ts.fields(cap, ["tcp.srcport", "iwarp.mpa.framing_resumed", "iwarp.mpa.resync_skipped",
+                           "iwarp.mpa.released_in", "tcp.ack", "tcp.len"]
                      + [o for o, _ in SHARED_FIELDS], ["-2"])
     theirs = ts.fields(cap, ["tcp.srcport"] + [b for _, b in SHARED_FIELDS],
                        ["--disable-protocol", "iwarp.mpa"])
@@ -606,6 +609,13 @@ def test_gap_first_fpdu(ts, args):
           f"frame {first}: not marked as where framing resumed: {r}")
     resumed = [f for f in sorted(ours) if ours[f]["iwarp.mpa.framing_resumed"]]
     check(resumed == [first], f"framing_resumed on {resumed}, expected only {first}")
+    # The FPDU was held behind the hole until the receiver's ACK past it showed the hole is
+    # capture loss (the peer has those octets): released by the first ACK from the other side.
+    acks = [f for f in sorted(ours) if f > first and ours[f]["tcp.srcport"] != port
+            and ours[f]["tcp.len"] == "0"]
+    check(acks and r["iwarp.mpa.released_in"] == str(acks[0]),
+          f"frame {first}: released_in={r['iwarp.mpa.released_in']!r}, expected the first ACK "
+          f"after it ({acks[:1]})")
     detail = ts.run(["-2", "-r", cap, "-V", "-Y", f"frame.number=={first}"]).stdout
     check("framing resumed after capture loss" in detail,
           f"frame {first}: the tree does not say framing resumed after capture loss")

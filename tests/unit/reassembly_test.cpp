@@ -200,5 +200,39 @@ TEST(Reassembly, SharedHistoryBudgetBoundsAllHistories) {
   EXPECT_EQ(none.used, 0u);
 }
 
+TEST(Reassembly, AckPastAHoleDeclaresItCaptureLossBeforeFlush) {
+  TcpReassembler r(kWindow, 1024);
+  Recorder rec;
+  r.syn(999);
+  r.segment(1000, octets(10, 0xAA), 1, 0, rec);  // offsets 0..9
+  r.segment(1030, octets(10, 0xBB), 3, 0, rec);  // 30..39: octets 10..29 not captured
+  r.segment(1060, octets(10, 0xCC), 5, 0, rec);  // 60..69: another hole, 40..59
+  ASSERT_EQ(rec.events.size(), 1u);
+  // An ACK short of the held data proves nothing: it waits.
+  r.acked(1020, rec);
+  EXPECT_EQ(rec.events.size(), 1u);
+  // The receiver acknowledged up to offset 50: it has 10..29, so they are capture loss; the
+  // segment at 30 is delivered. The second hole is before offset 60, which is not acknowledged
+  // yet: still waiting (could be reordering).
+  r.acked(1050, rec);
+  ASSERT_EQ(rec.events.size(), 3u);
+  EXPECT_EQ(rec.events[1].kind, 'g');
+  EXPECT_EQ(rec.events[1].offset, 10u);
+  EXPECT_EQ(rec.events[1].length, 20u);
+  EXPECT_EQ(rec.events[1].frame, 3u);
+  EXPECT_EQ(rec.events[2].kind, 'd');
+  EXPECT_EQ(rec.events[2].offset, 30u);
+  EXPECT_EQ(r.held_bytes(), 10u);
+  // The late hole's octets arriving now are delivered in order, no gap.
+  r.segment(1040, octets(20, 0xDD), 6, 0, rec);
+  ASSERT_EQ(rec.events.size(), 5u);
+  EXPECT_EQ(rec.events[3].kind, 'd');
+  EXPECT_EQ(rec.events[3].offset, 40u);
+  EXPECT_EQ(rec.events[4].offset, 60u);
+  // An ACK from before the stream (or wrapped far behind) changes nothing.
+  r.acked(500, rec);
+  EXPECT_EQ(rec.events.size(), 5u);
+}
+
 }  // namespace
 }  // namespace ddpscope

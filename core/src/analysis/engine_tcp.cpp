@@ -132,6 +132,22 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
   if (sm.state == StreamState::not_iwarp) return;
   sm.last_frame = frame;
   sm.last_ts_ns = ts;
+  if (seg.flags & net::tcp_flag::ack) {
+    // This segment acknowledges the other direction's octets: that direction's holes before
+    // the ACK are capture loss, declared now rather than when its window fills or the capture
+    // ends. (Delivery may swap the sides: the sender's direction is looked up after it.)
+    const int acked = same_endpoint(seg.src, sm.client) ? 1 : 0;
+    if (c.ds(acked).reasm.pending_bytes() > 0) {
+      auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
+      auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
+      DirectionCallbacks g{*this, c, acked};
+      pending_total -= held();
+      resync_total -= resyncing();
+      c.ds(acked).reasm.acked(seg.ack, g);
+      pending_total += held();
+      resync_total += resyncing();
+    }
+  }
   const int dir = same_endpoint(seg.src, sm.client) ? 0 : 1;
   DirectionModel& dm = sm.dirs[dir];
   DirectionEngine& ds = c.ds(dir);

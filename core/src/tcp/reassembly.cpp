@@ -143,6 +143,16 @@ void TcpReassembler::fin(std::uint32_t seq, std::uint64_t frame) {
   }
 }
 
+void TcpReassembler::acked(std::uint32_t ack, ReassemblyListener& out) {
+  if (!base_ || pending_.empty()) return;
+  const std::int64_t rel = relative(ack);
+  while (!pending_.empty() && pending_.begin()->first > next_ &&
+         static_cast<std::int64_t>(pending_.begin()->first) <= rel) {
+    declare_gap(out);
+    drain(out);
+  }
+}
+
 void TcpReassembler::flush(ReassemblyListener& out) {
   drain(out);
   while (!pending_.empty()) {

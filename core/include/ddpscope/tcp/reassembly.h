@@ -54,6 +54,11 @@ class TcpReassembler {
   // The sender's FIN: its sequence number ends the stream. Octets before it that never showed
   // up are capture loss, declared at flush().
   void fin(std::uint32_t seq, std::uint64_t frame);
+  // The receiver's cumulative ACK (from the other direction's segments): it has every octet
+  // before `ack`, so a hole followed by held data that starts at or before `ack` will not be
+  // retransmitted. It is capture loss: declared a gap now (not at flush), and what follows it
+  // is delivered. Holes after `ack` keep waiting (they may be reordering).
+  void acked(std::uint32_t ack, ReassemblyListener& out);
   // End of input: declare remaining holes (up to the FIN, when seen), deliver the rest.
   void flush(ReassemblyListener& out);
 
