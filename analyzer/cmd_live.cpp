@@ -13,6 +13,7 @@
 #include "ddpscope/analysis/analyzer.h"
 #include "ddpscope/capture/feed.h"
 #include "ddpscope/capture/live_capture.h"
+#include "ddpscope/report/report.h"
 
 namespace ddpscope::cli {
 namespace {
@@ -70,11 +71,8 @@ class Printer final : public AnalysisObserver {
  private:
   void print(std::size_t i) {
     if (!printed_.insert(i).second) return;
-    const Finding& f = a_.model().findings[i];
-    std::printf("frame %llu stream %u: %s %s: %s\n", static_cast<unsigned long long>(f.frame),
-                f.stream, std::string(to_string(f.severity)).c_str(), std::string(f.code()).c_str(),
-                f.message.c_str());
-    std::fflush(stdout);
+    report::write_finding_line(std::cout, a_.model(), a_.model().findings[i]);
+    std::cout.flush();
   }
   const Analyzer& a_;
   std::set<std::size_t> printed_;

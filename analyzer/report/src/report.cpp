@@ -237,6 +237,26 @@ json to_json(const Model& m, const std::string& capture_name) {
   return root;
 }
 
+void write_finding_line(std::ostream& out, const Model& m, const Finding& f) {
+  out << "  frame " << std::setw(7) << f.frame << "  " << std::left << std::setw(8)
+      << to_string(f.severity) << std::setw(34) << f.code() << std::right;
+  if (f.stream != UINT32_MAX) {
+    out << " stream " << f.stream;
+    if (const DirectionModel* dm = direction_of(m, f))
+      out << " " << dm->from.to_string() << " \u2192 " << dm->to.to_string();
+    out << ": ";
+  }
+  out << f.message;
+  // Every finding but rdmap.terminate: the Terminate a compliant Data Sink sends for the rule
+  // broken. rdmap.terminate's message already names the one the peer sent ("peer sent
+  // Terminate: ..."): said once.
+  if (f.terminate && f.id != FindingId::rdmap_terminate)
+    out << "  [sink would send Terminate " << terminate_error_name(*f.terminate) << "]";
+  if (f.consequence_of == Consequence::gap) out << "  (consequence of capture loss)";
+  if (f.consequence_of == Consequence::crc) out << "  (consequence of an FPDU dropped for its CRC)";
+  out << "\n";
+}
+
 void write_text(std::ostream& out, const Model& m, const std::string& capture_name) {
   out << "ddpscope report: " << capture_name << " (" << m.frames << " frames)\n";
   std::size_t shown = 0;
@@ -355,27 +375,8 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
     by_frame.push_back(&f);
   std::stable_sort(by_frame.begin(), by_frame.end(),
                    [](const Finding* a, const Finding* b) { return a->frame < b->frame; });
-  for (const Finding* fp : by_frame) {
-    const Finding& f = *fp;
-    out << "  frame " << std::setw(7) << f.frame << "  " << std::left << std::setw(8)
-        << to_string(f.severity) << std::setw(34) << f.code() << std::right;
-    if (f.stream != UINT32_MAX) {
-      out << " stream " << f.stream;
-      if (const DirectionModel* dm = direction_of(m, f))
-        out << " " << dm->from.to_string() << " \u2192 " << dm->to.to_string();
-      out << ": ";
-    }
-    out << f.message;
-    // Every finding but rdmap.terminate: the Terminate a compliant Data Sink sends for the rule
-    // broken. rdmap.terminate's message already names the one the peer sent ("peer sent
-    // Terminate: ..."): said once.
-    if (f.terminate && f.id != FindingId::rdmap_terminate)
-      out << "  [sink would send Terminate " << terminate_error_name(*f.terminate) << "]";
-    if (f.consequence_of == Consequence::gap) out << "  (consequence of capture loss)";
-    if (f.consequence_of == Consequence::crc)
-      out << "  (consequence of an FPDU dropped for its CRC)";
-    out << "\n";
-  }
+  for (const Finding* fp : by_frame)
+    write_finding_line(out, m, *fp);
 }
 
 bool check_export_dir(const std::string& dir, std::string& error) {

@@ -17,6 +17,10 @@ inline constexpr int kSchemaVersion = 1;
 
 nlohmann::json to_json(const Model& model, const std::string& capture_name);
 void write_text(std::ostream& out, const Model& model, const std::string& capture_name);
+// One finding as the text report's findings list shows it ("  frame N  severity  code stream S
+// from -> to: message  [sink would send Terminate ...]"), with its newline; `ddpscope live`
+// prints the same line as each finding is raised.
+void write_finding_line(std::ostream& out, const Model& model, const Finding& finding);
 
 // Writes one file per shadow buffer (placed octets at their offsets from the lowest placed
 // TO, unplaced octets zero) and index.json naming each file with its sink, STag, base TO and
