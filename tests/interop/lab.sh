@@ -33,6 +33,9 @@ KVER_PKG="linux-image-amd64"          # metapackage: its dependency names the ke
 SRC_PKG="linux-source-6.1"
 MIRROR="${LAB_MIRROR:-http://deb.debian.org/debian}"
 GUEST_PKGS="rdma-core,ibverbs-providers,rdmacm-utils,perftest,tcpdump,iproute2,kmod,libibverbs1,librdmacm1"
+# The storage ULPs' userspace (issue 14): iSER (tgt, open-iscsi), NFS over RDMA,
+# (SMB Direct: Debian 6.1 is built without CONFIG_SMB_SERVER_SMBDIRECT and CONFIG_CIFS_SMB_DIRECT.)
+GUEST_PKGS+=",tgt,open-iscsi,nfs-kernel-server,nfs-common,rpcbind"
 HOST_PKGS=(qemu-system-x86 debootstrap make gcc-12 bc xz-utils cpio busybox-static kmod patch
            libibverbs-dev librdmacm-dev gcc socat)
 

@@ -22,5 +22,10 @@ siw_param mpa_version 2
 nvmeof_up || exit 1
 sample siw-nvmeof          nvmeof_io
 sample siw-terminate-bad-rkey bad_rkey_pair
+. /out/lab/storage.sh
+nvmeof_inline_up || exit 1
+sample siw-nvmeof-inline   nvmeof_inline_io
+nfs_up || exit 1
+sample siw-nfs-rdma        nfs_io
 lab_note "sample failures: $SAMPLE_FAILURES"
 [ "$SAMPLE_FAILURES" = 0 ]
