@@ -18,6 +18,7 @@ DDPSCOPE = sys.argv.pop(1)
 SAMPLES = sys.argv.pop(1)
 NVMEOF = os.path.join(SAMPLES, "siw", "siw-nvmeof.pcap")
 FAULT = os.path.join(SAMPLES, "synthetic", "fault-nvmeof.pcap")
+ISER = os.path.join(SAMPLES, "synthetic", "fault-iser.pcap")
 
 
 def cut(src, dst, first):
@@ -105,6 +106,31 @@ class NvmeOf(unittest.TestCase):
         access = [f for f in r["findings"] if f["code"] == "ulp.access-mismatch"][0]
         self.assertEqual(access["terminate"]["name"],
                          "RDMAP / Remote Protection / Access rights violation")
+
+
+class Iser(unittest.TestCase):
+    def test_fault_sample_draws_each_ulp_finding_at_its_frame(self):
+        r = analyze(ISER)
+        got = sorted((f["code"], f["frame"]) for f in r["findings"])
+        self.assertEqual(got, [("ddp.tagged.bounds", 18), ("rdmap.stag-invalidated-use", 50),
+                               ("ulp.access-mismatch", 24), ("ulp.incomplete-transfer", 42),
+                               ("ulp.invalidate-mismatch", 48), ("ulp.length-mismatch", 57)])
+        self.assertEqual(r["streams"][0]["ulp"]["name"], "iser")
+        self.assertIn("iSCSI Login over iSER", r["streams"][0]["ulp"]["detail"])
+        learned = {t["stag"]: t for t in r["streams"][0]["stags"] if t["source"] == "advertisement"}
+        self.assertEqual(len(learned), 5)
+        read = learned["0x00002001"]
+        self.assertEqual(read["ulp"], "iser")
+        self.assertEqual(read["command"], "SCSI READ(10) ITT 0x1f LUN 0")
+        self.assertEqual(read["ulp_access"], ["remote_write"])
+        self.assertTrue(read["bounds_enforced"])
+        self.assertEqual(learned["0x00002002"]["ulp_access"], ["remote_read"])
+        self.assertEqual(learned["0x00002002"]["command"], "SCSI WRITE(10) ITT 0x20 LUN 0")
+
+    def test_without_advertisements_only_the_bounds_free_findings_remain(self):
+        r = analyze(ISER, "--no-advertisements")
+        self.assertFalse([f for f in r["findings"] if f["code"].startswith("ulp.")])
+        self.assertFalse(any("ulp" in t for s in r["streams"] for t in s["stags"]))
 
 
 if __name__ == "__main__":
