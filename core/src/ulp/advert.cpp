@@ -3,6 +3,7 @@
 
 #include "ddpscope/ulp/iser.h"
 #include "ddpscope/ulp/nvmeof.h"
+#include "ddpscope/ulp/rpcrdma.h"
 #include "ddpscope/ulp/rping.h"
 
 namespace ddpscope {
@@ -27,6 +28,7 @@ std::vector<std::unique_ptr<AdvertisementDecoder>> default_advertisement_decoder
   // advertisement is recognised by its shape alone.
   d.push_back(std::make_unique<ulp::NvmeRdmaDecoder>());
   d.push_back(std::make_unique<ulp::IserDecoder>());
+  d.push_back(std::make_unique<ulp::RpcRdmaDecoder>());
   d.push_back(std::make_unique<RpingAdvertisementDecoder>());
   return d;
 }

@@ -28,7 +28,7 @@ void put_be(ByteWriter& w, std::uint64_t v, std::size_t octets) {
     w.u8(static_cast<std::uint8_t>(v >> (8 * i)));
 }
 
-// The opcodes an initiator sends and a target sends (RFC 7143 §11.1.1); others are no iSCSI.
+// The opcodes an initiator sends and a target sends (RFC 7143 §11); others are no iSCSI.
 bool initiator_opcode(std::uint8_t op) {
   return op <= iscsi_opcode::logout_request || op == iscsi_opcode::snack;
 }
@@ -246,7 +246,8 @@ std::unique_ptr<UlpStreamState> IserDecoder::new_stream() const {
 
 void IserDecoder::setup(UlpStreamState* state, const UlpSetup& setup) const {
   auto* st = static_cast<IserStream*>(state);
-  // RFC 7145 §9.5 iSER CM REQ Message: 4 octets, ZBVA (80h) and SIE (40h) bits of octet 0.
+  // The iSER CM REQ Message: 4 octets, ZBVA (80h) and SIE (40h) bits of octet 0 (Linux
+  // struct iser_cm_hdr; the RFC's section not re-checked).
   if (setup.request && setup.request->size() == 4) {
     const Bytes& pd = *setup.request;
     if ((pd[0] & 0x3F) == 0 && pd[1] == 0 && pd[2] == 0 && pd[3] == 0) {
@@ -264,7 +265,7 @@ void IserDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteVi
   if (!h) return;
   if (h->opcode == iser_opcode::hello || h->opcode == iser_opcode::hello_reply) {
     // Hello is the first message of an iSER connection whose login was in streaming mode
-    // (RFC 7145 §5.1): the stream is iSER from here; its sender is the initiator.
+    // (RFC 7145): the stream is iSER from here; its sender is the initiator.
     if (!st->recognised) {
       st->recognised = true;
       st->evidence = h->opcode == iser_opcode::hello ? "iSER Hello" : "iSER HelloReply";

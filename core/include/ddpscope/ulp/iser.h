@@ -4,7 +4,7 @@
 // transfer, and how a stream is recognised as iSER.
 //
 // On the wire (every multi-octet field big-endian):
-//   * every Send carries a 28-octet iSER header (RFC 7145 §9.2), then the iSCSI PDU:
+//   * every Send carries a 28-octet iSER header (RFC 7145), then the iSCSI PDU:
 //       octet 0: opcode (high nibble: 1h iSCSI control-type PDU, 2h Hello, 3h HelloReply);
 //         for a control-type PDU bit 3 (08h) W: Write STag valid, bit 2 (04h) R: Read STag
 //         valid; octets 1..3 reserved;
@@ -13,7 +13,7 @@
 //         Base Offset (the buffer the target RDMA-Writes SCSI read data into);
 //     Hello (initiator) { octet 1: MaxVer << 4 | MinVer; be16 iSER-IRD } and HelloReply
 //     (target) { octet 0 bit 0: RejF; octet 1: MaxVer << 4 | CurVer; be16 iSER-ORD }
-//     (RFC 7145 §9.3/§9.4; only their first 4 octets are read);
+//     (RFC 7145; only their first 4 octets are read);
 //   * the iSCSI PDU (RFC 7143 §11): a 48-octet Basic Header Segment (opcode in octet 0's low
 //     six bits, 40h the immediate bit), additional header segments, the data segment. A SCSI
 //     Command (01h): octet 1 F 80h, R 40h, W 20h; octet 4 TotalAHSLength (words); octets 5..7
@@ -128,9 +128,9 @@ class IserStream final : public UlpStreamState {
   std::string describe() const override;
   bool recognised = false;
   std::string evidence;  // "iSER Hello", "iSCSI Login over iSER", "port 3260 and ..."
-  // The MPA Request's private data is an iSER CM REQ message (RFC 7145 §9.5: 4 octets, only
-  // the ZBVA-not-supported and Send-with-Invalidate-not-supported bits of octet 0 may be set):
-  // a hint, like the port, that content then confirms.
+  // The MPA Request's private data is an iSER CM REQ message (RFC 7145, iSER CM REQ Message: 4
+  // octets as Linux sends it, only the ZBVA-not-supported and Send-with-Invalidate-not-supported
+  // bits of octet 0 may be set): a hint, like the port, that content then confirms.
   bool cm_hint = false;
   std::optional<IserHeader> hello, hello_reply;
   std::string initiator_name, target_name;  // from the Login Request's text keys
