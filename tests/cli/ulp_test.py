@@ -19,6 +19,7 @@ SAMPLES = sys.argv.pop(1)
 NVMEOF = os.path.join(SAMPLES, "siw", "siw-nvmeof.pcap")
 FAULT = os.path.join(SAMPLES, "synthetic", "fault-nvmeof.pcap")
 ISER = os.path.join(SAMPLES, "synthetic", "fault-iser.pcap")
+RPCRDMA = os.path.join(SAMPLES, "synthetic", "fault-rpcrdma.pcap")
 
 
 def cut(src, dst, first):
@@ -131,6 +132,22 @@ class Iser(unittest.TestCase):
         r = analyze(ISER, "--no-advertisements")
         self.assertFalse([f for f in r["findings"] if f["code"].startswith("ulp.")])
         self.assertFalse(any("ulp" in t for s in r["streams"] for t in s["stags"]))
+
+
+class RpcRdma(unittest.TestCase):
+    def test_fault_sample_draws_each_ulp_finding_at_its_frame(self):
+        r = analyze(RPCRDMA)
+        got = sorted((f["code"], f["frame"]) for f in r["findings"])
+        self.assertEqual(got, [("ddp.tagged.bounds", 18), ("rdmap.stag-invalidated-use", 50),
+                               ("ulp.access-mismatch", 24), ("ulp.incomplete-transfer", 42),
+                               ("ulp.invalidate-mismatch", 48), ("ulp.length-mismatch", 57)])
+        self.assertEqual(r["streams"][0]["ulp"]["name"], "rpc-rdma")
+        learned = {t["stag"]: t for t in r["streams"][0]["stags"] if t["source"] == "advertisement"}
+        self.assertEqual(len(learned), 5)
+        self.assertEqual(learned["0x00003001"]["command"], "NFSv3 READ xid 0x101")
+        self.assertEqual(learned["0x00003001"]["ulp_access"], ["remote_write"])
+        self.assertEqual(learned["0x00003002"]["command"], "NFSv3 WRITE xid 0x102")
+        self.assertEqual(learned["0x00003002"]["ulp_access"], ["remote_read"])
 
 
 if __name__ == "__main__":

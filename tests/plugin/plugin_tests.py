@@ -246,7 +246,7 @@ def test_iser_fields(ts, args):
     check(sinks and all(r["iwarp.ddp.region.command"] ==
                         "SCSI WRITE(10) ITT 0x20 LUN 0: the Read's sink" for r in sinks), sinks)
     sends = {f: r for f, r in rows.items() if r["iwarp.rdmap.opcode"] and
-             as_number(r["iwarp.rdmap.opcode"].split(",")[0]) in (3, 4, 5, 6)}
+             as_number(r["iwarp.rdmap.opcode"].split("|")[0]) in (3, 4, 5, 6)}
     check(len(sends) == 12, f"{len(sends)} Sends")
     heur = ts.run(["-G", "heuristic-decodes"]).stdout
     iser_on_iwarp = any(line.split("\t")[:2] == ["iwarp_ddp_rdmap", "iser"]
@@ -257,6 +257,29 @@ def test_iser_fields(ts, args):
             check(r["iser.flags"], f"frame {frame}: Wireshark's iSER did not decode it: {r}")
         else:
             check(r["data.len"], f"frame {frame}: the Send's payload was not handed on: {r}")
+
+
+def test_rpcrdma_fields(ts, args):
+    """The synthetic NFSv3 over RPC-over-RDMA sample (issue 14): every tagged segment names the
+    NFS Call whose chunk it lands in (region ULP "rpc-rdma"); Wireshark's own RPC-over-RDMA
+    dissector still decodes every Send the plugin hands on (its XID), none malformed."""
+    cap = ts.stage(args.capture)
+    rows = ts.fields(cap, ["iwarp.rdmap.opcode", "iwarp.ddp.t", "iwarp.ddp.region.ulp",
+                           "iwarp.ddp.region.command", "rpcordma.xid", "_ws.malformed"])
+    tagged = {f: r for f, r in rows.items() if r["iwarp.ddp.t"] in ("1", "True")}
+    check(len(tagged) == 17, f"{len(tagged)} tagged segments")  # 11 Writes, 6 Read Responses
+    for frame, r in tagged.items():
+        check(r["iwarp.ddp.region.ulp"] == "rpc-rdma", f"frame {frame}: {r}")
+        check(r["iwarp.ddp.region.command"].startswith("NFSv3 "), f"frame {frame}: {r}")
+    check(tagged[16]["iwarp.ddp.region.command"] == "NFSv3 READ xid 0x101", tagged[16])
+    check(tagged[24]["iwarp.ddp.region.command"] == "NFSv3 WRITE xid 0x102", tagged[24])
+    sends = {f: r for f, r in rows.items() if r["iwarp.rdmap.opcode"] and
+             as_number(r["iwarp.rdmap.opcode"].split("|")[0]) in (3, 4, 5, 6)}
+    check(len(sends) == 12, f"{len(sends)} Sends")
+    for frame, r in sends.items():
+        check(not r["_ws.malformed"], f"frame {frame} malformed: {r}")
+        check(as_number(r["rpcordma.xid"]) in range(0x100, 0x106),
+              f"frame {frame}: Wireshark's RPC-over-RDMA did not decode it: {r}")
 
 
 def test_builtin_equal(ts, args):
@@ -699,6 +722,7 @@ TESTS = {
     "twin_names": test_twin_names,
     "nvmeof_fields": test_nvmeof_fields,
     "iser_fields": test_iser_fields,
+    "rpcrdma_fields": test_rpcrdma_fields,
 }
 
 
