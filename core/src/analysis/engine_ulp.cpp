@@ -258,6 +258,8 @@ void Analyzer::Impl::ulp_complete(Connection& c, int /*dir*/, const Ctx& ctx, st
   if (judged) {
     std::uint64_t want = t.transfer_length ? std::min(*t.transfer_length, advertised) : advertised;
     want -= std::min(done.residual, want);
+    if (done.transferred) want = std::min(want, *done.transferred);
+    const bool said = done.residual > 0 || done.transferred;
     const std::string what = t.name + " (frame " + std::to_string(t.frame) + ")";
     const std::string after =
         lost != Consequence::none
@@ -268,11 +270,13 @@ void Analyzer::Impl::ulp_complete(Connection& c, int /*dir*/, const Ctx& ctx, st
              "completion of " + what + " after " + std::to_string(covered) + " of " +
                  std::to_string(want) + " octets of its data were transferred" + after,
              lost);
-    } else if (done.residual > 0 && covered > want) {
+    } else if (said && covered > want) {
+      const std::string how =
+          done.transferred ? std::string() : " (residual " + std::to_string(done.residual) + ")";
       report(FindingId::ulp_length_mismatch, ctx,
              "completion of " + what + " says " + std::to_string(want) +
-                 " octets were transferred (residual " + std::to_string(done.residual) +
-                 "); its buffers received " + std::to_string(covered) + after,
+                 " octets were transferred" + how + "; its buffers received " +
+                 std::to_string(covered) + after,
              lost);
     } else if (t.transfer_length && covered != *t.transfer_length) {
       report(FindingId::ulp_length_mismatch, ctx,

@@ -5,6 +5,7 @@
 #include "ddpscope/ulp/nvmeof.h"
 #include "ddpscope/ulp/rpcrdma.h"
 #include "ddpscope/ulp/rping.h"
+#include "ddpscope/ulp/smbdirect.h"
 
 namespace ddpscope {
 
@@ -29,6 +30,7 @@ std::vector<std::unique_ptr<AdvertisementDecoder>> default_advertisement_decoder
   d.push_back(std::make_unique<ulp::NvmeRdmaDecoder>());
   d.push_back(std::make_unique<ulp::IserDecoder>());
   d.push_back(std::make_unique<ulp::RpcRdmaDecoder>());
+  d.push_back(std::make_unique<ulp::SmbDirectDecoder>());
   d.push_back(std::make_unique<RpingAdvertisementDecoder>());
   return d;
 }

@@ -73,6 +73,9 @@ struct UlpCompletion {
   // Octets of the command's data the completion says were not transferred (iSCSI residual
   // underflow): the transfer is complete at that many fewer, and more placed is a mismatch.
   std::uint64_t residual = 0;
+  // Octets the completion says the command's data came to (SMB2 READ/WRITE response), when it
+  // says so: the same judgement as a residual, from the other end.
+  std::optional<std::uint64_t> transferred;
 };
 
 // What one complete untagged message told.
