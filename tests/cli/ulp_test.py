@@ -20,6 +20,7 @@ NVMEOF = os.path.join(SAMPLES, "siw", "siw-nvmeof.pcap")
 FAULT = os.path.join(SAMPLES, "synthetic", "fault-nvmeof.pcap")
 ISER = os.path.join(SAMPLES, "synthetic", "fault-iser.pcap")
 RPCRDMA = os.path.join(SAMPLES, "synthetic", "fault-rpcrdma.pcap")
+SMBDIRECT = os.path.join(SAMPLES, "synthetic", "fault-smbdirect.pcap")
 
 
 def cut(src, dst, first):
@@ -148,6 +149,23 @@ class RpcRdma(unittest.TestCase):
         self.assertEqual(learned["0x00003001"]["ulp_access"], ["remote_write"])
         self.assertEqual(learned["0x00003002"]["command"], "NFSv3 WRITE xid 0x102")
         self.assertEqual(learned["0x00003002"]["ulp_access"], ["remote_read"])
+
+
+class SmbDirect(unittest.TestCase):
+    def test_fault_sample_draws_each_ulp_finding_at_its_frame(self):
+        r = analyze(SMBDIRECT)
+        got = sorted((f["code"], f["frame"]) for f in r["findings"])
+        self.assertEqual(got, [("ddp.tagged.bounds", 18), ("rdmap.stag-invalidated-use", 52),
+                               ("ulp.access-mismatch", 26), ("ulp.incomplete-transfer", 44),
+                               ("ulp.invalidate-mismatch", 50), ("ulp.length-mismatch", 61)])
+        self.assertEqual(r["streams"][0]["ulp"]["name"], "smb-direct")
+        learned = {t["stag"]: t for t in r["streams"][0]["stags"] if t["source"] == "advertisement"}
+        self.assertEqual(len(learned), 5)
+        self.assertEqual(learned["0x00004001"]["command"], "SMB2 READ mid 1")
+        self.assertEqual(learned["0x00004001"]["ulp_access"], ["remote_write"])
+        # The WRITE came in two fragments: its descriptor was in the second.
+        self.assertEqual(learned["0x00004002"]["command"], "SMB2 WRITE mid 2")
+        self.assertEqual(learned["0x00004002"]["ulp_access"], ["remote_read"])
 
 
 if __name__ == "__main__":
