@@ -19,6 +19,7 @@
 #include "ddpscope/ulp/iser.h"
 #include "ddpscope/ulp/nvmeof.h"
 #include "ddpscope/ulp/rpcrdma.h"
+#include "ddpscope/ulp/smbdirect.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
 #include "hostile_builders.h"
@@ -353,12 +354,13 @@ TEST(Hostile, NvmeCommandStormHitsMaxUlpOutstanding) {
   EXPECT_EQ(b->completed_frame, w.frames());
 }
 
-// An iSER initiator (claimed by its Login) and an NFS/RDMA client (claimed by an inline RPC
-// Call) that send command after command and never an answer: the outstanding commands stop at
-// max_ulp_outstanding and nothing but the limit is reported; the RPC decoder's own memory of
-// the Calls' write chunks stays at its cap.
-TEST(Hostile, IserAndRpcRdmaCommandStormsHitMaxUlpOutstanding) {
-  for (const bool iser : {true, false}) {
+// An iSER initiator (claimed by its Login), an NFS/RDMA client (claimed by an inline RPC Call)
+// and an SMB Direct client (claimed by its Negotiate Request) that send command after command
+// and never an answer: the outstanding commands stop at max_ulp_outstanding and nothing but
+// the limit is reported; the RPC decoder's own memory of the Calls' write chunks stays at its
+// cap.
+TEST(Hostile, UlpCommandStormsHitMaxUlpOutstanding) {
+  for (const std::string_view ulp : {"iser", "rpc-rdma", "smb-direct"}) {
     AnalyzerOptions o;
     o.limits.max_ulp_outstanding = 500;
     Analyzer an(o);
@@ -373,17 +375,23 @@ TEST(Hostile, IserAndRpcRdmaCommandStormsHitMaxUlpOutstanding) {
       a.insert(a.end(), b.begin(), b.end());
       return a;
     };
-    if (iser) {
+    if (ulp == "iser") {
       ulp::IscsiBhs login;
       login.opcode = ulp::iscsi_opcode::login_request;
       send(cat(ulp::encode_iser_header({}), ulp::encode_iscsi_bhs(login)));
+    } else if (ulp == "smb-direct") {
+      ulp::SmbdNegotiateRequest rq;
+      rq.credits_requested = 16;
+      send(ulp::encode_smbd_negotiate_request(rq));
     }
     for (std::uint32_t id = 1; id <= 3000; ++id) {
-      if (iser) {
+      const std::uint32_t stag = 0x10000 + id;
+      const std::uint64_t base = 0x100000ull * id;
+      if (ulp == "iser") {
         ulp::IserHeader h;
         h.read_valid = true;
-        h.read_stag = 0x10000 + id;
-        h.read_base = 0x100000ull * id;
+        h.read_stag = stag;
+        h.read_base = base;
         ulp::IscsiBhs b;
         b.opcode = ulp::iscsi_opcode::scsi_command;
         b.flags = ulp::IscsiBhs::kFinal | ulp::IscsiBhs::kRead;
@@ -391,17 +399,22 @@ TEST(Hostile, IserAndRpcRdmaCommandStormsHitMaxUlpOutstanding) {
         b.word20 = 4096;
         b.cdb[0] = 0x28;
         send(cat(ulp::encode_iser_header(h), ulp::encode_iscsi_bhs(b)));
-      } else {
+      } else if (ulp == "rpc-rdma") {
         ulp::RpcRdmaHeader h;
         h.xid = id;
-        h.writes = {{ulp::RdmaSegment{0x10000 + id, 4096, 0x100000ull * id}}};
+        h.writes = {{ulp::RdmaSegment{stag, 4096, base}}};
         send(cat(ulp::encode_rpcrdma_header(h), ulp::encode_rpc_call({id, 100003, 3, 6})));
+      } else {
+        ulp::SmbdDataHeader h;
+        h.credits_requested = 1;
+        send(ulp::encode_smbd_data(
+            h, ulp::encode_smb2_read_request(id, 4096, 2, {{base, stag, 4096}})));
       }
     }
     an.finish();
     const Model& m = an.model();
-    EXPECT_EQ(m.streams[0].ulp, iser ? "iser" : "rpc-rdma");
-    EXPECT_TRUE(has_limit(m, "max_ulp_outstanding")) << iser;
+    EXPECT_EQ(m.streams[0].ulp, ulp);
+    EXPECT_TRUE(has_limit(m, "max_ulp_outstanding")) << ulp;
     for (const auto& f : m.findings)
       EXPECT_EQ(f.id, FindingId::engine_limit_reached) << f.message;
   }
