@@ -21,6 +21,7 @@ FAULT = os.path.join(SAMPLES, "synthetic", "fault-nvmeof.pcap")
 ISER = os.path.join(SAMPLES, "synthetic", "fault-iser.pcap")
 RPCRDMA = os.path.join(SAMPLES, "synthetic", "fault-rpcrdma.pcap")
 SMBDIRECT = os.path.join(SAMPLES, "synthetic", "fault-smbdirect.pcap")
+CLEAN = os.path.join(SAMPLES, "synthetic", "clean-ulp.pcap")
 
 
 def cut(src, dst, first):
@@ -166,6 +167,21 @@ class SmbDirect(unittest.TestCase):
         # The WRITE came in two fragments: its descriptor was in the second.
         self.assertEqual(learned["0x00004002"]["command"], "SMB2 WRITE mid 2")
         self.assertEqual(learned["0x00004002"]["ulp_access"], ["remote_read"])
+
+
+class CleanUlp(unittest.TestCase):
+    def test_no_finding_where_the_ulp_says_less_or_uses_less(self):
+        """Immediate data, a residual underflow, an unused reply chunk, a short NFS READ, an
+        interim SMB2 response, a fragmented WRITE: every buffer learned, nothing reported."""
+        r = analyze(CLEAN)
+        self.assertEqual(r["findings"], [])
+        self.assertEqual([s["ulp"]["name"] for s in r["streams"]],
+                         ["iser", "rpc-rdma", "smb-direct"])
+        learned = [t for s in r["streams"] for t in s["stags"] if t["source"] == "advertisement"]
+        self.assertEqual(len(learned), 10)
+        for t in learned:
+            self.assertTrue(t["bounds_enforced"], t)
+            self.assertTrue(t["command"], t)
 
 
 if __name__ == "__main__":
