@@ -18,6 +18,10 @@ DDPSCOPE = sys.argv.pop(1)
 SAMPLES = sys.argv.pop(1)
 NVMEOF = os.path.join(SAMPLES, "siw", "siw-nvmeof.pcap")
 FAULT = os.path.join(SAMPLES, "synthetic", "fault-nvmeof.pcap")
+ISER = os.path.join(SAMPLES, "synthetic", "fault-iser.pcap")
+RPCRDMA = os.path.join(SAMPLES, "synthetic", "fault-rpcrdma.pcap")
+SMBDIRECT = os.path.join(SAMPLES, "synthetic", "fault-smbdirect.pcap")
+CLEAN = os.path.join(SAMPLES, "synthetic", "clean-ulp.pcap")
 
 
 def cut(src, dst, first):
@@ -105,6 +109,79 @@ class NvmeOf(unittest.TestCase):
         access = [f for f in r["findings"] if f["code"] == "ulp.access-mismatch"][0]
         self.assertEqual(access["terminate"]["name"],
                          "RDMAP / Remote Protection / Access rights violation")
+
+
+class Iser(unittest.TestCase):
+    def test_fault_sample_draws_each_ulp_finding_at_its_frame(self):
+        r = analyze(ISER)
+        got = sorted((f["code"], f["frame"]) for f in r["findings"])
+        self.assertEqual(got, [("ddp.tagged.bounds", 18), ("rdmap.stag-invalidated-use", 50),
+                               ("ulp.access-mismatch", 24), ("ulp.incomplete-transfer", 42),
+                               ("ulp.invalidate-mismatch", 48), ("ulp.length-mismatch", 57)])
+        self.assertEqual(r["streams"][0]["ulp"]["name"], "iser")
+        self.assertIn("iSCSI Login over iSER", r["streams"][0]["ulp"]["detail"])
+        learned = {t["stag"]: t for t in r["streams"][0]["stags"] if t["source"] == "advertisement"}
+        self.assertEqual(len(learned), 5)
+        read = learned["0x00002001"]
+        self.assertEqual(read["ulp"], "iser")
+        self.assertEqual(read["command"], "SCSI READ(10) ITT 0x1f LUN 0")
+        self.assertEqual(read["ulp_access"], ["remote_write"])
+        self.assertTrue(read["bounds_enforced"])
+        self.assertEqual(learned["0x00002002"]["ulp_access"], ["remote_read"])
+        self.assertEqual(learned["0x00002002"]["command"], "SCSI WRITE(10) ITT 0x20 LUN 0")
+
+    def test_without_advertisements_only_the_bounds_free_findings_remain(self):
+        r = analyze(ISER, "--no-advertisements")
+        self.assertFalse([f for f in r["findings"] if f["code"].startswith("ulp.")])
+        self.assertFalse(any("ulp" in t for s in r["streams"] for t in s["stags"]))
+
+
+class RpcRdma(unittest.TestCase):
+    def test_fault_sample_draws_each_ulp_finding_at_its_frame(self):
+        r = analyze(RPCRDMA)
+        got = sorted((f["code"], f["frame"]) for f in r["findings"])
+        self.assertEqual(got, [("ddp.tagged.bounds", 18), ("rdmap.stag-invalidated-use", 50),
+                               ("ulp.access-mismatch", 24), ("ulp.incomplete-transfer", 42),
+                               ("ulp.invalidate-mismatch", 48), ("ulp.length-mismatch", 57)])
+        self.assertEqual(r["streams"][0]["ulp"]["name"], "rpc-rdma")
+        learned = {t["stag"]: t for t in r["streams"][0]["stags"] if t["source"] == "advertisement"}
+        self.assertEqual(len(learned), 5)
+        self.assertEqual(learned["0x00003001"]["command"], "NFSv3 READ xid 0x101")
+        self.assertEqual(learned["0x00003001"]["ulp_access"], ["remote_write"])
+        self.assertEqual(learned["0x00003002"]["command"], "NFSv3 WRITE xid 0x102")
+        self.assertEqual(learned["0x00003002"]["ulp_access"], ["remote_read"])
+
+
+class SmbDirect(unittest.TestCase):
+    def test_fault_sample_draws_each_ulp_finding_at_its_frame(self):
+        r = analyze(SMBDIRECT)
+        got = sorted((f["code"], f["frame"]) for f in r["findings"])
+        self.assertEqual(got, [("ddp.tagged.bounds", 18), ("rdmap.stag-invalidated-use", 52),
+                               ("ulp.access-mismatch", 26), ("ulp.incomplete-transfer", 44),
+                               ("ulp.invalidate-mismatch", 50), ("ulp.length-mismatch", 61)])
+        self.assertEqual(r["streams"][0]["ulp"]["name"], "smb-direct")
+        learned = {t["stag"]: t for t in r["streams"][0]["stags"] if t["source"] == "advertisement"}
+        self.assertEqual(len(learned), 5)
+        self.assertEqual(learned["0x00004001"]["command"], "SMB2 READ mid 1")
+        self.assertEqual(learned["0x00004001"]["ulp_access"], ["remote_write"])
+        # The WRITE came in two fragments: its descriptor was in the second.
+        self.assertEqual(learned["0x00004002"]["command"], "SMB2 WRITE mid 2")
+        self.assertEqual(learned["0x00004002"]["ulp_access"], ["remote_read"])
+
+
+class CleanUlp(unittest.TestCase):
+    def test_no_finding_where_the_ulp_says_less_or_uses_less(self):
+        """Immediate data, a residual underflow, an unused reply chunk, a short NFS READ, an
+        interim SMB2 response, a fragmented WRITE: every buffer learned, nothing reported."""
+        r = analyze(CLEAN)
+        self.assertEqual(r["findings"], [])
+        self.assertEqual([s["ulp"]["name"] for s in r["streams"]],
+                         ["iser", "rpc-rdma", "smb-direct"])
+        learned = [t for s in r["streams"] for t in s["stags"] if t["source"] == "advertisement"]
+        self.assertEqual(len(learned), 10)
+        for t in learned:
+            self.assertTrue(t["bounds_enforced"], t)
+            self.assertTrue(t["command"], t)
 
 
 if __name__ == "__main__":

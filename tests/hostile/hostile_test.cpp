@@ -16,7 +16,10 @@
 #include "ddpscope/analysis/analyzer.h"
 #include "ddpscope/capture/feed.h"
 #include "ddpscope/net/packet.h"
+#include "ddpscope/ulp/iser.h"
 #include "ddpscope/ulp/nvmeof.h"
+#include "ddpscope/ulp/rpcrdma.h"
+#include "ddpscope/ulp/smbdirect.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
 #include "hostile_builders.h"
@@ -349,6 +352,92 @@ TEST(Hostile, NvmeCommandStormHitsMaxUlpOutstanding) {
   const ShadowBuffer* b = m.memory.find(RegionKey{net::Address::v4(0x0A000001), 0x77});
   ASSERT_TRUE(b);
   EXPECT_EQ(b->completed_frame, w.frames());
+}
+
+// An iSER initiator (claimed by its Login), an NFS/RDMA client (claimed by an inline RPC Call)
+// and an SMB Direct client (claimed by its Negotiate Request) that send command after command
+// and never an answer: the outstanding commands stop at max_ulp_outstanding and nothing but
+// the limit is reported; the RPC decoder's own memory of the Calls' write chunks stays at its
+// cap.
+TEST(Hostile, UlpCommandStormsHitMaxUlpOutstanding) {
+  for (const std::string_view ulp : {"iser", "rpc-rdma", "smb-direct"}) {
+    AnalyzerOptions o;
+    o.limits.max_ulp_outstanding = 500;
+    Analyzer an(o);
+    Wire w(an);
+    w.crc = false;
+    w.handshake();
+    std::uint32_t msn = 1;
+    const auto send = [&](const Bytes& body) {
+      w.fpdu(0, wire::untagged_header(Opcode::send, wire::kQnSend, msn++, 0, true), body);
+    };
+    const auto cat = [](Bytes a, const Bytes& b) {
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
+    };
+    if (ulp == "iser") {
+      ulp::IscsiBhs login;
+      login.opcode = ulp::iscsi_opcode::login_request;
+      send(cat(ulp::encode_iser_header({}), ulp::encode_iscsi_bhs(login)));
+    } else if (ulp == "smb-direct") {
+      ulp::SmbdNegotiateRequest rq;
+      rq.credits_requested = 16;
+      send(ulp::encode_smbd_negotiate_request(rq));
+    }
+    for (std::uint32_t id = 1; id <= 3000; ++id) {
+      const std::uint32_t stag = 0x10000 + id;
+      const std::uint64_t base = 0x100000ull * id;
+      if (ulp == "iser") {
+        ulp::IserHeader h;
+        h.read_valid = true;
+        h.read_stag = stag;
+        h.read_base = base;
+        ulp::IscsiBhs b;
+        b.opcode = ulp::iscsi_opcode::scsi_command;
+        b.flags = ulp::IscsiBhs::kFinal | ulp::IscsiBhs::kRead;
+        b.itt = id;
+        b.word20 = 4096;
+        b.cdb[0] = 0x28;
+        send(cat(ulp::encode_iser_header(h), ulp::encode_iscsi_bhs(b)));
+      } else if (ulp == "rpc-rdma") {
+        ulp::RpcRdmaHeader h;
+        h.xid = id;
+        h.writes = {{ulp::RdmaSegment{stag, 4096, base}}};
+        send(cat(ulp::encode_rpcrdma_header(h), ulp::encode_rpc_call({id, 100003, 3, 6})));
+      } else {
+        ulp::SmbdDataHeader h;
+        h.credits_requested = 1;
+        send(ulp::encode_smbd_data(
+            h, ulp::encode_smb2_read_request(id, 4096, 2, {{base, stag, 4096}})));
+      }
+    }
+    an.finish();
+    const Model& m = an.model();
+    EXPECT_EQ(m.streams[0].ulp, ulp);
+    EXPECT_TRUE(has_limit(m, "max_ulp_outstanding")) << ulp;
+    for (const auto& f : m.findings)
+      EXPECT_EQ(f.id, FindingId::engine_limit_reached) << f.message;
+  }
+  // The decoder alone: its table of Calls' writable octets stops at its cap.
+  ulp::RpcRdmaDecoder d;
+  ulp::RpcRdmaStream st;
+  AdvertContext ctx;
+  ctx.opcode = static_cast<std::uint8_t>(Opcode::send);
+  ctx.sender = {net::Address::v4(0x0A000001), 40000};
+  ctx.receiver = {net::Address::v4(0x0A000002), 20049};
+  UlpEvents ev;
+  for (std::uint32_t id = 1; id <= 2 * ulp::RpcRdmaStream::kMaxOutstanding; ++id) {
+    ulp::RpcRdmaHeader h;
+    h.xid = id;
+    h.writes = {{ulp::RdmaSegment{id, 16, 0}}};
+    Bytes m = ulp::encode_rpcrdma_header(h);
+    const Bytes c = ulp::encode_rpc_call({id, 100003, 3, 6});
+    m.insert(m.end(), c.begin(), c.end());
+    d.decode(ctx, &st, m, ev);
+  }
+  EXPECT_EQ(st.writable.size(), ulp::RpcRdmaStream::kMaxOutstanding);
+  EXPECT_TRUE(ev.commands.back().partial);
+  EXPECT_FALSE(ev.commands.front().partial);
 }
 
 TEST(Hostile, BusyStreamsHitMaxHistoryTotal) {

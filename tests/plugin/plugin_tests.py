@@ -224,6 +224,92 @@ def test_nvmeof_fields(ts, args):
           tagged[212])
 
 
+def test_iser_fields(ts, args):
+    """The synthetic iSER sample (issue 14): every tagged segment names the SCSI command whose
+    buffer it lands in (region ULP "iser"); the Sends are still handed to the upper-layer
+    heuristics on "iwarp_ddp_rdmap": Wireshark's own iSER dissector where it registers there
+    (4.0 registers it on InfiniBand only), else they fall to the data dissector, never
+    malformed."""
+    cap = ts.stage(args.capture)
+    rows = ts.fields(cap, ["iwarp.rdmap.opcode", "iwarp.ddp.t", "iwarp.ddp.region.ulp",
+                           "iwarp.ddp.region.command", "iwarp.ddp.region.bounds_known",
+                           "iser.flags", "data.len", "_ws.malformed"])
+    tagged = {f: r for f, r in rows.items() if r["iwarp.ddp.t"] in ("1", "True")}
+    check(len(tagged) == 17, f"{len(tagged)} tagged segments")  # 11 Writes, 6 Read Responses
+    for frame, r in tagged.items():
+        check(r["iwarp.ddp.region.ulp"] == "iser", f"frame {frame}: {r}")
+        check(r["iwarp.ddp.region.command"].startswith("SCSI "), f"frame {frame}: {r}")
+    check(tagged[16]["iwarp.ddp.region.command"] == "SCSI READ(10) ITT 0x1f LUN 0", tagged[16])
+    check(tagged[16]["iwarp.ddp.region.bounds_known"] in ("1", "True"), tagged[16])
+    check(tagged[24]["iwarp.ddp.region.command"] == "SCSI WRITE(10) ITT 0x20 LUN 0", tagged[24])
+    sinks = [r for r in tagged.values() if as_number(r["iwarp.rdmap.opcode"]) == 2]
+    check(sinks and all(r["iwarp.ddp.region.command"] ==
+                        "SCSI WRITE(10) ITT 0x20 LUN 0: the Read's sink" for r in sinks), sinks)
+    sends = {f: r for f, r in rows.items() if r["iwarp.rdmap.opcode"] and
+             as_number(r["iwarp.rdmap.opcode"].split("|")[0]) in (3, 4, 5, 6)}
+    check(len(sends) == 12, f"{len(sends)} Sends")
+    heur = ts.run(["-G", "heuristic-decodes"]).stdout
+    iser_on_iwarp = any(line.split("\t")[:2] == ["iwarp_ddp_rdmap", "iser"]
+                        for line in heur.splitlines())
+    for frame, r in sends.items():
+        check(not r["_ws.malformed"], f"frame {frame} malformed: {r}")
+        if iser_on_iwarp:
+            check(r["iser.flags"], f"frame {frame}: Wireshark's iSER did not decode it: {r}")
+        else:
+            check(r["data.len"], f"frame {frame}: the Send's payload was not handed on: {r}")
+
+
+def test_rpcrdma_fields(ts, args):
+    """The synthetic NFSv3 over RPC-over-RDMA sample (issue 14): every tagged segment names the
+    NFS Call whose chunk it lands in (region ULP "rpc-rdma"); Wireshark's own RPC-over-RDMA
+    dissector still decodes every Send the plugin hands on (its XID), none malformed."""
+    cap = ts.stage(args.capture)
+    rows = ts.fields(cap, ["iwarp.rdmap.opcode", "iwarp.ddp.t", "iwarp.ddp.region.ulp",
+                           "iwarp.ddp.region.command", "rpcordma.xid", "_ws.malformed"])
+    tagged = {f: r for f, r in rows.items() if r["iwarp.ddp.t"] in ("1", "True")}
+    check(len(tagged) == 17, f"{len(tagged)} tagged segments")  # 11 Writes, 6 Read Responses
+    for frame, r in tagged.items():
+        check(r["iwarp.ddp.region.ulp"] == "rpc-rdma", f"frame {frame}: {r}")
+        check(r["iwarp.ddp.region.command"].startswith("NFSv3 "), f"frame {frame}: {r}")
+    check(tagged[16]["iwarp.ddp.region.command"] == "NFSv3 READ xid 0x101", tagged[16])
+    check(tagged[24]["iwarp.ddp.region.command"] == "NFSv3 WRITE xid 0x102", tagged[24])
+    sends = {f: r for f, r in rows.items() if r["iwarp.rdmap.opcode"] and
+             as_number(r["iwarp.rdmap.opcode"].split("|")[0]) in (3, 4, 5, 6)}
+    check(len(sends) == 12, f"{len(sends)} Sends")
+    for frame, r in sends.items():
+        check(not r["_ws.malformed"], f"frame {frame} malformed: {r}")
+        check(as_number(r["rpcordma.xid"]) in range(0x100, 0x106),
+              f"frame {frame}: Wireshark's RPC-over-RDMA did not decode it: {r}")
+
+
+def test_smbdirect_fields(ts, args):
+    """The synthetic SMB Direct sample (issue 14): every tagged segment names the SMB2 request
+    whose buffer it lands in (region ULP "smb-direct"), a fragmented WRITE's included;
+    Wireshark's own SMB Direct dissector still decodes every Send the plugin hands on (the
+    negotiate messages, and SMB2 in the data transfer messages), none malformed."""
+    cap = ts.stage(args.capture)
+    rows = ts.fields(cap, ["iwarp.rdmap.opcode", "iwarp.ddp.t", "iwarp.ddp.region.ulp",
+                           "iwarp.ddp.region.command", "smb_direct.version.min",
+                           "smb_direct.data_length", "smb2.msg_id", "_ws.malformed"])
+    tagged = {f: r for f, r in rows.items() if r["iwarp.ddp.t"] in ("1", "True")}
+    check(len(tagged) == 17, f"{len(tagged)} tagged segments")  # 11 Writes, 6 Read Responses
+    for frame, r in tagged.items():
+        check(r["iwarp.ddp.region.ulp"] == "smb-direct", f"frame {frame}: {r}")
+        check(r["iwarp.ddp.region.command"].startswith("SMB2 "), f"frame {frame}: {r}")
+    check(tagged[14]["iwarp.ddp.region.command"] == "SMB2 READ mid 1", tagged[14])
+    check(tagged[26]["iwarp.ddp.region.command"] == "SMB2 WRITE mid 2", tagged[26])
+    sends = {f: r for f, r in rows.items() if r["iwarp.rdmap.opcode"] and
+             as_number(r["iwarp.rdmap.opcode"].split("|")[0]) in (3, 4, 5, 6)}
+    check(len(sends) == 14, f"{len(sends)} Sends")
+    for frame, r in sends.items():
+        check(not r["_ws.malformed"], f"frame {frame} malformed: {r}")
+        check(r["smb_direct.version.min"] or r["smb_direct.data_length"],
+              f"frame {frame}: Wireshark's SMB Direct did not decode it: {r}")
+    # Every unfragmented data message, and the WRITE's last fragment, carries SMB2 to Wireshark.
+    smb2 = [f for f, r in sends.items() if r["smb2.msg_id"]]
+    check(len(smb2) == 11, f"SMB2 decoded in frames {smb2}")
+
+
 def test_builtin_equal(ts, args):
     cap = ts.stage(args.capture)
     ours = ts.fields(cap, [o for o, _ in SHARED_FIELDS])
@@ -673,6 +759,9 @@ TESTS = {
     "gap_first_fpdu": test_gap_first_fpdu,
     "twin_names": test_twin_names,
     "nvmeof_fields": test_nvmeof_fields,
+    "iser_fields": test_iser_fields,
+    "rpcrdma_fields": test_rpcrdma_fields,
+    "smbdirect_fields": test_smbdirect_fields,
 }
 
 

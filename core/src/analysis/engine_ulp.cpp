@@ -7,7 +7,8 @@
 //                            Read Request of one advertised for remote write only;
 //   ulp.incomplete-transfer  a successful completion before the command's data was all
 //                            written into (read from) its buffers;
-//   ulp.length-mismatch      the octets transferred differ from the command's own length;
+//   ulp.length-mismatch      the octets transferred differ from the command's own length, or
+//                            exceed what its completion says (a residual underflow);
 //   ulp.invalidate-mismatch  a completion in a Send with Invalidate naming another STag;
 // and a key the completion ended (invalidated remotely, or by the host itself for a key the
 // command asked to be invalidated) is invalid afterwards: rdmap.stag-invalidated-use.
@@ -255,8 +256,10 @@ void Analyzer::Impl::ulp_complete(Connection& c, int /*dir*/, const Ctx& ctx, st
     covered += r.covered;
   }
   if (judged) {
-    const std::uint64_t want =
-        t.transfer_length ? std::min(*t.transfer_length, advertised) : advertised;
+    std::uint64_t want = t.transfer_length ? std::min(*t.transfer_length, advertised) : advertised;
+    want -= std::min(done.residual, want);
+    if (done.transferred) want = std::min(want, *done.transferred);
+    const bool said = done.residual > 0 || done.transferred;
     const std::string what = t.name + " (frame " + std::to_string(t.frame) + ")";
     const std::string after =
         lost != Consequence::none
@@ -266,6 +269,14 @@ void Analyzer::Impl::ulp_complete(Connection& c, int /*dir*/, const Ctx& ctx, st
       report(FindingId::ulp_incomplete_transfer, ctx,
              "completion of " + what + " after " + std::to_string(covered) + " of " +
                  std::to_string(want) + " octets of its data were transferred" + after,
+             lost);
+    } else if (said && covered > want) {
+      const std::string how =
+          done.transferred ? std::string() : " (residual " + std::to_string(done.residual) + ")";
+      report(FindingId::ulp_length_mismatch, ctx,
+             "completion of " + what + " says " + std::to_string(want) +
+                 " octets were transferred" + how + "; its buffers received " +
+                 std::to_string(covered) + after,
              lost);
     } else if (t.transfer_length && covered != *t.transfer_length) {
       report(FindingId::ulp_length_mismatch, ctx,

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ddpscope/ulp/advert.h"
 
+#include "ddpscope/ulp/iser.h"
 #include "ddpscope/ulp/nvmeof.h"
+#include "ddpscope/ulp/rpcrdma.h"
 #include "ddpscope/ulp/rping.h"
+#include "ddpscope/ulp/smbdirect.h"
 
 namespace ddpscope {
 
@@ -25,6 +28,9 @@ std::vector<std::unique_ptr<AdvertisementDecoder>> default_advertisement_decoder
   // A decoder that recognises its stream by set-up or content comes before rping, whose
   // advertisement is recognised by its shape alone.
   d.push_back(std::make_unique<ulp::NvmeRdmaDecoder>());
+  d.push_back(std::make_unique<ulp::IserDecoder>());
+  d.push_back(std::make_unique<ulp::RpcRdmaDecoder>());
+  d.push_back(std::make_unique<ulp::SmbDirectDecoder>());
   d.push_back(std::make_unique<RpingAdvertisementDecoder>());
   return d;
 }

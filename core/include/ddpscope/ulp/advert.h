@@ -70,6 +70,12 @@ struct UlpCompletion {
   std::uint64_t id = 0;  // the command it completes
   bool success = true;   // the status says the command succeeded (its data was transferred)
   std::string status;    // e.g. "status 0x0002", for messages
+  // Octets of the command's data the completion says were not transferred (iSCSI residual
+  // underflow): the transfer is complete at that many fewer, and more placed is a mismatch.
+  std::uint64_t residual = 0;
+  // Octets the completion says the command's data came to (SMB2 READ/WRITE response), when it
+  // says so: the same judgement as a residual, from the other end.
+  std::optional<std::uint64_t> transferred;
 };
 
 // What one complete untagged message told.
