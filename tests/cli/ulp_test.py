@@ -50,6 +50,42 @@ def used_stags(report):
     return [t for s in report["streams"] for t in s["stags"] if t["segments"] > 0]
 
 
+class RealLabCaptures(unittest.TestCase):
+    """The storage captures recorded in the siw lab (tests/interop/scenarios/storage.sh): every
+    STag a tagged segment uses has a region learned from the ULP (or a Read Response's sink,
+    named by its Read Request), with bounds enforced, and no finding."""
+
+    def check_learned(self, path, ulp, commands):
+        r = analyze(path)
+        self.assertEqual(r["findings"], [])
+        self.assertIn(ulp, [s.get("ulp", {}).get("name") for s in r["streams"]])
+        used = used_stags(r)
+        self.assertTrue(used)
+        for t in used:
+            self.assertIn(t["source"], ("advertisement", "read-request-sink"), t)
+            self.assertEqual(t.get("ulp"), ulp, t)
+            self.assertTrue(t["command"], t)
+            if t["source"] == "advertisement":
+                self.assertTrue(t["bounds_enforced"], t)
+        names = {t["command"].split(" xid ")[0].split(" cid ")[0] for t in used}
+        for c in commands:
+            self.assertIn(c, names)
+
+    def test_nfs_over_rdma(self):
+        self.check_learned(os.path.join(SAMPLES, "siw", "siw-nfs-rdma.pcap"), "rpc-rdma",
+                           ["NFSv3 READ", "NFSv3 WRITE"])
+
+    def test_nvmeof_with_in_capsule_data(self):
+        path = os.path.join(SAMPLES, "siw", "siw-nvmeof-inline.pcap")
+        self.check_learned(path, "nvme-rdma", ["NVMe Read", "NVMe Write", "NVMe Identify"])
+        # The 4 KiB write travels in its capsule: of the three writes, two are RDMA READ by the
+        # target (Read Requests for 64 and 256 KiB).
+        r = analyze(path)
+        reads = [t for s in r["streams"] for t in s["stags"] if t["source"] == "read-request-sink"
+                 and t["command"].startswith("NVMe Write")]
+        self.assertEqual(sorted(t["length"] for t in reads), [65536, 262144])
+
+
 class NvmeOf(unittest.TestCase):
     def test_every_tagged_segment_lands_in_a_region_learned_from_nvme(self):
         r = analyze(NVMEOF)
