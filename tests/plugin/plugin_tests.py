@@ -304,8 +304,8 @@ def test_siw_nfs_fields(ts, args):
         check(not r["_ws.malformed"], f"frame {frame} malformed: {r}")
         check(r["rpcordma.xid"] != "", f"frame {frame}: Wireshark's RPC-over-RDMA did not "
               f"decode it: {r}")
-    # Wireshark 4.0 decodes the inline calls (READ among them); a WRITE's call travels with its
-    # data in a read chunk, which it does not show as an NFS WRITE.
+    # Wireshark 4.0 decodes the inline calls (READ among them); it does not show the WRITE calls,
+    # whose data is in read chunks, as procedure 7 on this capture (why not: not investigated).
     procs = {r["nfs.procedure_v3"] for r in sends.values()} - {""}
     check({"1", "6"} <= procs, f"NFS GETATTR (1) and READ (6) calls not decoded: {procs}")
 
