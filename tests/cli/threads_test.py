@@ -3,7 +3,7 @@
 """`ddpscope analyze --threads 2` (reader thread + engine thread, issue 19) against
 `--threads 1` (the one-thread loop), on the real binary: the JSON report, the text report, the
 messages on stderr and the exit code must be the same bytes, on every capture under samples/
-and ../shared/captures/, on a capture cut in the middle of a record (the truncated-file finding
+and ../shared/captures/, on a gzip-compressed capture, on a capture cut in the middle of a record (the truncated-file finding
 and the partial report), on standard input, with a BPF filter and a findings limit, and on a
 generated capture large enough that the queue between the threads fills (with a queue of a few
 frames too, through the same option the default uses). A mismatch prints the first differing
@@ -11,6 +11,7 @@ line.
 
 Usage: threads_test.py DDPSCOPE SAMPLES_DIR SHARED_CAPTURES_DIR MAKE_CAPTURE_SH"""
 import glob
+import gzip
 import os
 import subprocess
 import sys
@@ -75,6 +76,10 @@ with tempfile.TemporaryDirectory() as tmp:
         print("FAIL cut capture: no capture.truncated-file finding")
     compare("cut text", ["-q", cut])
     compare("stdin --json", ["--json", "-q", "-"], stdin=biggest)
+    gz = os.path.join(tmp, "big.pcap.gz")
+    with open(biggest, "rb") as src, gzip.open(gz, "wb") as dst:
+        dst.write(src.read())
+    compare("gzip --json", ["--json", "-q", gz])
     compare("filter", ["--json", "-q", "-Y", "tcp port 4791", biggest])
     compare("max_findings", ["--json", "-q", "--limit", "max_findings=3", biggest])
 
