@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // ddpscope: the analyzer CLI. A thin adapter: libpcap frames in, core's analysis, reports out.
+#include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -7,10 +8,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "cmd_endpoint_commands.h"
 #include "cmd_limits.h"
@@ -104,7 +107,16 @@ struct AnalyzeArgs {
   std::string output;
   std::string filter;
   bool quiet = false;
+  std::optional<unsigned> threads;  // default: the cores this process may run on
 };
+
+// The CPUs the process may run on (its affinity mask; a container's cpuset), at least 1.
+unsigned cores_available() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 int analyze(const AnalyzeArgs& a) {
   AnalyzerOptions opt;
@@ -167,6 +179,12 @@ int analyze(const AnalyzeArgs& a) {
   }
   Progress progress(a.quiet, reader->file_size());
   capture::FeedOptions feed_options;
+  // Two threads or more: reading and frame decoding on one, the analysis on this one. The
+  // report is the same as with one.
+  feed_options.threads = a.threads.value_or(cores_available());
+  // The queue's cap in frames, for tests that want it to fill quickly (cli.threads).
+  if (const char* q = std::getenv("DDPSCOPE_PIPELINE_FRAMES"))
+    feed_options.pipeline_frames = std::max(1ul, std::strtoul(q, nullptr, 10));
   std::uint64_t octets = 0;  // captured octets read, for input of unknown size
   if (progress.enabled()) {
     feed_options.progress_every = 1024;
@@ -306,6 +324,10 @@ int main(int argc, char** argv) {
   an->add_option("-o,--output", aa.output, "write the report to this file");
   an->add_flag("-q,--quiet", aa.quiet,
                "no progress line (shown on stderr only when it is a terminal)");
+  an->add_option("--threads", aa.threads,
+                 "threads: 1 reads, decodes and analyses on one; 2 or more read and decode on "
+                 "one while another analyses (same report); default: the cores available")
+      ->check(CLI::Range(1u, 1024u));
 
   std::string scenario, synth_out;
   auto* sy = app.add_subcommand("synth", "Generate a synthetic capture from a scenario");

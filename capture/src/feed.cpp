@@ -2,10 +2,19 @@
 #include "ddpscope/capture/feed.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 namespace ddpscope::capture {
 
-FeedResult feed(CaptureReader& reader, Analyzer& analyzer, const FeedOptions& options) {
+namespace {
+
+FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const FeedOptions& options) {
   FeedResult result;
   const std::uint64_t every = std::max<std::uint64_t>(options.progress_every, 1);
   std::uint64_t until_progress = every;
@@ -28,6 +37,183 @@ FeedResult feed(CaptureReader& reader, Analyzer& analyzer, const FeedOptions& op
   if (!result.error.empty()) analyzer.note_truncated_file(result.last_frame, result.error);
   analyzer.finish();
   return result;
+}
+
+// Frames read and decoded by the reader thread, in file order. `octets` holds their captured
+// bytes; it is reserved once and never grows past its capacity, so the views of `decoded` (into
+// it) stay valid while the batch travels.
+struct Batch {
+  struct Item {
+    std::uint64_t number;
+    std::int64_t ts_ns;
+    std::uint32_t link_type;
+    std::uint32_t wire_length;
+    std::size_t offset;
+    std::size_t size;
+    net::FrameDecode decoded;
+  };
+  std::vector<std::uint8_t> octets;
+  std::vector<Item> items;
+  std::uint64_t bytes_read = 0;  // the reader's position when the batch was closed
+};
+
+// A closable FIFO of at most `cap` entries between one producer and one consumer.
+template <typename T>
+class BoundedQueue {
+ public:
+  explicit BoundedQueue(std::size_t cap) : cap_(cap) {}
+  // False when the queue was closed (the entry is dropped).
+  bool push(T v) {
+    std::unique_lock lock(mu_);
+    not_full_.wait(lock, [&] { return closed_ || q_.size() < cap_; });
+    if (closed_) return false;
+    q_.push_back(std::move(v));
+    not_empty_.notify_one();
+    return true;
+  }
+  // False once the queue is closed and empty.
+  bool pop(T& v) {
+    std::unique_lock lock(mu_);
+    not_empty_.wait(lock, [&] { return closed_ || !q_.empty(); });
+    if (q_.empty()) return false;
+    v = std::move(q_.front());
+    q_.pop_front();
+    not_full_.notify_one();
+    return true;
+  }
+  // Non-blocking: false when full or closed (the entry is dropped).
+  bool try_push(T v) {
+    std::lock_guard lock(mu_);
+    if (closed_ || q_.size() >= cap_) return false;
+    q_.push_back(std::move(v));
+    not_empty_.notify_one();
+    return true;
+  }
+  // Non-blocking pop.
+  bool try_pop(T& v) {
+    std::lock_guard lock(mu_);
+    if (q_.empty()) return false;
+    v = std::move(q_.front());
+    q_.pop_front();
+    not_full_.notify_one();
+    return true;
+  }
+  void close() {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    not_full_.notify_all();
+    not_empty_.notify_all();
+  }
+
+ private:
+  std::size_t cap_;
+  std::mutex mu_;
+  std::condition_variable not_full_, not_empty_;
+  std::deque<T> q_;
+  bool closed_ = false;
+};
+
+FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedOptions& options) {
+  // A few batches in the queue, one more filled by the reader and one worked through by the
+  // engine: kBatches + 2 batches at most hold the caps (a frame larger than a batch's share of
+  // pipeline_octets travels alone in a batch of its size).
+  constexpr std::size_t kBatches = 4;
+  const std::size_t frames_per_batch =
+      std::max<std::size_t>(options.pipeline_frames / (kBatches + 2), 1);
+  const std::size_t octets_per_batch =
+      std::max<std::size_t>(options.pipeline_octets / (kBatches + 2), 1);
+  using BatchPtr = std::unique_ptr<Batch>;
+  BoundedQueue<BatchPtr> full(kBatches);
+  BoundedQueue<BatchPtr> empty(kBatches + 2);  // batches handed back for reuse
+  std::exception_ptr reader_failure;
+
+  std::thread producer([&] {
+    try {
+      BatchPtr b;
+      auto start = [&](std::size_t at_least) {
+        if (!empty.try_pop(b) || !b) b = std::make_unique<Batch>();
+        b->items.clear();
+        b->octets.clear();
+        const std::size_t want = std::max(octets_per_batch, at_least);
+        if (b->octets.capacity() < want || b->octets.capacity() > 4 * want) {
+          std::vector<std::uint8_t>().swap(b->octets);
+          b->octets.reserve(want);
+        }
+        b->items.reserve(frames_per_batch);
+      };
+      auto ship = [&] {
+        b->bytes_read = reader.bytes_read();
+        return full.push(std::move(b));
+      };
+      start(0);
+      Frame frame;
+      while (reader.next(frame)) {
+        const std::size_t n = frame.data.size();
+        if (b->items.size() >= frames_per_batch || b->octets.size() + n > b->octets.capacity()) {
+          if (!ship()) return;  // the engine stopped
+          start(n);
+        }
+        const std::size_t offset = b->octets.size();
+        b->octets.insert(b->octets.end(), frame.data.begin(), frame.data.end());
+        const ByteView data(b->octets.data() + offset, n);
+        b->items.push_back(
+            Batch::Item{frame.number, frame.ts_ns, frame.link_type, frame.wire_length, offset, n,
+                        net::decode_frame(frame.link_type, data, frame.wire_length)});
+      }
+      if (!b->items.empty()) ship();
+    } catch (...) {
+      reader_failure = std::current_exception();
+    }
+    full.close();
+  });
+
+  FeedResult result;
+  const std::uint64_t every = std::max<std::uint64_t>(options.progress_every, 1);
+  std::uint64_t until_progress = every;
+  auto stop_reader = [&] {
+    full.close();
+    empty.close();
+    producer.join();
+  };
+  try {
+    BatchPtr b;
+    while (!result.cancelled && full.pop(b)) {
+      for (const Batch::Item& it : b->items) {
+        const ByteView data(b->octets.data() + it.offset, it.size);
+        if (options.on_frame)
+          options.on_frame(Frame{it.number, it.ts_ns, it.link_type, data, it.wire_length, 0});
+        analyzer.feed_decoded(it.number, it.ts_ns, it.size, it.decoded);
+        ++result.frames;
+        result.last_frame = it.number;
+        if (!options.progress || --until_progress != 0) continue;
+        until_progress = every;
+        const FeedProgress at{result.frames, result.last_frame, b->bytes_read, reader.file_size()};
+        if (!options.progress(at)) {
+          result.cancelled = true;
+          break;
+        }
+      }
+      empty.try_push(std::move(b));
+    }
+  } catch (...) {
+    stop_reader();
+    throw;
+  }
+  // Stopped early: the reader's next push fails and it ends.
+  stop_reader();
+  if (reader_failure) std::rethrow_exception(reader_failure);
+  if (result.cancelled) return result;
+  result.error = reader.error();
+  if (!result.error.empty()) analyzer.note_truncated_file(result.last_frame, result.error);
+  analyzer.finish();
+  return result;
+}
+
+}  // namespace
+
+FeedResult feed(CaptureReader& reader, Analyzer& analyzer, const FeedOptions& options) {
+  if (options.threads <= 1) return feed_one_thread(reader, analyzer, options);
+  return feed_pipelined(reader, analyzer, options);
 }
 
 }  // namespace ddpscope::capture

@@ -36,7 +36,10 @@ fs::path temp_path(const std::string& suffix) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const fs::path dir = fs::path(DDPSCOPE_IO_TMP_DIR) / "tmp";
   fs::create_directories(dir);
-  return dir / (std::string(info->test_suite_name()) + "." + info->name() + suffix);
+  // A parameterized test's names hold '/'.
+  std::string name = std::string(info->test_suite_name()) + "." + info->name() + suffix;
+  std::replace(name.begin(), name.end(), '/', '_');
+  return dir / name;
 }
 
 fs::path write_file(const std::string& suffix, ByteView data) {
@@ -102,14 +105,28 @@ std::vector<std::pair<std::string, std::uint64_t>> reference_findings(const fs::
   return findings_of(an.model());
 }
 
-TEST(Feed, WholeFileEqualsTheEngineFedByHandAndFinished) {
+// Every test runs on the one-thread loop and on the two-thread pipeline, the latter with a
+// queue of 6 frames and 4 KiB (one frame a batch; frames over 680 octets travel alone in a batch
+// of their own size), so that the reader waits on the engine again and again.
+class Feed : public ::testing::TestWithParam<unsigned> {
+ protected:
+  static FeedOptions options() {
+    FeedOptions o;
+    o.threads = GetParam();
+    o.pipeline_frames = 6;
+    o.pipeline_octets = 4096;
+    return o;
+  }
+};
+
+TEST_P(Feed, WholeFileEqualsTheEngineFedByHandAndFinished) {
   const auto at = record_offsets(sample());
   ASSERT_GT(at.size(), 10u);
   const fs::path p = write_file(".pcap", sample());
   auto r = open(p);
   ASSERT_TRUE(r);
   Analyzer an;
-  const FeedResult fed = feed(*r, an);
+  const FeedResult fed = feed(*r, an, options());
   EXPECT_EQ(fed.frames, at.size());
   EXPECT_EQ(fed.last_frame, at.size());
   EXPECT_TRUE(fed.error.empty()) << fed.error;
@@ -121,7 +138,7 @@ TEST(Feed, WholeFileEqualsTheEngineFedByHandAndFinished) {
   EXPECT_EQ(got, reference_findings(p));
 }
 
-TEST(Feed, ProgressIsCalledEveryNFramesWithTheReadersPosition) {
+TEST_P(Feed, ProgressIsCalledEveryNFramesWithTheReadersPosition) {
   const auto at = record_offsets(sample());
   const fs::path p = write_file(".pcap", sample());
   for (std::uint64_t every : {1u, 5u}) {
@@ -129,7 +146,7 @@ TEST(Feed, ProgressIsCalledEveryNFramesWithTheReadersPosition) {
     ASSERT_TRUE(r);
     Analyzer an;
     std::vector<FeedProgress> calls;
-    FeedOptions o;
+    FeedOptions o = options();
     o.progress_every = every;
     o.progress = [&](const FeedProgress& pr) {
       calls.push_back(pr);
@@ -152,13 +169,13 @@ TEST(Feed, ProgressIsCalledEveryNFramesWithTheReadersPosition) {
   }
 }
 
-TEST(Feed, OnFrameSeesEveryFrameInOrderBeforeTheEngine) {
+TEST_P(Feed, OnFrameSeesEveryFrameInOrderBeforeTheEngine) {
   const fs::path p = write_file(".pcap", sample());
   auto r = open(p);
   ASSERT_TRUE(r);
   Analyzer an;
   std::vector<std::uint64_t> seen;
-  FeedOptions o;
+  FeedOptions o = options();
   o.on_frame = [&](const Frame& f) {
     EXPECT_EQ(an.model().frames, seen.size());  // not yet fed
     seen.push_back(f.number);
@@ -169,7 +186,7 @@ TEST(Feed, OnFrameSeesEveryFrameInOrderBeforeTheEngine) {
     EXPECT_EQ(seen[i], i + 1);
 }
 
-TEST(Feed, CutInsideARecordIsReportedOnceAtTheLastCompleteFrame) {
+TEST_P(Feed, CutInsideARecordIsReportedOnceAtTheLastCompleteFrame) {
   const auto at = record_offsets(sample());
   for (std::size_t k : {std::size_t{1}, std::size_t{11}, at.size() - 1}) {
     // The file cut cleanly before record k: k complete frames, no damage.
@@ -181,7 +198,7 @@ TEST(Feed, CutInsideARecordIsReportedOnceAtTheLastCompleteFrame) {
       auto r = open(cut);
       ASSERT_TRUE(r);
       Analyzer an;
-      const FeedResult fed = feed(*r, an);
+      const FeedResult fed = feed(*r, an, options());
       EXPECT_EQ(fed.frames, k);
       EXPECT_EQ(fed.last_frame, k) << "cut inside record " << k + 1;
       EXPECT_NE(fed.error.find("truncated"), std::string::npos) << fed.error;
@@ -197,26 +214,26 @@ TEST(Feed, CutInsideARecordIsReportedOnceAtTheLastCompleteFrame) {
   }
 }
 
-TEST(Feed, CutInsideTheFirstRecordIsReportedAtFrameZero) {
+TEST_P(Feed, CutInsideTheFirstRecordIsReportedAtFrameZero) {
   const fs::path cut = write_file(".pcap", prefix(kPcapHeader + 10));
   auto r = open(cut);
   ASSERT_TRUE(r);
   Analyzer an;
-  const FeedResult fed = feed(*r, an);
+  const FeedResult fed = feed(*r, an, options());
   EXPECT_EQ(fed.frames, 0u);
   EXPECT_EQ(fed.last_frame, 0u);
   EXPECT_FALSE(fed.error.empty());
   EXPECT_EQ(truncated_frames(an.model()), std::vector<std::uint64_t>{0});
 }
 
-TEST(Feed, FileWithNoRecords) {
+TEST_P(Feed, FileWithNoRecords) {
   // Only the file header: a capture with nothing in it.
   const fs::path empty = write_file(".pcap", prefix(kPcapHeader));
   auto r = open(empty);
   ASSERT_TRUE(r);
   Analyzer an;
   int calls = 0;
-  FeedOptions o;
+  FeedOptions o = options();
   o.progress_every = 1;
   o.progress = [&](const FeedProgress&) { return ++calls, true; };
   const FeedResult fed = feed(*r, an, o);
@@ -232,14 +249,14 @@ TEST(Feed, FileWithNoRecords) {
   EXPECT_FALSE(error.empty());
 }
 
-TEST(Feed, StopFromProgressLeavesTheAnalysisUnfinished) {
+TEST_P(Feed, StopFromProgressLeavesTheAnalysisUnfinished) {
   const auto at = record_offsets(sample());
   // Damaged near the end, stopped before: no capture.truncated-file, no finish().
   const fs::path cut = write_file(".pcap", prefix(at.back() + 7));
   auto r = open(cut);
   ASSERT_TRUE(r);
   Analyzer an;
-  FeedOptions o;
+  FeedOptions o = options();
   o.progress_every = 4;
   o.progress = [](const FeedProgress& pr) { return pr.frames < 8; };
   const FeedResult fed = feed(*r, an, o);
@@ -249,11 +266,18 @@ TEST(Feed, StopFromProgressLeavesTheAnalysisUnfinished) {
   EXPECT_TRUE(fed.error.empty());
   EXPECT_EQ(an.model().frames, 8u);
   EXPECT_TRUE(truncated_frames(an.model()).empty());
-  // The rest of the file is still there for the host to read.
+  // One thread: the rest of the file is still there for the host to read. Two: the reader
+  // thread has read ahead (at most the queue's frames and the one it was holding).
   Frame f;
   ASSERT_TRUE(r->next(f));
-  EXPECT_EQ(f.number, 9u);
+  if (GetParam() == 1)
+    EXPECT_EQ(f.number, 9u);
+  else
+    EXPECT_LE(f.number, 9u + 6 + 1 + 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(Threads, Feed, ::testing::Values(1u, 2u),
+                         [](const auto& info) { return "threads" + std::to_string(info.param); });
 
 }  // namespace
 }  // namespace ddpscope::capture

@@ -38,10 +38,14 @@ void Analyzer::add_regions(std::span<const RegionSpec> regions) {
 
 void Analyzer::feed_frame(std::uint64_t frame, std::int64_t ts_ns, std::uint32_t link_type,
                           ByteView data, std::uint32_t wire_length) {
+  feed_decoded(frame, ts_ns, data.size(), net::decode_frame(link_type, data, wire_length));
+}
+
+void Analyzer::feed_decoded(std::uint64_t frame, std::int64_t ts_ns, std::size_t captured,
+                            const net::FrameDecode& d) {
   Model& m = impl_->model;
   m.frames++;
-  m.bytes += data.size();
-  const auto d = net::decode_frame(link_type, data, wire_length);
+  m.bytes += captured;
   switch (d.status) {
     case net::FrameStatus::tcp:
       feed_tcp(frame, ts_ns, d.tcp);

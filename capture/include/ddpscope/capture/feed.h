@@ -6,6 +6,7 @@
 // feed_frame() below, as a file's do.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -37,6 +38,16 @@ struct FeedOptions {
   // Called with each frame just before it is fed (a host that needs the frame's time while its
   // observer runs, as replay does).
   std::function<void(const Frame&)> on_frame;
+  // 1: one thread, the loop above. 2 or more: a pipeline of two threads, a reader (libpcap,
+  // gzip, the filter, and net::decode_frame of each frame) and the engine (the analysis, the
+  // hooks above: on the calling thread), with a bounded queue of decoded frames between them
+  // (pipeline_frames frames or about pipeline_octets captured octets at most). The frames reach
+  // the analysis in the same order and the result is the same, bit for bit. One difference:
+  // after a stop by `progress` the reader has read ahead (up to the queue's frames), so the
+  // reader's next frame is not the one after the last fed.
+  unsigned threads = 1;
+  std::size_t pipeline_frames = 8192;
+  std::size_t pipeline_octets = 8u << 20;
 };
 
 struct FeedResult {

@@ -59,6 +59,11 @@ class Analyzer {
   // Feed a whole captured frame (link-layer bytes).
   void feed_frame(std::uint64_t frame, std::int64_t ts_ns, std::uint32_t link_type, ByteView data,
                   std::uint32_t wire_length);
+  // The same, for a frame a host already decoded (on another thread: `ddpscope analyze
+  // --threads`): `decoded` is net::decode_frame(link_type, data, wire_length) of the frame's
+  // `captured` octets, its views still valid. feed_frame() is exactly this.
+  void feed_decoded(std::uint64_t frame, std::int64_t ts_ns, std::size_t captured,
+                    const net::FrameDecode& decoded);
   // Feed a decoded TCP segment (the plugin does this from Wireshark's TCP layer).
   void feed_tcp(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment);
   // The capture file ended in the middle of a record.
