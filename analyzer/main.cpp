@@ -218,7 +218,8 @@ int analyze(const AnalyzeArgs& a) {
   const std::string name = std::filesystem::path(a.file).filename().string();
   errno = 0;
   if (a.json) {
-    *out << report::to_json(m, name).dump(2) << "\n";
+    report::write_json(*out, m, name);
+    *out << "\n";
   } else {
     report::write_text(*out, m, name);
   }

@@ -1,30 +1,31 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Engine throughput benchmark (issue: analysis engine, "Performance").
-# Generates a capture of MSS-sized FPDUs with CRC on (RDMA Writes of 1 MiB, ~SIZE_MB in all),
-# then times `ddpscope analyze --json` (CRC check, placement, all validation, payload
-# retention off) and `tshark -q -z expert` (Wireshark's built-in iWARP dissectors) on the same
-# file, RUNS times each, interleaved, and reports for each the minimum wall clock and the
-# minimum CPU time (user + system), throughput, the ratios and peak RSS. The machine this was
-# written on is shared: the minimum of interleaved runs is the figure that means something.
-#   bench/run_bench.sh BUILD_DIR [SIZE_MB] [RUNS]      (defaults 200, 3)
-# BENCH_CAPTURE=FILE uses an existing capture instead of generating one (no copy is made).
-# When BUILD_DIR/bench/ddpscope_read_floor is built, the same runs also time the lower bound of
-# any engine on this file: reading it through the same reader (libpcap), without and with
-# CRC32C over the frames, and `dd` (the kernel's copy of the file alone).
+# Engine throughput benchmark (issues 12 and 19): `ddpscope analyze --json` with its default
+# options (CRC check, placement, all validation, payload retention on: the figure that counts),
+# with `--retain-mib 0`, with `--threads 2` (when `ddpscope analyze --help` lists it), the lower
+# bound of any engine on the file (bench/ddpscope_read_floor: the same reader, with and without
+# CRC32C over the frames; `dd`, the kernel's copy alone) and `tshark -q -z expert` (Wireshark's
+# built-in iWARP dissectors), on each capture shape of bench/make_capture.sh (write, reuse,
+# small), RUNS times each, interleaved. For each it reports the minimum wall clock and minimum
+# CPU time (user + system), throughput, peak RSS, and its ratio to the reader + CRC32C floor
+# measured in the same runs. The machine this was written on is shared: the minimum of
+# interleaved runs is the figure that means something.
+#   bench/run_bench.sh BUILD_DIR [SIZE_MB] [RUNS] [SHAPES]   (defaults 200, 3, "write reuse small")
+# BENCH_CAPTURE=FILE uses an existing capture instead of generating one (one shape, named after
+# the file; no copy is made).
 set -euo pipefail
-build="${1:?usage: run_bench.sh BUILD_DIR [SIZE_MB] [RUNS]}"
+build="${1:?usage: run_bench.sh BUILD_DIR [SIZE_MB] [RUNS] [SHAPES]}"
 size_mb="${2:-200}"
 runs="${3:-3}"
+shapes="${4:-write reuse small}"
 ddpscope="$build/analyzer/ddpscope"
 floor="$build/bench/ddpscope_read_floor"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-
-cap="${BENCH_CAPTURE:-$work/bench.pcap}"
-[ -n "${BENCH_CAPTURE:-}" ] || "$(dirname "$0")/make_capture.sh" "$ddpscope" "$size_mb" "$cap"
-bytes=$(stat -c %s "$cap")
-cat "$cap" > /dev/null  # both tools read it from the page cache
+threads=no
+if "$ddpscope" analyze --help 2>/dev/null | grep -q -- '--threads'; then threads=yes; fi
+have_floor=no
+[ -x "$floor" ] && have_floor=yes
 
 # One run: "wall_s cpu_s maxrss_kib". Wall clock and the child's own CPU time (user + system,
 # from wait4: posix_spawn, so nothing of the Python parent is counted), microsecond clocks; peak
@@ -44,37 +45,71 @@ print(f"{wall:.4f} {ru.ru_utime + ru.ru_stime:.4f} {rss}")
 PY
 }
 
-echo "capture: $bytes octets ($((bytes / 1048576)) MiB), CRC on, MSS 1460; $runs runs each, interleaved"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-: > "$work/d"; : > "$work/t"; : > "$work/f0"; : > "$work/f1"; : > "$work/dd"
-for ((i = 1; i <= runs; i++)); do
-  measure "$ddpscope" analyze "$cap" --json --retain-mib 0 >> "$work/d"
-  measure tshark -q -z expert -r "$cap" >> "$work/t"
-  if [ -x "$floor" ]; then
-    measure "$floor" "$cap" >> "$work/f0"
-    measure "$floor" "$cap" crc >> "$work/f1"
-    measure dd if="$cap" of=/dev/null bs=256k >> "$work/dd"
-  fi
-done
-echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
-
-summary() {  # file, label
-  sort -n -k1 "$1" | head -1 | awk '{print $1}' > "$work/w"
-  sort -n -k2 "$1" | head -1 | awk '{print $2}' > "$work/c"
-  sort -n -k3 "$1" | tail -1 | awk '{print $3}' > "$work/m"
-  local w c m
-  w=$(cat "$work/w"); c=$(cat "$work/c"); m=$(cat "$work/m")
-  printf '%-24s wall %7.3f s (%7.1f MB/s)  CPU %7.3f s (%7.1f MB/s)  peak RSS %6d KiB  [all wall: %s]\n' \
-    "$2" "$w" "$(echo "$bytes/$w/1000000" | bc -l)" "$c" "$(echo "$bytes/$c/1000000" | bc -l)" "$m" \
-    "$(awk '{printf "%s ", $1}' "$1")"
-  eval "$3_w=$w; $3_c=$c"
+# The minima of a run file: "wall cpu maxrss".
+minima() {
+  echo "$(sort -n -k1 "$1" | head -1 | cut -d' ' -f1) $(sort -n -k2 "$1" | head -1 | cut -d' ' -f2)" \
+    "$(sort -n -k3 "$1" | tail -1 | cut -d' ' -f3)"
 }
-summary "$work/d" "ddpscope analyze --json:" d
-summary "$work/t" "tshark -q -z expert:" t
-if [ -x "$floor" ]; then
-  summary "$work/f0" "floor: reader only:" f0
-  summary "$work/f1" "floor: reader + CRC32C:" f1
-  summary "$work/dd" "floor: dd bs=256k:" dd
+
+bench_shape() {  # shape, capture
+  local shape="$1" cap="$2" bytes i
+  bytes=$(stat -c %s "$cap")
+  cat "$cap" > /dev/null  # every tool reads it from the page cache
+  echo "== shape $shape: $bytes octets ($((bytes / 1048576)) MiB), $runs runs each, interleaved"
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  local kinds="default retain0 threads2 tshark"
+  [ "$have_floor" = yes ] && kinds="$kinds floor0 floor1 dd"
+  for k in $kinds; do : > "$work/$k"; done
+  for ((i = 1; i <= runs; i++)); do
+    measure "$ddpscope" analyze "$cap" --json >> "$work/default"
+    measure "$ddpscope" analyze "$cap" --json --retain-mib 0 >> "$work/retain0"
+    [ "$threads" = yes ] && measure "$ddpscope" analyze "$cap" --json --threads 2 >> "$work/threads2"
+    measure tshark -q -z expert -r "$cap" >> "$work/tshark"
+    if [ "$have_floor" = yes ]; then
+      measure "$floor" "$cap" >> "$work/floor0"
+      measure "$floor" "$cap" crc >> "$work/floor1"
+      measure dd if="$cap" of=/dev/null bs=256k >> "$work/dd"
+    fi
+  done
+  echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+  local ref_w="" ref_c=""
+  if [ "$have_floor" = yes ]; then read -r ref_w ref_c _ <<< "$(minima "$work/floor1")"; fi
+  line() {  # kind, label
+    if [ ! -s "$work/$1" ]; then
+      printf '  %-34s n/a (no --threads)\n' "$2"
+      return
+    fi
+    local w c m ratio=""
+    read -r w c m <<< "$(minima "$work/$1")"
+    [ -n "$ref_w" ] && ratio=$(printf '  = %5.2fx / %5.2fx the floor' \
+      "$(echo "$w/$ref_w" | bc -l)" "$(echo "$c/$ref_c" | bc -l)")
+    printf '  %-34s wall %7.3f s (%6.0f MB/s)  CPU %7.3f s  RSS %7d KiB%s\n' "$2" "$w" \
+      "$(echo "$bytes/$w/1000000" | bc -l)" "$c" "$m" "$ratio"
+  }
+  line default "ddpscope analyze --json (default)"
+  line retain0 "  ... --retain-mib 0"
+  line threads2 "  ... --threads 2"
+  if [ "$have_floor" = yes ]; then
+    line floor1 "floor: reader + CRC32C"
+    line floor0 "floor: reader only"
+    line dd "floor: dd bs=256k"
+  fi
+  line tshark "tshark -q -z expert"
+  local dw dc tw tc
+  read -r dw dc _ <<< "$(minima "$work/default")"
+  read -r tw tc _ <<< "$(minima "$work/tshark")"
+  printf '  ratio tshark / ddpscope default: wall %5.1fx  CPU %5.1fx\n' \
+    "$(echo "$tw/$dw" | bc -l)" "$(echo "$tc/$dc" | bc -l)"
+}
+
+echo "ddpscope: $ddpscope ($("$ddpscope" --version 2>/dev/null | head -1)); threads: $threads; floor: $have_floor"
+echo "(ratios: wall / CPU time over the reader + CRC32C floor's, minima of the same interleaved runs)"
+if [ -n "${BENCH_CAPTURE:-}" ]; then
+  bench_shape "$(basename "$BENCH_CAPTURE")" "$BENCH_CAPTURE"
+else
+  for shape in $shapes; do
+    "$(dirname "$0")/make_capture.sh" "$ddpscope" "$size_mb" "$work/$shape.pcap" "$shape"
+    bench_shape "$shape" "$work/$shape.pcap"
+    rm -f "$work/$shape.pcap"
+  done
 fi
-printf 'ratio tshark/ddpscope:   wall %6.1fx  CPU %6.1fx\n' \
-  "$(echo "$t_w/$d_w" | bc -l)" "$(echo "$t_c/$d_c" | bc -l)"

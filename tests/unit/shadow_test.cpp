@@ -446,5 +446,50 @@ TEST_F(Shadow, SegmentEndingAtTwoToTheSixtyFour_KnownIssue) {
   EXPECT_EQ(got[7], 0);  // should be a[7]
 }
 
+// The page store compares and copies a word, a 64-octet block, a page at a time: its counts and
+// content must be exactly what an octet-by-octet model of the sink's memory gives, for
+// placements at any alignment over pages whole, partly placed and new, with content partly equal
+// to what is there (a changed octet every few, runs of equal ones).
+TEST_F(Shadow, ChangedOctetsAndContentMatchAnOctetByOctetModel) {
+  constexpr std::uint64_t kSpan = 5 * 4096 + 123;  // spans pages, starts mid-page
+  constexpr std::uint64_t kBase = 4096 * 7 + 1000;
+  std::vector<int> model(kSpan, -1);  // -1: never placed
+  std::uint64_t seed = 12345;
+  auto next = [&] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return seed >> 33;
+  };
+  std::uint64_t total_changed = 0;
+  for (int round = 0; round < 400; ++round) {
+    const std::uint64_t off = next() % kSpan;
+    const std::uint64_t len =
+        1 + next() % std::min<std::uint64_t>(kSpan - off, round % 3 ? 300 : 9000);
+    Bytes content(len);
+    const unsigned every = 1 + next() % 97;  // 1: every octet may change
+    for (std::uint64_t i = 0; i < len; ++i) {
+      const int had = model[off + i];
+      content[i] = had >= 0 && (i % every) != 0 ? static_cast<std::uint8_t>(had)
+                                                : static_cast<std::uint8_t>(next());
+    }
+    std::uint64_t expect = 0;
+    for (std::uint64_t i = 0; i < len; ++i) {
+      if (model[off + i] >= 0 && model[off + i] != content[i]) ++expect;
+      model[off + i] = content[i];
+    }
+    const PlaceResult r = put(kBase + off, content);
+    ASSERT_EQ(r.reused_octets, expect) << "round " << round << " at " << off << " len " << len;
+    ASSERT_EQ(r.reused, expect > 0);
+    total_changed += expect;
+  }
+  EXPECT_GT(total_changed, 0u);
+  EXPECT_EQ(buf->reused_octets(), total_changed);
+  std::vector<bool> known;
+  const Bytes got = buf->read(kBase, kSpan, &known);
+  for (std::uint64_t i = 0; i < kSpan; ++i) {
+    ASSERT_EQ(known[i], model[i] >= 0) << i;
+    ASSERT_EQ(got[i], model[i] >= 0 ? model[i] : 0) << i;
+  }
+}
+
 }  // namespace
 }  // namespace ddpscope

@@ -113,14 +113,142 @@ json region_json(const ShadowBuffer& b) {
   return j;
 }
 
+json stream_json(const StreamModel& s, json stags) {
+  json js;
+  js["id"] = s.id;
+  js["client"] = s.client.to_string();
+  js["server"] = s.server.to_string();
+  js["state"] = std::string(to_string(s.state));
+  if (!s.ulp.empty()) js["ulp"] = {{"name", s.ulp}, {"detail", s.ulp_detail}};
+  js["first_frame"] = s.first_frame;
+  js["last_frame"] = s.last_frame;
+  json mpa;
+  mpa["mid_stream"] = s.mid_stream;
+  if (s.revision) mpa["revision"] = *s.revision;
+  mpa["crc"] = s.dirs[0].mpa.crc || s.dirs[1].mpa.crc;
+  mpa["enhanced"] = s.enhanced;
+  mpa["peer_to_peer"] = s.peer_to_peer;
+  if (!s.rtr.empty()) mpa["rtr"] = s.rtr;
+  if (s.dirs[0].mpa_frame)
+    mpa["request"] = mpa_frame_json(*s.dirs[0].mpa_frame, s.dirs[0].mpa_frame_number);
+  if (s.dirs[1].mpa_frame)
+    mpa["reply"] = mpa_frame_json(*s.dirs[1].mpa_frame, s.dirs[1].mpa_frame_number);
+  js["mpa"] = mpa;
+  json dirs = json::array();
+  for (int d = 0; d < 2; ++d) {
+    const auto& dm = s.dirs[d];
+    json jd;
+    jd["direction"] = dir_name(d);
+    jd["from"] = dm.from.to_string();
+    jd["to"] = dm.to.to_string();
+    jd["markers"] = dm.mpa.markers;
+    if (dm.mpa.convention)
+      jd["marker_convention"] = std::string(wire::to_string(*dm.mpa.convention));
+    if (dm.mss) jd["mss"] = *dm.mss;
+    jd["tcp_bytes"] = dm.tcp_bytes;
+    jd["fpdus"] = dm.fpdus;
+    jd["crc_errors"] = dm.crc_errors;
+    jd["bytes_lost"] = dm.bytes_lost;
+    jd["bytes_unframed"] = dm.bytes_unframed;
+    jd["bytes_placed"] = dm.bytes_placed;
+    json ops = json::object();
+    for (std::size_t op = 0; op < dm.opcodes.size(); ++op) {
+      const auto& c = dm.opcodes[op];
+      if (c.segments == 0) continue;
+      ops[std::string(wire::opcode_info(static_cast<std::uint8_t>(op)).key)] = {
+          {"segments", c.segments}, {"messages", c.messages}, {"bytes", c.bytes}};
+    }
+    jd["opcodes"] = ops;
+    json queues = json::array();
+    for (const auto& [qn, q] : dm.queues) {
+      queues.push_back({{"qn", qn},
+                        {"first_msn", q.first_msn},
+                        {"last_msn", q.last_msn},
+                        {"messages", q.messages},
+                        {"segments", q.segments}});
+    }
+    jd["queues"] = queues;
+    dirs.push_back(jd);
+  }
+  js["directions"] = dirs;
+  js["stags"] = std::move(stags);
+  return js;
+}
+
+json finding_json(const Model& m, const Finding& f) {
+  json jf;
+  jf["code"] = std::string(f.code());
+  jf["severity"] = std::string(to_string(f.severity));
+  jf["frame"] = f.frame;
+  jf["frames"] = f.frames;
+  if (f.stream != UINT32_MAX) jf["stream"] = f.stream;
+  if (f.direction >= 0) jf["direction"] = dir_name(f.direction);
+  if (const DirectionModel* dm = direction_of(m, f)) {
+    jf["from"] = dm->from.to_string();
+    jf["to"] = dm->to.to_string();
+  }
+  jf["message"] = f.message;
+  if (f.terminate) jf["terminate"] = terminate_json(*f.terminate);
+  if (f.consequence()) jf["consequence_of"] = std::string(to_string(f.consequence_of));
+  // Kept for scripts written before consequence_of: true for capture loss only.
+  if (f.consequence_of == Consequence::gap) jf["consequence_of_gap"] = true;
+  return jf;
+}
+
+json summary_json(const Model& m) {
+  json summary;
+  // Every finding counts, the ones past --limit max_findings too.
+  summary["errors"] = m.severity_counts[static_cast<std::size_t>(Severity::error)];
+  summary["warnings"] = m.severity_counts[static_cast<std::size_t>(Severity::warning)];
+  summary["notes"] = m.severity_counts[static_cast<std::size_t>(Severity::note)];
+  summary["messages"] = m.messages.size();
+  summary["frames_not_tcp"] = m.frames_not_tcp;
+  summary["frames_unsupported"] = m.frames_unsupported;
+  summary["frames_malformed"] = m.frames_malformed;
+  return summary;
+}
+
+// `v` as dump(2) shows it, nested `indent` spaces deep: its lines after the first indented (a
+// dumped value has no newline but between lines: strings escape theirs).
+void put(std::ostream& out, const json& v, int indent) {
+  const std::string text = v.dump(2);
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  std::size_t from = 0;
+  for (std::size_t nl; (nl = text.find('\n', from)) != std::string::npos; from = nl + 1)
+    out.write(text.data() + from, static_cast<std::streamsize>(nl + 1 - from)) << pad;
+  out.write(text.data() + from, static_cast<std::streamsize>(text.size() - from));
+}
+
+// A member of the top-level object: `  "key": value`, after a comma unless it is the first.
+void put_member(std::ostream& out, bool& first, const char* key, const json& v) {
+  out << (first ? "" : ",\n") << "  \"" << key << "\": ";
+  first = false;
+  put(out, v, 2);
+}
+
+// A top-level array written item by item: `item(i)` is called for each i < n, one at a time.
+template <class Item>
+void put_array(std::ostream& out, bool& first, const char* key, std::size_t n, Item item) {
+  out << (first ? "" : ",\n") << "  \"" << key << "\": ";
+  first = false;
+  if (n == 0) {
+    out << "[]";
+    return;
+  }
+  out << "[\n";
+  for (std::size_t i = 0; i < n; ++i) {
+    out << (i ? ",\n" : "") << "    ";
+    put(out, item(i), 4);
+  }
+  out << "\n  ]";
+}
+
 }  // namespace
 
-json to_json(const Model& m, const std::string& capture_name) {
-  json root;
-  root["schema"] = kSchemaVersion;
-  root["capture"] = capture_name;
-  root["frames"] = m.frames;
-  json streams = json::array();
+// One document, as dumping one nlohmann::json object with dump(2) wrote it (its keys in
+// nlohmann's sorted order, the same indentation), but written as it goes: a finding, a stream
+// at a time, so a report of many findings is never held whole in memory.
+void write_json(std::ostream& out, const Model& m, const std::string& capture_name) {
   // Regions grouped by the stream they belong to; regions with no stream go top-level.
   std::map<std::uint32_t, json> stream_regions;
   json other_regions = json::array();
@@ -137,104 +265,25 @@ json to_json(const Model& m, const std::string& capture_name) {
       if (!placed_by_stream) other_regions.push_back(region_json(b));
     }
   }
-  for (const auto& s : m.streams) {
-    if (s.state == StreamState::not_iwarp || s.state == StreamState::unknown) continue;
-    json js;
-    js["id"] = s.id;
-    js["client"] = s.client.to_string();
-    js["server"] = s.server.to_string();
-    js["state"] = std::string(to_string(s.state));
-    if (!s.ulp.empty()) js["ulp"] = {{"name", s.ulp}, {"detail", s.ulp_detail}};
-    js["first_frame"] = s.first_frame;
-    js["last_frame"] = s.last_frame;
-    json mpa;
-    mpa["mid_stream"] = s.mid_stream;
-    if (s.revision) mpa["revision"] = *s.revision;
-    mpa["crc"] = s.dirs[0].mpa.crc || s.dirs[1].mpa.crc;
-    mpa["enhanced"] = s.enhanced;
-    mpa["peer_to_peer"] = s.peer_to_peer;
-    if (!s.rtr.empty()) mpa["rtr"] = s.rtr;
-    if (s.dirs[0].mpa_frame)
-      mpa["request"] = mpa_frame_json(*s.dirs[0].mpa_frame, s.dirs[0].mpa_frame_number);
-    if (s.dirs[1].mpa_frame)
-      mpa["reply"] = mpa_frame_json(*s.dirs[1].mpa_frame, s.dirs[1].mpa_frame_number);
-    js["mpa"] = mpa;
-    json dirs = json::array();
-    for (int d = 0; d < 2; ++d) {
-      const auto& dm = s.dirs[d];
-      json jd;
-      jd["direction"] = dir_name(d);
-      jd["from"] = dm.from.to_string();
-      jd["to"] = dm.to.to_string();
-      jd["markers"] = dm.mpa.markers;
-      if (dm.mpa.convention)
-        jd["marker_convention"] = std::string(wire::to_string(*dm.mpa.convention));
-      if (dm.mss) jd["mss"] = *dm.mss;
-      jd["tcp_bytes"] = dm.tcp_bytes;
-      jd["fpdus"] = dm.fpdus;
-      jd["crc_errors"] = dm.crc_errors;
-      jd["bytes_lost"] = dm.bytes_lost;
-      jd["bytes_unframed"] = dm.bytes_unframed;
-      jd["bytes_placed"] = dm.bytes_placed;
-      json ops = json::object();
-      for (std::size_t op = 0; op < dm.opcodes.size(); ++op) {
-        const auto& c = dm.opcodes[op];
-        if (c.segments == 0) continue;
-        ops[std::string(wire::opcode_info(static_cast<std::uint8_t>(op)).key)] = {
-            {"segments", c.segments}, {"messages", c.messages}, {"bytes", c.bytes}};
-      }
-      jd["opcodes"] = ops;
-      json queues = json::array();
-      for (const auto& [qn, q] : dm.queues) {
-        queues.push_back({{"qn", qn},
-                          {"first_msn", q.first_msn},
-                          {"last_msn", q.last_msn},
-                          {"messages", q.messages},
-                          {"segments", q.segments}});
-      }
-      jd["queues"] = queues;
-      dirs.push_back(jd);
-    }
-    js["directions"] = dirs;
-    auto it = stream_regions.find(s.id);
-    js["stags"] = it == stream_regions.end() ? json::array() : it->second;
-    streams.push_back(js);
-  }
-  root["streams"] = streams;
-  if (!other_regions.empty()) root["regions"] = other_regions;
-  json findings = json::array();
-  for (const auto& f : m.findings) {
-    json jf;
-    jf["code"] = std::string(f.code());
-    jf["severity"] = std::string(to_string(f.severity));
-    jf["frame"] = f.frame;
-    jf["frames"] = f.frames;
-    if (f.stream != UINT32_MAX) jf["stream"] = f.stream;
-    if (f.direction >= 0) jf["direction"] = dir_name(f.direction);
-    if (const DirectionModel* dm = direction_of(m, f)) {
-      jf["from"] = dm->from.to_string();
-      jf["to"] = dm->to.to_string();
-    }
-    jf["message"] = f.message;
-    if (f.terminate) jf["terminate"] = terminate_json(*f.terminate);
-    if (f.consequence()) jf["consequence_of"] = std::string(to_string(f.consequence_of));
-    // Kept for scripts written before consequence_of: true for capture loss only.
-    if (f.consequence_of == Consequence::gap) jf["consequence_of_gap"] = true;
-    findings.push_back(jf);
-  }
-  root["findings"] = findings;
-  if (m.findings_dropped) root["findings_dropped"] = m.findings_dropped;
-  json summary;
-  // Every finding counts, the ones past --limit max_findings too.
-  summary["errors"] = m.severity_counts[static_cast<std::size_t>(Severity::error)];
-  summary["warnings"] = m.severity_counts[static_cast<std::size_t>(Severity::warning)];
-  summary["notes"] = m.severity_counts[static_cast<std::size_t>(Severity::note)];
-  summary["messages"] = m.messages.size();
-  summary["frames_not_tcp"] = m.frames_not_tcp;
-  summary["frames_unsupported"] = m.frames_unsupported;
-  summary["frames_malformed"] = m.frames_malformed;
-  root["summary"] = summary;
-  return root;
+  std::vector<const StreamModel*> streams;
+  for (const auto& s : m.streams)
+    if (s.state != StreamState::not_iwarp && s.state != StreamState::unknown) streams.push_back(&s);
+  bool first = true;
+  out << "{\n";
+  put_member(out, first, "capture", capture_name);
+  put_array(out, first, "findings", m.findings.size(),
+            [&](std::size_t i) { return finding_json(m, m.findings[i]); });
+  if (m.findings_dropped) put_member(out, first, "findings_dropped", m.findings_dropped);
+  put_member(out, first, "frames", m.frames);
+  if (!other_regions.empty()) put_member(out, first, "regions", other_regions);
+  put_member(out, first, "schema", kSchemaVersion);
+  put_array(out, first, "streams", streams.size(), [&](std::size_t i) {
+    auto it = stream_regions.find(streams[i]->id);
+    return stream_json(*streams[i],
+                       it == stream_regions.end() ? json::array() : std::move(it->second));
+  });
+  put_member(out, first, "summary", summary_json(m));
+  out << "\n}";
 }
 
 void write_finding_line(std::ostream& out, const Model& m, const Finding& f) {

@@ -2,13 +2,95 @@
 #include "ddpscope/ddp/shadow.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace ddpscope {
 
 namespace {
 constexpr std::uint64_t kPage = 4096;
+static_assert(kPage == ShadowBuffer::kPageSize);
+
+// How many of the n octets at a and b differ: eight at a time, so comparing costs about a
+// memcmp. A word's differing octets are folded to bit 0 of each octet and added up per octet
+// lane (at most 255 words before a lane could overflow), then the lanes are summed.
+std::uint64_t count_differing(const std::uint8_t* a, const std::uint8_t* b, std::size_t n) {
+  constexpr std::uint64_t kLow = 0x0101010101010101ull;
+  std::uint64_t count = 0;
+  std::size_t i = 0;
+  while (i + 8 <= n) {
+    std::uint64_t lanes = 0;
+    for (int w = 0; w < 255 && i + 8 <= n; ++w, i += 8) {
+      std::uint64_t x = 0;
+      std::uint64_t y = 0;
+      std::memcpy(&x, a + i, 8);
+      std::memcpy(&y, b + i, 8);
+      std::uint64_t z = x ^ y;
+      z |= z >> 4;
+      z |= z >> 2;
+      z |= z >> 1;
+      lanes += z & kLow;
+    }
+    // The eight lane counts (each at most 255) summed, without a popcount instruction.
+    lanes = (lanes & 0x00FF00FF00FF00FFull) + ((lanes >> 8) & 0x00FF00FF00FF00FFull);
+    count += (lanes * 0x0001000100010001ull) >> 48;
+  }
+  for (; i < n; ++i)
+    count += a[i] != b[i];
+  return count;
 }
+
+// Bits [lo, hi) of a 64-bit word (0 <= lo < hi <= 64).
+std::uint64_t bit_range(std::size_t lo, std::size_t hi) {
+  const std::uint64_t upto_hi = hi == 64 ? ~0ull : (1ull << hi) - 1;
+  return upto_hi & ~((1ull << lo) - 1);
+}
+
+// Octets [lo, lo + n) of a page that were placed and differ from `src`.
+std::uint64_t count_changed(const ShadowBuffer::Page& pg, std::size_t lo, const std::uint8_t* src,
+                            std::size_t n) {
+  if (pg.valid_count == 0) return 0;
+  if (pg.valid_count == kPage) return count_differing(pg.data.data() + lo, src, n);
+  std::uint64_t changed = 0;
+  const std::size_t hi = lo + n;
+  for (std::size_t w = lo / 64; w * 64 < hi; ++w) {
+    const std::size_t b0 = std::max(lo, w * 64);
+    const std::size_t b1 = std::min(hi, w * 64 + 64);
+    const std::uint64_t want = bit_range(b0 - w * 64, b1 - w * 64);
+    const std::uint64_t have = (*pg.valid)[w] & want;
+    if (have == 0) continue;
+    if (have == want) {
+      changed += count_differing(pg.data.data() + b0, src + (b0 - lo), b1 - b0);
+      continue;
+    }
+    for (std::uint64_t m = have; m != 0; m &= m - 1) {
+      const std::size_t b = w * 64 + static_cast<std::size_t>(std::countr_zero(m));
+      changed += pg.data[b] != src[b - lo];
+    }
+  }
+  return changed;
+}
+
+// Marks octets [lo, lo + n) of a page placed.
+void set_valid(ShadowBuffer::Page& pg, std::size_t lo, std::size_t n) {
+  if (pg.valid_count == kPage) return;
+  if (pg.valid_count == 0 && n == kPage) {
+    pg.valid_count = kPage;
+    return;
+  }
+  if (!pg.valid) pg.valid = std::make_unique<ShadowBuffer::PageBits>();
+  auto& bits = *pg.valid;
+  const std::size_t hi = lo + n;
+  for (std::size_t w = lo / 64; w * 64 < hi; ++w) {
+    const std::size_t b0 = std::max(lo, w * 64);
+    const std::size_t b1 = std::min(hi, w * 64 + 64);
+    const std::uint64_t want = bit_range(b0 - w * 64, b1 - w * 64);
+    pg.valid_count += static_cast<std::uint32_t>(std::popcount(want & ~bits[w]));
+    bits[w] |= want;
+  }
+  if (pg.valid_count == kPage) pg.valid.reset();  // whole: the count says it all
+}
+}  // namespace
 
 std::string_view to_string(RegionSource s) {
   switch (s) {
@@ -44,11 +126,13 @@ Bytes ShadowBuffer::read(std::uint64_t to, std::size_t len, std::vector<bool>* k
     const std::size_t n = std::min<std::size_t>(len - i, kPage - in_page);
     auto it = pages_.find(page);
     if (it != pages_.end()) {
-      for (std::size_t k = 0; k < n; ++k) {
-        const std::size_t b = in_page + k;
-        if (it->second.valid[b / 8] & (1u << (b % 8))) {
-          out[i + k] = it->second.data[b];
-          if (known) (*known)[i + k] = true;
+      const Page& pg = it->second;
+      // Octets never placed are 0 in the page, as they are in `out`.
+      std::memcpy(out.data() + i, pg.data.data() + in_page, n);
+      if (known) {
+        for (std::size_t k = 0; k < n; ++k) {
+          const std::size_t b = in_page + k;
+          if (pg.placed(b)) (*known)[i + k] = true;
         }
       }
     }
@@ -241,34 +325,30 @@ std::uint64_t ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin
                                           PlaceResult& r) {
   std::uint64_t changed = 0;
   const std::size_t n = content.size();
+  auto pit = buf.pages_.end();
   for (std::size_t i = 0; i < n;) {
     const std::uint64_t pos = begin + i;
     const std::uint64_t page = pos / kPage;
     const std::size_t in_page = static_cast<std::size_t>(pos % kPage);
     const std::size_t chunk = std::min<std::size_t>(n - i, kPage - in_page);
-    auto pit = buf.pages_.find(page);
+    // The page after the previous one is usually the next node of the map.
+    if (pit != buf.pages_.end()) ++pit;
+    if (pit == buf.pages_.end() || pit->first != page) pit = buf.pages_.find(page);
     if (pit == buf.pages_.end()) {
       if (retained_ + kPage > retention_cap_) {
         r.content_dropped = true;
         i += chunk;
         continue;
       }
-      ShadowBuffer::Page p;
-      p.data.assign(kPage, 0);
-      p.valid.assign(kPage / 8, 0);
-      pit = buf.pages_.emplace(page, std::move(p)).first;
+      pit = buf.pages_.try_emplace(page).first;
       retained_ += kPage;
       buf.retained_ += kPage;
     }
     auto& pg = pit->second;
-    for (std::size_t k = 0; k < chunk; ++k) {
-      const std::size_t b = in_page + k;
-      const std::uint8_t v = content[i + k];
-      const bool had = pg.valid[b / 8] & (1u << (b % 8));
-      if (had && pg.data[b] != v) ++changed;  // memory holds the latest, as the sink's would
-      pg.data[b] = v;
-      pg.valid[b / 8] = static_cast<std::uint8_t>(pg.valid[b / 8] | (1u << (b % 8)));
-    }
+    const std::uint8_t* src = content.data() + i;
+    changed += count_changed(pg, in_page, src, chunk);  // memory holds the latest, as the
+    std::memcpy(pg.data.data() + in_page, src, chunk);  // sink's would
+    set_valid(pg, in_page, chunk);
     i += chunk;
   }
   return changed;

@@ -17,8 +17,10 @@
 // delivery. Unknown content (not retained, see the retention cap) is never a conflict.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -155,6 +157,32 @@ class ShadowBuffer {
   std::uint64_t conflicts() const { return conflicts_; }
   std::uint64_t conflict_octets() const { return conflict_octets_; }
 
+  // Retained content in 4 KiB pages keyed by page index (TO / 4096). Octets never placed are 0
+  // in `data`; `valid_count` counts the placed ones. A page partly placed has `valid`, bit
+  // (b % 64) of word b / 64 set for each placed octet b; a whole page (valid_count 4096, the
+  // common case) has none, so it costs its 4 KiB and little more.
+  static constexpr std::size_t kPageSize = 4096;
+  using PageBits = std::array<std::uint64_t, kPageSize / 64>;
+  struct Page {
+    std::array<std::uint8_t, kPageSize> data{};
+    std::unique_ptr<PageBits> valid;  // while 0 < valid_count < 4096
+    std::uint32_t valid_count = 0;
+    Page() = default;
+    Page(const Page& o)  // buffers are copied (the GUI's snapshots of the model)
+        : data(o.data),
+          valid(o.valid ? std::make_unique<PageBits>(*o.valid) : nullptr),
+          valid_count(o.valid_count) {}
+    Page& operator=(const Page& o) {
+      if (this != &o) *this = Page(o);
+      return *this;
+    }
+    Page(Page&&) = default;
+    Page& operator=(Page&&) = default;
+    bool placed(std::size_t b) const {
+      return valid_count == kPageSize || (valid && ((*valid)[b / 64] >> (b % 64) & 1));
+    }
+  };
+
  private:
   friend class ShadowMemory;
   // Octets placed by messages that were in flight when last asked: a few per buffer (one
@@ -177,11 +205,6 @@ class ShadowBuffer {
   std::uint64_t bytes_placed_ = 0;
   std::uint64_t min_to_ = UINT64_MAX;
   std::uint64_t max_end_ = 0;
-  // Retained content in 4 KiB pages keyed by page index (TO / 4096).
-  struct Page {
-    std::vector<std::uint8_t> data;   // 4096
-    std::vector<std::uint8_t> valid;  // bitmap, 512 octets
-  };
   std::map<std::uint64_t, Page> pages_;
   std::uint64_t retained_ = 0;
 };

@@ -15,7 +15,9 @@ namespace ddpscope::report {
 
 inline constexpr int kSchemaVersion = 1;
 
-nlohmann::json to_json(const Model& model, const std::string& capture_name);
+// The JSON report, written as it is made (a finding at a time: memory does not grow with the
+// findings), byte for byte what dumping it as one document with dump(2) gives. No newline after.
+void write_json(std::ostream& out, const Model& model, const std::string& capture_name);
 void write_text(std::ostream& out, const Model& model, const std::string& capture_name);
 // One finding as the text report's findings list shows it ("  frame N  severity  code stream S
 // from -> to: message  [sink would send Terminate ...]"), with its newline; `ddpscope live`
