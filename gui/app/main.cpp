@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // ddpscope-gui [FILE] [--frame N]
 // ddpscope-gui --capture IFACE [--filter BPF] [--write FILE] [--port PORT]... [--duration S]
-// ddpscope-gui --screenshot OUT.png FILE [--view streams|regions|msn|findings|bytes] [--frame N]
+// ddpscope-gui --screenshot OUT.png FILE [--view streams|regions|msn|findings|bytes|placement]
+// [--frame N]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QImage>
@@ -46,10 +47,33 @@ static int screenshot(MainWindow& w, const QString& out, const QString& file,
 }
 
 int main(int argc, char** argv) {
-  // Screenshots render offscreen unless a platform was chosen.
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--screenshot") == 0 && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+  // --screenshot, --help and --version need no display: they render offscreen unless a
+  // platform was chosen. Without a display the window itself cannot open: say so plainly.
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    bool headless = false;
+    for (int i = 1; i < argc; ++i)
+      for (const char* flag :
+           {"--screenshot", "--help", "-h", "-?", "--help-all", "--version", "-v"})
+        if (std::strcmp(argv[i], flag) == 0 ||
+            (std::strncmp(argv[i], "--screenshot=", 13) == 0 && std::strcmp(flag, "-v") == 0))
+          headless = true;
+#if defined(__linux__)
+    const bool display =
+        !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY");
+#else
+    const bool display = true;
+#endif
+    if (headless) {
       qputenv("QT_QPA_PLATFORM", "offscreen");
+    } else if (!display) {
+      std::fprintf(
+          stderr,
+          "ddpscope-gui: no display (DISPLAY and WAYLAND_DISPLAY are unset), so the window "
+          "cannot open.\n  Render a view instead: ddpscope-gui --screenshot OUT.png FILE "
+          "[--view VIEW]\n  or read the text report: ddpscope analyze FILE\n");
+      return 1;
+    }
+  }
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("ddpscope"));
   QApplication::setApplicationName(QStringLiteral("ddpscope-gui"));
@@ -64,7 +88,7 @@ int main(int argc, char** argv) {
                           QStringLiteral("OUT.png"));
   QCommandLineOption view(QStringLiteral("view"),
                           QStringLiteral("View for --screenshot: streams, regions, msn, findings, "
-                                         "bytes (default: the main window)."),
+                                         "bytes, placement (default: the main window)."),
                           QStringLiteral("VIEW"));
   QCommandLineOption capture(QStringLiteral("capture"),
                              QStringLiteral("Capture live on IFACE (as File › Capture)."),

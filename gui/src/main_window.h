@@ -28,6 +28,8 @@ namespace ddpscope::gui {
 
 class AnalysisWorker;
 class BytesModel;
+class BytesPage;
+class PlacementTraceWidget;
 class FindingsFilterProxy;
 class FindingsModel;
 class MsnChartWidget;
@@ -38,7 +40,15 @@ class StreamTreeModel;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  enum View { ViewStreams, ViewRegions, ViewMsn, ViewFindings, ViewBytes, ViewCount };
+  enum View {
+    ViewStreams,
+    ViewRegions,
+    ViewMsn,
+    ViewFindings,
+    ViewBytes,
+    ViewPlacement,
+    ViewCount
+  };
   static std::optional<View> parseView(const QString& name);  // "streams", "regions", ...
 
   explicit MainWindow(QWidget* parent = nullptr);
@@ -90,6 +100,8 @@ class MainWindow : public QMainWindow {
   FindingsFilterProxy* findingsProxy() const { return findings_proxy_; }
   RegionTableModel* regionModel() const { return region_model_; }
   BytesModel* bytesModel() const { return bytes_model_; }
+  BytesPage* bytesPage() const { return bytes_page_; }
+  PlacementTraceWidget* placementTrace() const { return placement_; }
   QTreeView* streamsView() const { return streams_view_; }
   QTableView* findingsView() const { return findings_view_; }
   QTableView* regionsView() const { return regions_view_; }
@@ -167,10 +179,9 @@ class MainWindow : public QMainWindow {
   QLineEdit* findings_filter_ = nullptr;
   QComboBox* severity_combo_ = nullptr;
   QLabel* findings_count_ = nullptr;
-  QComboBox* bytes_region_combo_ = nullptr;
+  BytesPage* bytes_page_ = nullptr;
+  PlacementTraceWidget* placement_ = nullptr;
   BytesModel* bytes_model_ = nullptr;
-  QTableView* bytes_view_ = nullptr;
-  QLabel* bytes_info_ = nullptr;
 
   QLabel* status_label_ = nullptr;
   QProgressBar* progress_ = nullptr;
