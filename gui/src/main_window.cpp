@@ -356,7 +356,9 @@ void MainWindow::refreshRecentMenu() {
 
 void MainWindow::openFile(const QString& path, const QString& regions) {
   if (path != path_) regions_path_.clear();
-  capture_ports_.clear();  // a file (a capture's savefile too) is analysed without hints
+  // A file is analysed with the command line's hints (none unless given, as in the CLI).
+  capture_ports_ = QList<quint16>(file_hints_.ports.begin(), file_hints_.ports.end());
+  capture_crc_ = file_hints_.crc;
   path_ = path;
   if (!regions.isEmpty()) regions_path_ = regions;
   // Like `ddpscope analyze`, a NAME.regions.json beside the capture is not loaded by itself
@@ -371,7 +373,7 @@ void MainWindow::openFile(const QString& path, const QString& regions) {
   progress_->setValue(0);
   progress_->show();
   cancel_button_->show();
-  emit startAnalysis(path, regions_path_, running_job_);
+  emit startAnalysis(path, regions_path_, running_job_, file_hints_);
   updateActions();
 }
 
@@ -391,6 +393,9 @@ bool MainWindow::loadSynchronously(const QString& path, const QString& regions) 
   }
   AnalyzerOptions options;
   options.protection_domains = file.protection_domains;
+  options.hints = file_hints_.hints;
+  capture_ports_ = QList<quint16>(file_hints_.ports.begin(), file_hints_.ports.end());
+  capture_crc_ = file_hints_.crc;
   auto snap = std::const_pointer_cast<Snapshot>(analyze_capture(
       path.toStdString(), {}, options,
       // No regions file: none given (an empty list would make every STag

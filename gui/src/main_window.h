@@ -94,6 +94,9 @@ class MainWindow : public QMainWindow {
   // What "Open in Wireshark at this frame" runs (wireshark_launch.h); empty without a file.
   QStringList wiresharkArguments() const;
   void selectRegion(int region);
+  // --port / --stream / --mid-stream-crc for the files opened from now on (as the CLI's).
+  void setFileHints(FileHints hints) { file_hints_ = std::move(hints); }
+  const FileHints& fileHints() const { return file_hints_; }
 
   StreamTreeModel* streamModel() const { return stream_model_; }
   FindingsModel* findingsModel() const { return findings_model_; }
@@ -115,7 +118,8 @@ class MainWindow : public QMainWindow {
 
  signals:
   void analysisFinished();
-  void startAnalysis(const QString& path, const QString& regions, quint64 job);
+  void startAnalysis(const QString& path, const QString& regions, quint64 job,
+                     const ddpscope::gui::FileHints& hints);
   void startLiveCapture(const ddpscope::gui::CaptureRequest& request, quint64 job);
 
  protected:
@@ -155,6 +159,7 @@ class MainWindow : public QMainWindow {
   // The last capture's mid-stream hints, passed to Wireshark as Decode As.
   QList<quint16> capture_ports_;
   std::optional<bool> capture_crc_;
+  FileHints file_hints_;
   bool capture_markers_ = false;
   bool syncing_ = false;
   bool capturing_ = false;  // the running job is a live capture
