@@ -38,7 +38,7 @@ std::map<std::uint64_t, BytesModel::Writer> BytesModel::lastWriters(
       }
       it = m.erase(it);
     }
-    m.emplace(a, Writer{b, r.frame, r.opcode, r.overlap});
+    m.emplace(a, Writer{b, r.frame, r.opcode, r.conflict});
   }
   return m;
 }
@@ -211,7 +211,7 @@ QVariant BytesModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ForegroundRole && octet_col) {
     const Writer* w = writerAt(row.to + std::uint64_t(col - ColOctet0));
-    if (w && w->overlap) return QColor(0xc0, 0x20, 0x20);  // placed over earlier octets
+    if (w && w->overlap) return QColor(0xc0, 0x20, 0x20);  // a conflicting placement
     return {};
   }
   if (role == FrameRole) {
@@ -233,7 +233,7 @@ QVariant BytesModel::data(const QModelIndex& index, int role) const {
                  .arg(opcodeName(w->opcode))
                  .arg(wb, 0, 16)
                  .arg(w->end, 0, 16)
-                 .arg(w->overlap ? tr(", over octets placed before") : QString());
+                 .arg(w->overlap ? tr(", conflicting with a message in flight") : QString());
       else
         t += tr("\nnever placed");
       return t;

@@ -53,7 +53,9 @@ class BytesModel : public QAbstractTableModel {
     std::uint64_t end = 0;
     std::uint64_t frame = 0;
     std::uint8_t opcode = 0;
-    bool overlap = false;  // this placement wrote over octets placed before
+    // This placement wrote other content over octets of a message in flight (a conflict; a
+    // buffer reused after delivery is normal and not marked).
+    bool overlap = false;
   };
   static std::map<std::uint64_t, Writer> lastWriters(std::span<const PlacedRange> ranges);
 

@@ -201,7 +201,7 @@ void PlacementTraceWidget::paintEvent(QPaintEvent*) {
   QString title = tr("%1   %2 placements   x: frame   y: offset from 0x%3")
                       .arg(regionLabel(*b))
                       .arg(ranges.size())
-                      .arg(static_cast<std::uint64_t>(do0_), 0, 16);
+                      .arg(b->base ? *b->base : static_cast<std::uint64_t>(do0_), 0, 16);
   p.drawText(QRect(kLeft, 4, width() - kLeft - kRight, 20), Qt::AlignLeft | Qt::AlignVCenter,
              title);
   p.setPen(pal.color(QPalette::Mid));
@@ -219,9 +219,11 @@ void PlacementTraceWidget::paintEvent(QPaintEvent*) {
     p.drawText(x - fm.horizontalAdvance(l) / 2, plot.bottom() + 4 + fm.ascent(), l);
   }
   const double ostep = pow2Step(vo1_ - vo0_, std::max(2, plot.height() / 40));
-  const double rel0 = vo0_ - do0_;
-  for (double o = std::ceil(rel0 / ostep) * ostep; do0_ + o <= vo1_; o += ostep) {
-    const int y = int(std::lround(yOf(do0_ + o)));
+  // Offsets from the base when known (a violation before it sits below +0x0, unlabelled).
+  const double origin = b->base ? double(*b->base) : do0_;
+  const double rel0 = std::max(0.0, vo0_ - origin);
+  for (double o = std::ceil(rel0 / ostep) * ostep; origin + o <= vo1_; o += ostep) {
+    const int y = int(std::lround(yOf(origin + o)));
     p.setPen(pal.color(QPalette::Midlight));
     p.drawLine(plot.left(), y, plot.right(), y);
     p.setPen(pal.color(QPalette::Text));

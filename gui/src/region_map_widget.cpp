@@ -181,7 +181,7 @@ void RegionMapWidget::paintEvent(QPaintEvent*) {
           .arg(vb_, 0, 16)
           .arg(ve_, 0, 16)
           .arg(bytesText(std::max<std::uint64_t>(1, (ve_ - vb_) / std::uint64_t(bar.width()))))
-          .arg(b->base ? std::min(*b->base, domain_.first) : domain_.first, 0, 16));
+          .arg(b->base ? *b->base : domain_.first, 0, 16));
 
   // Hole background (only inside the known bounds: nothing exists before the base or after
   // the end), then spans.
@@ -282,7 +282,7 @@ void RegionMapWidget::paintEvent(QPaintEvent*) {
   p.setPen(pal.color(QPalette::Text));
   const int axis_y = lane.bottom() + 4;
   // Ticks on round offsets (multiples of a power of two) from the origin (base when known).
-  const std::uint64_t origin = b->base ? std::min(*b->base, domain_.first) : domain_.first;
+  const std::uint64_t origin = b->base ? *b->base : domain_.first;
   const std::uint64_t step = tickStep(ve_ - vb_, std::max(2, bar.width() / 110));
   const std::uint64_t from_origin = vb_ > origin ? vb_ - origin : 0;
   int last_right = -1000;
