@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // ddpscope-gui [FILE] [--frame N]
 // ddpscope-gui --capture IFACE [--filter BPF] [--write FILE] [--port PORT]... [--duration S]
-// ddpscope-gui --screenshot OUT.png FILE [--view streams|regions|msn|findings|bytes] [--frame N]
+// ddpscope-gui --screenshot OUT.png FILE [--view streams|regions|msn|findings|bytes|placement]
+// [--frame N]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QImage>
@@ -17,7 +18,7 @@
 using ddpscope::gui::MainWindow;
 
 static int screenshot(MainWindow& w, const QString& out, const QString& file,
-                      const QString& view_name, std::uint64_t frame) {
+                      const QString& regions, const QString& view_name, std::uint64_t frame) {
   std::optional<MainWindow::View> view;
   if (!view_name.isEmpty()) {
     view = MainWindow::parseView(view_name);
@@ -27,7 +28,7 @@ static int screenshot(MainWindow& w, const QString& out, const QString& file,
     }
   }
   w.resize(1280, 800);
-  if (!w.loadSynchronously(file)) {
+  if (!w.loadSynchronously(file, regions)) {
     std::fprintf(stderr, "ddpscope-gui: %s: %s\n", qPrintable(file),
                  w.snapshot() ? w.snapshot()->error.c_str() : "cannot analyse");
     return 1;
@@ -46,10 +47,33 @@ static int screenshot(MainWindow& w, const QString& out, const QString& file,
 }
 
 int main(int argc, char** argv) {
-  // Screenshots render offscreen unless a platform was chosen.
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--screenshot") == 0 && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+  // --screenshot, --help and --version need no display: they render offscreen unless a
+  // platform was chosen. Without a display the window itself cannot open: say so plainly.
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    bool headless = false;
+    for (int i = 1; i < argc; ++i)
+      for (const char* flag :
+           {"--screenshot", "--help", "-h", "-?", "--help-all", "--version", "-v"})
+        if (std::strcmp(argv[i], flag) == 0 ||
+            (std::strncmp(argv[i], "--screenshot=", 13) == 0 && std::strcmp(flag, "-v") == 0))
+          headless = true;
+#if defined(__linux__)
+    const bool display =
+        !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY");
+#else
+    const bool display = true;
+#endif
+    if (headless) {
       qputenv("QT_QPA_PLATFORM", "offscreen");
+    } else if (!display) {
+      std::fprintf(
+          stderr,
+          "ddpscope-gui: no display (DISPLAY and WAYLAND_DISPLAY are unset), so the window "
+          "cannot open.\n  Render a view instead: ddpscope-gui --screenshot OUT.png FILE "
+          "[--view VIEW]\n  or read the text report: ddpscope analyze FILE\n");
+      return 1;
+    }
+  }
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("ddpscope"));
   QApplication::setApplicationName(QStringLiteral("ddpscope-gui"));
@@ -64,7 +88,7 @@ int main(int argc, char** argv) {
                           QStringLiteral("OUT.png"));
   QCommandLineOption view(QStringLiteral("view"),
                           QStringLiteral("View for --screenshot: streams, regions, msn, findings, "
-                                         "bytes (default: the main window)."),
+                                         "bytes, placement (default: the main window)."),
                           QStringLiteral("VIEW"));
   QCommandLineOption capture(QStringLiteral("capture"),
                              QStringLiteral("Capture live on IFACE (as File › Capture)."),
@@ -76,13 +100,31 @@ int main(int argc, char** argv) {
                            QStringLiteral("Save the --capture to FILE (pcap)."),
                            QStringLiteral("FILE"));
   QCommandLineOption port(QStringLiteral("port"),
-                          QStringLiteral("Analyse streams on PORT without an MPA handshake "
-                                         "(repeatable; as ddpscope analyze --port)."),
+                          QStringLiteral("Analyse streams on PORT without an MPA handshake, in "
+                                         "FILE or the --capture (repeatable; as ddpscope "
+                                         "analyze --port)."),
                           QStringLiteral("PORT"));
   QCommandLineOption duration(QStringLiteral("duration"),
                               QStringLiteral("Stop the --capture after S seconds."),
                               QStringLiteral("S"));
+  QCommandLineOption stream(QStringLiteral("stream"),
+                            QStringLiteral("Analyse the stream with this endpoint (IP:PORT) of "
+                                           "FILE without an MPA handshake (repeatable)."),
+                            QStringLiteral("IP:PORT"));
+  QCommandLineOption crc(QStringLiteral("mid-stream-crc"),
+                         QStringLiteral("For --port/--stream streams: CRC in use, auto (default), "
+                                        "true or false."),
+                         QStringLiteral("auto|true|false"), QStringLiteral("auto"));
+  QCommandLineOption regions(
+      QStringLiteral("regions"),
+      QStringLiteral("JSON file of known STag regions for FILE. As with ddpscope analyze, "
+                     "NAME.regions.json beside a capture is not loaded unless given here "
+                     "(or with File > Apply Regions File)."),
+      QStringLiteral("FILE"));
   parser.addOption(shot);
+  parser.addOption(stream);
+  parser.addOption(crc);
+  parser.addOption(regions);
   parser.addOption(view);
   parser.addOption(capture);
   parser.addOption(filter);
@@ -107,13 +149,58 @@ int main(int argc, char** argv) {
     }
   }
 
+  // The stream hints, checked before any window opens.
+  ddpscope::gui::FileHints hints;
+  {
+    QList<quint16> ports;
+    if (!ddpscope::gui::parsePorts(parser.values(port).join(QLatin1Char(',')), ports)) {
+      std::fprintf(stderr, "ddpscope-gui: --port takes a port number (1-65535)\n");
+      return 2;
+    }
+    const QString c = parser.value(crc).toLower();
+    if (c == QLatin1String("true") || c == QLatin1String("on") || c == QLatin1String("1")) {
+      hints.crc = true;
+    } else if (c == QLatin1String("false") || c == QLatin1String("off") ||
+               c == QLatin1String("0")) {
+      hints.crc = false;
+    } else if (c != QLatin1String("auto")) {
+      std::fprintf(stderr, "ddpscope-gui: --mid-stream-crc wants auto, true or false, not %s\n",
+                   qPrintable(c));
+      return 2;
+    }
+    for (quint16 p : ports) {
+      hints.ports.push_back(p);
+      hints.hints.push_back(ddpscope::StreamHint{p, std::nullopt, hints.crc, false});
+    }
+    for (const QString& text : parser.values(stream)) {
+      const qsizetype colon = text.lastIndexOf(QLatin1Char(':'));
+      QString host = colon > 0 ? text.left(colon) : QString();
+      if (host.startsWith(QLatin1Char('[')) && host.endsWith(QLatin1Char(']')))
+        host = host.mid(1, host.size() - 2);
+      bool ok = false;
+      const uint p = colon > 0 ? text.mid(colon + 1).toUInt(&ok) : 0;
+      const auto addr = ddpscope::net::Address::parse(host.toStdString());
+      if (!ok || !addr || p == 0 || p > 65535) {
+        std::fprintf(stderr,
+                     "ddpscope-gui: --stream wants IP:PORT (one endpoint of the stream), not %s\n",
+                     qPrintable(text));
+        return 2;
+      }
+      hints.hints.push_back(ddpscope::StreamHint{
+          std::nullopt, ddpscope::net::Endpoint{*addr, static_cast<std::uint16_t>(p)}, hints.crc,
+          false});
+    }
+  }
+
   MainWindow w;
+  w.setFileHints(hints);
   if (parser.isSet(shot)) {
     if (files.isEmpty()) {
       std::fprintf(stderr, "ddpscope-gui: --screenshot needs a capture FILE\n");
       return 2;
     }
-    return screenshot(w, parser.value(shot), files.first(), parser.value(view), frame_number);
+    return screenshot(w, parser.value(shot), files.first(), parser.value(regions),
+                      parser.value(view), frame_number);
   }
   w.resize(1280, 800);
   w.show();
@@ -122,10 +209,11 @@ int main(int argc, char** argv) {
     req.interface = parser.value(capture);
     req.filter = parser.value(filter);
     req.writePath = parser.value(write);
-    if (!ddpscope::gui::parsePorts(parser.values(port).join(QLatin1Char(',')), req.ports)) {
-      std::fprintf(stderr, "ddpscope-gui: --port takes a port number (1-65535)\n");
-      return 2;
-    }
+    req.ports = QList<quint16>(hints.ports.begin(), hints.ports.end());
+    req.crc = hints.crc;
+    if (parser.isSet(stream) || parser.isSet(regions))
+      std::fprintf(
+          stderr, "ddpscope-gui: --stream and --regions apply to FILE; a --capture takes --port\n");
     bool ok = true;
     const double seconds = parser.isSet(duration) ? parser.value(duration).toDouble(&ok) : 0;
     if (!ok || seconds < 0) {
@@ -137,7 +225,7 @@ int main(int argc, char** argv) {
       QTimer::singleShot(static_cast<int>(seconds * 1000), &w, [&w] { w.stopCapture(); });
   } else if (!files.isEmpty()) {
     if (frame_number) w.focusFrameWhenLoaded(frame_number);
-    w.openFile(files.first());
+    w.openFile(files.first(), parser.value(regions));
   }
   return QApplication::exec();
 }

@@ -9,6 +9,7 @@ AnalysisWorker::AnalysisWorker(QObject* parent) : QObject(parent) {
   qRegisterMetaType<SnapshotPtr>("ddpscope::gui::SnapshotPtr");
   qRegisterMetaType<CaptureRequest>("ddpscope::gui::CaptureRequest");
   qRegisterMetaType<LiveStatus>("ddpscope::gui::LiveStatus");
+  qRegisterMetaType<FileHints>("ddpscope::gui::FileHints");
 }
 
 namespace {
@@ -22,7 +23,8 @@ SnapshotPtr failedSnapshot(const std::string& path, const QString& err) {
 }
 }  // namespace
 
-void AnalysisWorker::analyze(const QString& path, const QString& regions, quint64 job) {
+void AnalysisWorker::analyze(const QString& path, const QString& regions, quint64 job,
+                             const FileHints& hints) {
   begin(job);
   AnalysisCallbacks cb;
   cb.cancel = &cancel_;
@@ -40,6 +42,7 @@ void AnalysisWorker::analyze(const QString& path, const QString& regions, quint6
   if (!regions.isEmpty()) given = std::move(file.regions);
   AnalyzerOptions options;
   options.protection_domains = std::move(file.protection_domains);
+  options.hints = hints.hints;
   auto snap =
       std::const_pointer_cast<Snapshot>(analyze_capture(path.toStdString(), cb, options, given));
   snap->regions_file = regions.toStdString();

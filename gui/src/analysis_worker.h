@@ -11,6 +11,7 @@
 #include "snapshot.h"
 
 Q_DECLARE_METATYPE(ddpscope::gui::SnapshotPtr)
+Q_DECLARE_METATYPE(ddpscope::gui::FileHints)
 
 namespace ddpscope::gui {
 
@@ -30,7 +31,8 @@ class AnalysisWorker : public QObject {
 
  public slots:
   // Applies the regions file `regions` (may be empty) before the first frame.
-  void analyze(const QString& path, const QString& regions, quint64 job);
+  void analyze(const QString& path, const QString& regions, quint64 job,
+               const ddpscope::gui::FileHints& hints = {});
   // Captures live until requestCancel(job).
   void capture(const ddpscope::gui::CaptureRequest& request, quint64 job);
 

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Hex view of one region's placed content (ShadowBuffer::read), 16 octets a row, each row
-// attributed to the frames whose placement is the one visible (the last writer wins).
+// Hex view of one region's placed content (ShadowBuffer::read) laid out like Wireshark's bytes
+// pane: offset from the region's origin (base when known) | 16 octet columns | ASCII | frames.
+// Rows are aligned to 16 octets from the origin; each octet is coloured by the segment whose
+// placement is visible (the last writer wins), octets never placed read "..", octets placed
+// over earlier ones are underlined, and a run of whole rows never placed is one hole row.
 #pragma once
 
 #include <QAbstractTableModel>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "snapshot.h"
@@ -14,8 +18,8 @@ namespace ddpscope::gui {
 class BytesModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { ColOffset, ColHex, ColAscii, ColFrames, ColumnCount };
-  enum Role { FrameRole = Qt::UserRole + 1, OffsetRole, HoleRole };
+  enum Column { ColOffset, ColOctet0, ColAscii = ColOctet0 + 16, ColFrames, ColumnCount };
+  enum Role { FrameRole = Qt::UserRole + 1, OffsetRole, HoleRole, PlacedRole };
   static constexpr std::uint32_t kRowOctets = 16;
   static constexpr std::size_t kMaxRows = 1u << 18;  // 4 MiB shown; export has it all
 
@@ -26,6 +30,14 @@ class BytesModel : public QAbstractTableModel {
   bool truncated() const { return truncated_; }
   // Row showing the first octet placed by `frame`, or -1.
   int rowForFrame(std::uint64_t frame) const;
+  // Row (and octet column) showing TO `to`, or -1 when it is outside every row.
+  int rowForTo(std::uint64_t to) const;
+  // TO of the octet at (row, column); nullopt for the offset/ASCII/frames columns, hole rows.
+  std::optional<std::uint64_t> octetAt(int row, int column) const;
+  // TO every offset is counted from: the base when known (and not above the first octet).
+  std::uint64_t origin() const { return origin_; }
+  // Frames whose placement is visible in [begin, end), in TO order, each once.
+  std::vector<std::uint64_t> framesIn(std::uint64_t begin, std::uint64_t end) const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -41,22 +53,27 @@ class BytesModel : public QAbstractTableModel {
     std::uint64_t end = 0;
     std::uint64_t frame = 0;
     std::uint8_t opcode = 0;
+    // This placement wrote other content over octets of a message in flight (a conflict; a
+    // buffer reused after delivery is normal and not marked).
+    bool overlap = false;
   };
   static std::map<std::uint64_t, Writer> lastWriters(std::span<const PlacedRange> ranges);
 
  private:
   struct Row {
-    std::uint64_t to = 0;
-    std::uint64_t len = 0;  // octets (hole rows: the hole's size)
+    std::uint64_t to = 0;   // first TO of the row (aligned to 16 from the origin)
+    std::uint64_t len = 0;  // kRowOctets (hole rows: the hole's size)
     bool hole = false;
   };
-  std::vector<std::uint64_t> framesIn(std::uint64_t begin, std::uint64_t end) const;
+  const Writer* writerAt(std::uint64_t to, std::uint64_t* begin = nullptr) const;
+  QString offsetText(std::uint64_t to) const;
 
   SnapshotPtr snap_;
   int region_ = -1;
   std::vector<Row> rows_;
   std::map<std::uint64_t, Writer> writers_;
   bool truncated_ = false;
+  std::uint64_t origin_ = 0;
 };
 
 }  // namespace ddpscope::gui

@@ -35,10 +35,12 @@
 
 #include "analysis_worker.h"
 #include "bytes_model.h"
+#include "bytes_page.h"
 #include "capture_dialog.h"
 #include "findings_model.h"
 #include "labels.h"
 #include "msn_chart_widget.h"
+#include "placement_trace_widget.h"
 #include "region_map_widget.h"
 #include "region_table_model.h"
 #include "regions_file.h"
@@ -47,7 +49,7 @@
 
 namespace ddpscope::gui {
 namespace {
-const char* const kViewNames[] = {"streams", "regions", "msn", "findings", "bytes"};
+const char* const kViewNames[] = {"streams", "regions", "msn", "findings", "bytes", "placement"};
 constexpr int kMaxRecent = 10;
 // Columns sized to contents measure at most this many rows (Qt's default is 1000): measuring
 // thousands of findings or regions stalled the event loop for > 100 ms (bench/gui_load_bench).
@@ -210,49 +212,19 @@ void MainWindow::buildUi() {
   });
 
   // (5) Shadow buffer bytes.
-  auto* b_page = new QWidget;
-  auto* b_layout = new QVBoxLayout(b_page);
-  auto* b_bar = new QHBoxLayout;
-  bytes_region_combo_ = new QComboBox;
-  auto* region_label = new QLabel(tr("R&egion:"));
-  region_label->setBuddy(bytes_region_combo_);
-  auto* export_button = new QPushButton(tr("E&xport…"));
-  bytes_info_ = new QLabel;
-  b_bar->addWidget(region_label);
-  b_bar->addWidget(bytes_region_combo_, 1);
-  b_bar->addWidget(bytes_info_);
-  b_bar->addWidget(export_button);
-  b_layout->addLayout(b_bar);
-  bytes_model_ = new BytesModel(this);
-  bytes_view_ = new QTableView;
-  bytes_view_->setModel(bytes_model_);
-  bytes_view_->verticalHeader()->hide();
-  bytes_view_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
-  bytes_view_->horizontalHeader()->setStretchLastSection(true);
-  bytes_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  bytes_view_->setWordWrap(false);
-  bytes_view_->setAccessibleName(tr("Shadow buffer bytes"));
-  b_layout->addWidget(bytes_view_, 1);
-  tabs_->addTab(b_page, tr("&Bytes"));
-  connect(bytes_region_combo_, &QComboBox::currentIndexChanged, this, [this](int i) {
-    bytes_model_->setRegion(snap_, i);
-    bytes_view_->resizeColumnToContents(BytesModel::ColOffset);
-    bytes_view_->setColumnWidth(
-        BytesModel::ColHex,
-        bytes_view_->fontMetrics().horizontalAdvance(QString(16 * 3 + 2, QLatin1Char('0'))) + 40);
-    bytes_view_->setColumnWidth(
-        BytesModel::ColAscii,
-        bytes_view_->fontMetrics().horizontalAdvance(QString(18, QLatin1Char('0'))) + 20);
-    bytes_info_->setText(bytes_model_->truncated()
-                             ? tr("(first %1 shown; export has all)")
-                                   .arg(bytesText(BytesModel::kMaxRows * BytesModel::kRowOctets))
-                             : QString());
-  });
-  connect(export_button, &QPushButton::clicked, this, &MainWindow::exportBytes);
-  connect(bytes_view_, &QTableView::activated, this, [this](const QModelIndex& idx) {
-    const quint64 f = idx.data(BytesModel::FrameRole).toULongLong();
-    if (f) focusFrame(f);
-  });
+  bytes_page_ = new BytesPage;
+  bytes_model_ = bytes_page_->model();
+  tabs_->addTab(bytes_page_, tr("&Bytes"));
+  connect(bytes_page_, &BytesPage::regionChosen, this,
+          [this](int i) { bytes_page_->setRegion(snap_, i); });
+  connect(bytes_page_, &BytesPage::exportRequested, this, &MainWindow::exportBytes);
+  connect(bytes_page_, &BytesPage::frameActivated, this, [this](quint64 f) { focusFrame(f); });
+
+  // (6) Placement trace of the selected region.
+  placement_ = new PlacementTraceWidget;
+  tabs_->addTab(placement_, tr("&Placement"));
+  connect(placement_, &PlacementTraceWidget::rangeClicked, this,
+          [this](quint64 frame) { focusFrame(frame); });
 
   // Status bar: progress and Cancel.
   status_label_ = new QLabel(tr("Open a capture (File › Open, drop a file here)"));
@@ -299,8 +271,8 @@ void MainWindow::buildMenus() {
   quit->setShortcut(QKeySequence::Quit);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  const QString names[] = {tr("Streams"), tr("Region Map"), tr("MSN Sequences"), tr("Findings"),
-                           tr("Shadow Bytes")};
+  const QString names[] = {tr("Streams"),  tr("Region Map"),   tr("MSN Sequences"),
+                           tr("Findings"), tr("Shadow Bytes"), tr("Placement Trace")};
   for (int i = 0; i < ViewCount; ++i) {
     QAction* a = view->addAction(names[i], this, [this, i] { showView(View(i)); });
     a->setShortcut(QKeySequence(QStringLiteral("Ctrl+%1").arg(i + 1)));
@@ -384,10 +356,13 @@ void MainWindow::refreshRecentMenu() {
 
 void MainWindow::openFile(const QString& path, const QString& regions) {
   if (path != path_) regions_path_.clear();
-  capture_ports_.clear();  // a file (a capture's savefile too) is analysed without hints
+  // A file is analysed with the command line's hints (none unless given, as in the CLI).
+  capture_ports_ = QList<quint16>(file_hints_.ports.begin(), file_hints_.ports.end());
+  capture_crc_ = file_hints_.crc;
   path_ = path;
   if (!regions.isEmpty()) regions_path_ = regions;
-  if (regions_path_.isEmpty()) regions_path_ = sidecarRegionsFile(path);
+  // Like `ddpscope analyze`, a NAME.regions.json beside the capture is not loaded by itself
+  // (the findings would differ from the CLI's); the status bar names it.
   addRecent(path);
   if (running_job_) worker_->requestCancel(running_job_);
   capturing_ = false;
@@ -398,13 +373,13 @@ void MainWindow::openFile(const QString& path, const QString& regions) {
   progress_->setValue(0);
   progress_->show();
   cancel_button_->show();
-  emit startAnalysis(path, regions_path_, running_job_);
+  emit startAnalysis(path, regions_path_, running_job_, file_hints_);
   updateActions();
 }
 
 bool MainWindow::loadSynchronously(const QString& path, const QString& regions) {
   path_ = path;
-  regions_path_ = regions.isEmpty() ? sidecarRegionsFile(path) : regions;
+  regions_path_ = regions;
   RegionsFile file;
   QString err;
   if (!regions_path_.isEmpty() && !loadRegionsFile(regions_path_, file, &err)) {
@@ -418,8 +393,15 @@ bool MainWindow::loadSynchronously(const QString& path, const QString& regions) 
   }
   AnalyzerOptions options;
   options.protection_domains = file.protection_domains;
-  auto snap = std::const_pointer_cast<Snapshot>(
-      analyze_capture(path.toStdString(), {}, options, file.regions));
+  options.hints = file_hints_.hints;
+  capture_ports_ = QList<quint16>(file_hints_.ports.begin(), file_hints_.ports.end());
+  capture_crc_ = file_hints_.crc;
+  auto snap = std::const_pointer_cast<Snapshot>(analyze_capture(
+      path.toStdString(), {}, options,
+      // No regions file: none given (an empty list would make every STag
+      // unknown, as the CLI's --regions does only when given).
+      regions_path_.isEmpty() ? std::nullopt
+                              : std::optional<std::vector<RegionSpec>>(std::move(file.regions))));
   snap->regions_file = regions_path_.toStdString();
   applySnapshot(snap);
   return snap->error.empty();
@@ -547,7 +529,7 @@ QString MainWindow::captureStatusText() const {
 void MainWindow::applySnapshot(SnapshotPtr snap) {
   snap_ = std::move(snap);
   syncing_ = true;
-  const int region_row = bytes_region_combo_->currentIndex();
+  const int region_row = bytes_page_->regionCombo()->currentIndex();
   const int series = series_combo_->currentIndex();
   stream_model_->setSnapshot(snap_);
   // Small trees open fully; big ones show streams and directions.
@@ -599,6 +581,12 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
   if (!snap_->regions_file.empty())
     status += tr(", regions from %1")
                   .arg(QFileInfo(QString::fromStdString(snap_->regions_file)).fileName());
+  else if (!live && !snap_->path.empty()) {
+    const QString side = sidecarRegionsFile(QString::fromStdString(snap_->path));
+    if (!side.isEmpty())
+      status += tr(", %1 not loaded (File › Apply Regions File, or --regions)")
+                    .arg(QFileInfo(side).fileName());
+  }
   if (snap_->cancelled)
     status += tr(" — cancelled, partial results");
   else if (!snap_->final)
@@ -613,9 +601,9 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
 
 void MainWindow::populateSelectors() {
   const QSignalBlocker b1(series_combo_);
-  const QSignalBlocker b2(bytes_region_combo_);
+  const QSignalBlocker b2(bytes_page_->regionCombo());
   series_combo_->clear();
-  bytes_region_combo_->clear();
+  bytes_page_->regionCombo()->clear();
   if (!snap_ || !snap_->model) return;
   const Model& m = *snap_->model;
   for (const MsnSeries& s : snap_->series) {
@@ -628,7 +616,7 @@ void MainWindow::populateSelectors() {
                                .arg(s.messages.size()));
   }
   for (const RegionInfo& r : snap_->regions)
-    bytes_region_combo_->addItem(
+    bytes_page_->regionCombo()->addItem(
         tr("%1  (%2 placed)").arg(regionLabel(*r.buffer), bytesText(r.buffer->bytes_placed())));
 }
 
@@ -636,10 +624,8 @@ void MainWindow::selectRegion(int region) {
   const bool was = syncing_;
   syncing_ = true;
   region_map_->setRegion(snap_, region);
-  if (bytes_region_combo_->currentIndex() != region)
-    bytes_region_combo_->setCurrentIndex(region);
-  else
-    bytes_model_->setRegion(snap_, region);
+  placement_->setRegion(snap_, region);
+  bytes_page_->setRegion(snap_, region);
   const QModelIndex src = region >= 0 ? region_model_->index(region, 0) : QModelIndex();
   const QModelIndex idx = region_proxy_->mapFromSource(src);
   if (idx.isValid()) {
@@ -717,14 +703,9 @@ void MainWindow::focusFrame(std::uint64_t frame, std::optional<std::uint32_t> st
   }
   if (region) selectRegion(int(*region));
   region_map_->setHighlightFrame(frame);
+  placement_->setHighlightFrame(frame);
   if (region) {
-    const int row = bytes_model_->rowForFrame(frame);
-    if (row >= 0) {
-      const QModelIndex bidx = bytes_model_->index(row, 0);
-      bytes_view_->selectionModel()->setCurrentIndex(
-          bidx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-      bytes_view_->scrollTo(bidx, QAbstractItemView::PositionAtCenter);
-    }
+    bytes_page_->showFrame(frame);
   }
   if (auto s = snap_->series_of_frame(frame, stream, direction)) {
     if (series_combo_->currentIndex() != int(*s)) series_combo_->setCurrentIndex(int(*s));

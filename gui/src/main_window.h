@@ -28,6 +28,8 @@ namespace ddpscope::gui {
 
 class AnalysisWorker;
 class BytesModel;
+class BytesPage;
+class PlacementTraceWidget;
 class FindingsFilterProxy;
 class FindingsModel;
 class MsnChartWidget;
@@ -38,7 +40,15 @@ class StreamTreeModel;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  enum View { ViewStreams, ViewRegions, ViewMsn, ViewFindings, ViewBytes, ViewCount };
+  enum View {
+    ViewStreams,
+    ViewRegions,
+    ViewMsn,
+    ViewFindings,
+    ViewBytes,
+    ViewPlacement,
+    ViewCount
+  };
   static std::optional<View> parseView(const QString& name);  // "streams", "regions", ...
 
   explicit MainWindow(QWidget* parent = nullptr);
@@ -84,12 +94,17 @@ class MainWindow : public QMainWindow {
   // What "Open in Wireshark at this frame" runs (wireshark_launch.h); empty without a file.
   QStringList wiresharkArguments() const;
   void selectRegion(int region);
+  // --port / --stream / --mid-stream-crc for the files opened from now on (as the CLI's).
+  void setFileHints(FileHints hints) { file_hints_ = std::move(hints); }
+  const FileHints& fileHints() const { return file_hints_; }
 
   StreamTreeModel* streamModel() const { return stream_model_; }
   FindingsModel* findingsModel() const { return findings_model_; }
   FindingsFilterProxy* findingsProxy() const { return findings_proxy_; }
   RegionTableModel* regionModel() const { return region_model_; }
   BytesModel* bytesModel() const { return bytes_model_; }
+  BytesPage* bytesPage() const { return bytes_page_; }
+  PlacementTraceWidget* placementTrace() const { return placement_; }
   QTreeView* streamsView() const { return streams_view_; }
   QTableView* findingsView() const { return findings_view_; }
   QTableView* regionsView() const { return regions_view_; }
@@ -103,7 +118,8 @@ class MainWindow : public QMainWindow {
 
  signals:
   void analysisFinished();
-  void startAnalysis(const QString& path, const QString& regions, quint64 job);
+  void startAnalysis(const QString& path, const QString& regions, quint64 job,
+                     const ddpscope::gui::FileHints& hints);
   void startLiveCapture(const ddpscope::gui::CaptureRequest& request, quint64 job);
 
  protected:
@@ -143,6 +159,7 @@ class MainWindow : public QMainWindow {
   // The last capture's mid-stream hints, passed to Wireshark as Decode As.
   QList<quint16> capture_ports_;
   std::optional<bool> capture_crc_;
+  FileHints file_hints_;
   bool capture_markers_ = false;
   bool syncing_ = false;
   bool capturing_ = false;  // the running job is a live capture
@@ -167,10 +184,9 @@ class MainWindow : public QMainWindow {
   QLineEdit* findings_filter_ = nullptr;
   QComboBox* severity_combo_ = nullptr;
   QLabel* findings_count_ = nullptr;
-  QComboBox* bytes_region_combo_ = nullptr;
+  BytesPage* bytes_page_ = nullptr;
+  PlacementTraceWidget* placement_ = nullptr;
   BytesModel* bytes_model_ = nullptr;
-  QTableView* bytes_view_ = nullptr;
-  QLabel* bytes_info_ = nullptr;
 
   QLabel* status_label_ = nullptr;
   QProgressBar* progress_ = nullptr;

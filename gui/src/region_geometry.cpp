@@ -65,11 +65,21 @@ struct Coverage {
 // Number of intervals touching each column.
 struct Touches {
   std::vector<std::int64_t> diff;
-  explicit Touches(int w) : diff(w + 1, 0) {}
+  int min_cols = 1;
+  explicit Touches(int w, int min = 1) : diff(w + 1, 0), min_cols(std::clamp(min, 1, w)) {}
   void add(const Columns& c, std::uint64_t a, std::uint64_t b) {
     i128 A, B;
     int c0, c1;
     if (!c.clip(a, b, A, B, c0, c1)) return;
+    if (c1 - c0 + 1 < min_cols) {  // widen around the middle, inside [0, width)
+      const int w = c.width;
+      c0 = std::max(0, (c0 + c1 + 1) / 2 - min_cols / 2);
+      c1 = c0 + min_cols - 1;
+      if (c1 >= w) {
+        c1 = w - 1;
+        c0 = w - min_cols;
+      }
+    }
     diff[c0] += 1;
     diff[c1 + 1] -= 1;
   }
@@ -172,7 +182,7 @@ std::vector<MapSpan> layout_region(const RegionGeometryInput& in, std::uint64_t 
   const std::uint64_t hi = bounded ? *in.base + *in.length : UINT64_MAX;
 
   Coverage coverage(width);
-  Touches overlap(width), conflict(width), violation(width);
+  Touches overlap(width), conflict(width), violation(width, in.min_violation_px);
   // Start at the last extent beginning at or before the view.
   auto it = extents->upper_bound(view_begin);
   if (it != extents->begin()) --it;

@@ -45,6 +45,9 @@ struct RegionGeometryInput {
   // Coalesced placed extents [begin, end) (ShadowBuffer::extents()); computed from `ranges`
   // when null (the buffer's range list may be capped while its extents are complete).
   const std::map<std::uint64_t, std::uint64_t>* extents = nullptr;
+  // Bounds violations cover at least this many pixel columns (centred on the octets, within
+  // the width), so a 64-octet violation stays visible on a 16 MiB region. 0: exact.
+  int min_violation_px = 0;
 };
 
 RegionGeometryInput geometry_input(const ShadowBuffer& buf);

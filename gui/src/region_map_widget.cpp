@@ -18,10 +18,29 @@
 namespace ddpscope::gui {
 namespace {
 constexpr int kMargin = 12;
-constexpr int kHeader = 40;
+constexpr int kHeader = 58;
 constexpr int kBarHeight = 64;
 constexpr int kIssueLane = 8;
+constexpr int kMinViolationPx = 4;      // a violation is never narrower
 constexpr std::uint64_t kMinSpan = 16;  // octets across the whole bar at most zoom
+
+// Tick step: the power of two nearest above span / max_ticks (hex offsets read round).
+std::uint64_t tickStep(std::uint64_t span, int max_ticks) {
+  const std::uint64_t raw =
+      std::max<std::uint64_t>(1, span / std::uint64_t(std::max(1, max_ticks)));
+  std::uint64_t step = 1;
+  while (step < raw && step < (std::uint64_t{1} << 62))
+    step <<= 1;
+  return step;
+}
+
+QString offsetLabel(std::uint64_t off) {
+  // Round values in the largest unit that divides them.
+  if (off && off % (std::uint64_t{1} << 30) == 0) return QStringLiteral("+%1 GiB").arg(off >> 30);
+  if (off && off % (std::uint64_t{1} << 20) == 0) return QStringLiteral("+%1 MiB").arg(off >> 20);
+  if (off && off % 1024 == 0) return QStringLiteral("+%1 KiB").arg(off >> 10);
+  return QStringLiteral("+0x%1").arg(off, 0, 16);
+}
 }  // namespace
 
 RegionMapWidget::RegionMapWidget(QWidget* parent) : QWidget(parent) {
@@ -117,8 +136,11 @@ const std::vector<MapSpan>& RegionMapWidget::spans() const {
   const int w = barRect().width();
   if (!layout_valid_ || layout_width_ != w) {
     spans_.clear();
-    if (const ShadowBuffer* b = buffer(); b && ve_ > vb_)
-      spans_ = layout_region(geometry_input(*b), vb_, ve_, w);
+    if (const ShadowBuffer* b = buffer(); b && ve_ > vb_) {
+      RegionGeometryInput in = geometry_input(*b);
+      in.min_violation_px = kMinViolationPx;
+      spans_ = layout_region(in, vb_, ve_, w);
+    }
     layout_valid_ = true;
     layout_width_ = w;
   }
@@ -159,13 +181,22 @@ void RegionMapWidget::paintEvent(QPaintEvent*) {
           .arg(vb_, 0, 16)
           .arg(ve_, 0, 16)
           .arg(bytesText(std::max<std::uint64_t>(1, (ve_ - vb_) / std::uint64_t(bar.width()))))
-          .arg(domain_.first, 0, 16));
+          .arg(b->base ? *b->base : domain_.first, 0, 16));
 
-  // Hole background, then spans.
+  // Hole background (only inside the known bounds: nothing exists before the base or after
+  // the end), then spans.
   QColor hole = pal.color(QPalette::AlternateBase);
-  p.fillRect(bar, hole);
   QColor hatch = pal.color(QPalette::Mid);
-  p.fillRect(bar, QBrush(hatch, Qt::BDiagPattern));
+  QRect hole_rect = bar;
+  if (b->base && b->length) {
+    const double x0 = octet_to_x(vb_, ve_, bar.width(), *b->base);
+    const double x1 = octet_to_x(vb_, ve_, bar.width(), *b->base + *b->length);
+    const int l = bar.left() + int(std::clamp(x0, 0.0, double(bar.width())));
+    const int r = bar.left() + int(std::clamp(std::ceil(x1), 0.0, double(bar.width())));
+    hole_rect = QRect(l, bar.top(), std::max(0, r - l), bar.height());
+  }
+  p.fillRect(hole_rect, hole);
+  p.fillRect(hole_rect, QBrush(hatch, Qt::BDiagPattern));
   const QRect lane(bar.left(), bar.bottom() + 2, bar.width(), kIssueLane);
   for (const MapSpan& s : spans()) {
     const QRect r(bar.left() + s.x0, bar.top(), s.x1 - s.x0, bar.height());
@@ -187,6 +218,28 @@ void RegionMapWidget::paintEvent(QPaintEvent*) {
       p.fillRect(QRect(r.left(), r.top(), std::max(2, r.width()), r.height() / 2), w);
     }
   }
+  // Violations: a marker and a label above the bar at any scale.
+  {
+    const QColor vc = spanColor(SpanKind::violation);
+    int last_label_right = -1000;
+    for (const MapSpan& s : spans()) {
+      if (s.kind != SpanKind::violation) continue;
+      const int cx = bar.left() + (s.x0 + s.x1) / 2;
+      const QPoint tri[3] = {{cx - 5, bar.top() - 9}, {cx + 5, bar.top() - 9}, {cx, bar.top() - 2}};
+      p.setPen(Qt::NoPen);
+      p.setBrush(vc);
+      p.drawPolygon(tri, 3);
+      p.setBrush(Qt::NoBrush);
+      const QString label = tr("out of bounds");
+      const int tw = p.fontMetrics().horizontalAdvance(label);
+      const int tx = std::clamp(cx + 7, bar.left(), bar.right() - tw);
+      if (tx > last_label_right + 8) {
+        p.setPen(vc.darker(130));
+        p.drawText(tx, bar.top() - 3, label);
+        last_label_right = tx + tw;
+      }
+    }
+  }
   // Known bounds: a frame around the part of the bar inside them.
   p.setBrush(Qt::NoBrush);
   if (b->base && b->length) {
@@ -200,6 +253,13 @@ void RegionMapWidget::paintEvent(QPaintEvent*) {
   } else {
     p.setPen(QPen(pal.color(QPalette::Mid), 1, Qt::DashLine));
     p.drawRect(bar.adjusted(0, 0, -1, -1));
+  }
+  // Violations stay on top of the bounds frame (they sit right at its edges).
+  for (const MapSpan& s : spans()) {
+    if (s.kind != SpanKind::violation) continue;
+    const QColor w = spanColor(s.kind);
+    p.fillRect(QRect(bar.left() + s.x0, lane.top(), s.x1 - s.x0, lane.height()), w);
+    p.fillRect(QRect(bar.left() + s.x0, bar.top(), s.x1 - s.x0, bar.height() / 2), w);
   }
   // Highlighted frame / selected range.
   auto outline = [&](const PlacedRange& r, const QColor& c) {
@@ -221,18 +281,25 @@ void RegionMapWidget::paintEvent(QPaintEvent*) {
   // Axis: offsets relative to the domain start.
   p.setPen(pal.color(QPalette::Text));
   const int axis_y = lane.bottom() + 4;
-  const int ticks = std::max(2, bar.width() / 140);
-  for (int i = 0; i <= ticks; ++i) {
-    const int x = bar.left() + (bar.width() - 1) * i / ticks;
-    const auto [o, unused] =
-        column_octets(vb_, ve_, bar.width(), std::min(bar.width() - 1, x - bar.left()));
-    (void)unused;
+  // Ticks on round offsets (multiples of a power of two) from the origin (base when known).
+  const std::uint64_t origin = b->base ? *b->base : domain_.first;
+  const std::uint64_t step = tickStep(ve_ - vb_, std::max(2, bar.width() / 110));
+  const std::uint64_t from_origin = vb_ > origin ? vb_ - origin : 0;
+  int last_right = -1000;
+  for (std::uint64_t off = (from_origin + step - 1) / step * step; origin + off <= ve_;
+       off += step) {
+    const std::uint64_t to = origin + off;
+    if (to < vb_) continue;
+    const int x = bar.left() + int(std::lround(octet_to_x(vb_, ve_, bar.width(), to)));
+    if (x > bar.right() + 1) break;
     p.drawLine(x, axis_y, x, axis_y + 4);
-    const QString label =
-        QStringLiteral("+0x%1").arg((i == ticks ? ve_ : o) - domain_.first, 0, 16);
+    const QString label = offsetLabel(off);
     const int tw = p.fontMetrics().horizontalAdvance(label);
     const int tx = std::clamp(x - tw / 2, bar.left(), bar.right() - tw);
+    if (tx <= last_right + 6) continue;
     p.drawText(tx, axis_y + 6 + p.fontMetrics().ascent(), label);
+    last_right = tx + tw;
+    if (step > UINT64_MAX - off) break;
   }
   // Legend: opcodes present, then issue kinds.
   std::set<int> ops;

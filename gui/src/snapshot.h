@@ -77,6 +77,14 @@ struct Snapshot {
 };
 using SnapshotPtr = std::shared_ptr<const Snapshot>;
 
+// The command line's --port / --stream / --mid-stream-crc for a file, as `ddpscope analyze`
+// takes them: streams analysed without an MPA handshake (AnalyzerOptions::hints).
+struct FileHints {
+  std::vector<StreamHint> hints;
+  std::vector<std::uint16_t> ports;  // the --port values (for Wireshark's decode-as)
+  std::optional<bool> crc;           // --mid-stream-crc; none: auto
+};
+
 struct AnalysisCallbacks {
   const std::atomic<bool>* cancel = nullptr;
   // (bytes read, file size, frames), called about every 50 ms.

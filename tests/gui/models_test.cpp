@@ -100,8 +100,12 @@ class ModelsTest : public QObject {
       std::uint64_t placed = 0;
       for (int row = 0; row < bytes.rowCount(); ++row) {
         if (bytes.index(row, 0).data(BytesModel::HoleRole).toBool()) continue;
-        const QString hex = bytes.index(row, BytesModel::ColHex).data().toString();
-        placed += std::uint64_t(hex.split(QLatin1Char(' '), Qt::SkipEmptyParts).size());
+        for (int c = 0; c < int(BytesModel::kRowOctets); ++c) {
+          const QModelIndex cell = bytes.index(row, BytesModel::ColOctet0 + c);
+          const bool is_placed = cell.data(BytesModel::PlacedRole).toBool();
+          placed += is_placed ? 1 : 0;
+          QCOMPARE(cell.data().toString() == QLatin1String(".."), !is_placed);
+        }
         QVERIFY(!bytes.index(row, BytesModel::ColFrames).data().toString().isEmpty());
       }
       if (!bytes.truncated())

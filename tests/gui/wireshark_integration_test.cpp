@@ -48,7 +48,8 @@ class WiresharkIntegrationTest : public QObject {
     w.show();
     QSignalSpy done(&w, &MainWindow::analysisFinished);
     w.focusFrameWhenLoaded(14);
-    w.openFile(file);
+    // Frame 14 is out of bounds only with the regions file (given, as to the CLI).
+    w.openFile(file, sample("fault-bounds.regions.json"));
     QVERIFY(done.wait(120000));
     QCOMPARE(w.focusedFrame(), std::uint64_t{14});
     QCOMPARE(w.findingsView()->currentIndex().data(FindingsModel::FrameRole).toULongLong(),
@@ -89,10 +90,15 @@ class WiresharkIntegrationTest : public QObject {
     QVERIFY(wiresharkArguments(r).contains(QStringLiteral("iwarp.mpa.midstream_crc:auto")));
   }
 
-  // The window passes the regions file its analysis used (the sidecar found beside the file).
+  // The window passes the regions file its analysis used, and none when it used none (the
+  // sidecar beside the capture is not loaded by itself, as with `ddpscope analyze`).
   void windowPassesItsRegionsFile() {
     MainWindow w;
     QVERIFY(w.loadSynchronously(sample("fault-bounds.pcap")));
+    QVERIFY(!w.wiresharkArguments().join(' ').contains(QStringLiteral("regions_file")));
+    QVERIFY2(w.statusText().contains(QStringLiteral("fault-bounds.regions.json")),
+             qPrintable(w.statusText()));
+    QVERIFY(w.loadSynchronously(sample("fault-bounds.pcap"), sample("fault-bounds.regions.json")));
     w.focusFrame(14);
     const QStringList args = w.wiresharkArguments();
     QCOMPARE(args.mid(0, 4), (QStringList{"-r", sample("fault-bounds.pcap"), "-g", "14"}));
