@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "main_window.h"
 
+#include <algorithm>
+
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
@@ -544,6 +546,11 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
   if (snap_->final) {
     findings_view_->resizeColumnsToContents();
     regions_view_->resizeColumnsToContents();
+    // A capture whose regions an upper layer advertised opens with them grouped per ULP, in
+    // their commands' order (the header still sorts by any column).
+    const bool any_ulp = std::any_of(snap_->regions.begin(), snap_->regions.end(),
+                                     [](const RegionInfo& r) { return !r.buffer->ulp.empty(); });
+    if (any_ulp) regions_view_->sortByColumn(RegionTableModel::ColCommand, Qt::AscendingOrder);
   }
   populateSelectors();
   // Keep the user's choices across live updates; pick informative defaults otherwise.

@@ -31,6 +31,13 @@ QString RegionTableModel::placementText(const RegionInfo& r) {
   return parts.join(QStringLiteral(", "));
 }
 
+QString RegionTableModel::commandText(const ShadowBuffer& b) {
+  if (b.ulp.empty()) return QString::fromStdString(b.command);
+  if (b.command.empty()) return QString::fromStdString(b.ulp);
+  return QStringLiteral("%1: %2").arg(QString::fromStdString(b.ulp),
+                                      QString::fromStdString(b.command));
+}
+
 RegionTableModel::RegionTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void RegionTableModel::setSnapshot(SnapshotPtr snap) {
@@ -61,6 +68,8 @@ QVariant RegionTableModel::data(const QModelIndex& index, int role) const {
         return r.stream ? QVariant(*r.stream) : QVariant(QString());
       case ColSource:
         return qstr(to_string(b.source));
+      case ColCommand:
+        return commandText(b);
       case ColBounds:
         if (b.base && b.length)
           return QStringLiteral("[0x%1, +%2)").arg(*b.base, 0, 16).arg(*b.length);
@@ -86,6 +95,12 @@ QVariant RegionTableModel::data(const QModelIndex& index, int role) const {
         return quint64(b.ranges().size() + b.ranges_dropped());
       case ColIssues:
         return quint64(issues);
+      case ColCommand:
+        // Per ULP, then by the frame that advertised the region: each ULP's regions together,
+        // in the order their commands came; regions no ULP named last.
+        return QStringLiteral("%1 %2")
+            .arg(b.ulp.empty() ? QStringLiteral("~") : QString::fromStdString(b.ulp))
+            .arg(b.learned_frame, 12, 10, QLatin1Char('0'));
       default:
         return data(index, Qt::DisplayRole);
     }
@@ -94,6 +109,8 @@ QVariant RegionTableModel::data(const QModelIndex& index, int role) const {
     return spanColor(r.violations ? SpanKind::violation : SpanKind::conflict);
   if (role == RegionRole) return index.row();
   if (role == FrameRole) return quint64(r.first_frame);
+  if (role == Qt::ToolTipRole && index.column() == ColCommand && !b.command.empty())
+    return commandText(b);
   if (role == Qt::ToolTipRole && index.column() == ColRegion)
     return tr("origin: %1\nlearned in frame %2")
         .arg(QString::fromStdString(b.origin))
@@ -110,6 +127,8 @@ QVariant RegionTableModel::headerData(int section, Qt::Orientation o, int role) 
       return tr("Stream");
     case ColSource:
       return tr("Source");
+    case ColCommand:
+      return tr("Upper layer");
     case ColBounds:
       return tr("Bounds");
     case ColPlaced:

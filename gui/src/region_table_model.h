@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// One row per shadow buffer (owner, STag): bounds, extent, placed octets, issues.
+// One row per shadow buffer (owner, STag): the ULP command that advertised it, bounds, extent,
+// placed octets, issues. Sorting by the command column groups the regions per ULP.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -15,6 +16,7 @@ class RegionTableModel : public QAbstractTableModel {
     ColRegion,
     ColStream,
     ColSource,
+    ColCommand,  // the upper-layer command that advertised the region ("nvme-rdma: NVMe Read …")
     ColBounds,
     ColPlaced,
     ColRanges,
@@ -32,6 +34,8 @@ class RegionTableModel : public QAbstractTableModel {
   static std::uint64_t issueCount(const RegionInfo& r) { return r.conflicts + r.violations; }
   // "reused: 8.0 KiB rewritten by 2 later segments" (buffer reuse, normal), or empty.
   static QString reuseText(const RegionInfo& r);
+  // "nvme-rdma: NVMe Read cid 12 nsid 1": the ULP and command that named the region, or empty.
+  static QString commandText(const ShadowBuffer& b);
   // Both, for one line.
   static QString placementText(const RegionInfo& r);
 

@@ -8,6 +8,7 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QSignalSpy>
+#include <QSortFilterProxyModel>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cstring>
@@ -229,6 +230,53 @@ class ModelsTest : public QObject {
   // Placing octets again (ddp/shadow.h) as the GUI shows it, on the sample CI pins it with: the
   // reused buffer is no issue but says so, the conflict is one, and the finding list holds the
   // conflict at the frame the CLI and the plugin name.
+  // Issue 14: on the real NFS/RDMA capture every region an RPC Call advertised is named by it
+  // ("rpc-rdma: NFSv3 READ xid …"), and sorting by that column groups the regions per ULP.
+  void regionsNamedByTheirUlpCommandGroupedPerUlp() {
+    const QString path =
+        qEnvironmentVariable("DDPSCOPE_SAMPLES_DIR") + QStringLiteral("/siw/siw-nfs-rdma.pcap");
+    AnalysisWorker worker;
+    QSignalSpy done(&worker, &AnalysisWorker::finished);
+    worker.analyze(path, QString(), 1);
+    QCOMPARE(done.count(), 1);
+    const SnapshotPtr snap = done.at(0).at(1).value<SnapshotPtr>();
+    QVERIFY(snap && snap->final);
+    RegionTableModel regions;
+    regions.setSnapshot(snap);
+    QCOMPARE(regions.headerData(RegionTableModel::ColCommand, Qt::Horizontal).toString(),
+             QStringLiteral("Upper layer"));
+    int named = 0, reads = 0;
+    for (int r = 0; r < regions.rowCount(); ++r) {
+      const ShadowBuffer& b = *snap->regions[std::size_t(r)].buffer;
+      const QString text = regions.index(r, RegionTableModel::ColCommand).data().toString();
+      if (b.source == RegionSource::advertisement) {
+        QVERIFY2(text.startsWith(QStringLiteral("rpc-rdma: ")), qPrintable(text));
+        ++named;
+        if (text.contains(QStringLiteral("NFSv3 READ xid 0x"))) ++reads;
+      }
+    }
+    QVERIFY(named >= 20);
+    QVERIFY(reads >= 3);
+    QSortFilterProxyModel proxy;
+    proxy.setSourceModel(&regions);
+    proxy.setSortRole(RegionTableModel::SortRole);
+    proxy.sort(RegionTableModel::ColCommand, Qt::AscendingOrder);
+    // Sorted, the ULP-named regions come first and together, in advertising order.
+    bool in_group = true;
+    std::uint64_t last_frame = 0;
+    for (int r = 0; r < proxy.rowCount(); ++r) {
+      const QModelIndex src = proxy.mapToSource(proxy.index(r, 0));
+      const ShadowBuffer& b = *snap->regions[std::size_t(src.row())].buffer;
+      if (b.ulp.empty()) {
+        in_group = false;
+        continue;
+      }
+      QVERIFY2(in_group, "a ULP region after the unnamed ones");
+      QVERIFY(b.learned_frame >= last_frame);
+      last_frame = b.learned_frame;
+    }
+  }
+
   void reuseAndConflictAsTheCliReportsThem() {
     const QString path = qEnvironmentVariable("DDPSCOPE_SAMPLES_DIR") +
                          QStringLiteral("/synthetic/fault-conflict.pcap");
