@@ -11,23 +11,6 @@
 namespace ddpscope::ulp {
 namespace {
 
-std::uint32_t be16(ByteView d, std::size_t at) {
-  return static_cast<std::uint32_t>((d[at] << 8) | d[at + 1]);
-}
-std::uint32_t be24(ByteView d, std::size_t at) {
-  return (static_cast<std::uint32_t>(d[at]) << 16) | be16(d, at + 1);
-}
-std::uint32_t be32(ByteView d, std::size_t at) {
-  return (be16(d, at) << 16) | be16(d, at + 2);
-}
-std::uint64_t be64(ByteView d, std::size_t at) {
-  return (static_cast<std::uint64_t>(be32(d, at)) << 32) | be32(d, at + 4);
-}
-void put_be(ByteWriter& w, std::uint64_t v, std::size_t octets) {
-  for (std::size_t i = octets; i-- > 0;)
-    w.u8(static_cast<std::uint8_t>(v >> (8 * i)));
-}
-
 // The opcodes an initiator sends and a target sends (RFC 7143 §11); others are no iSCSI.
 bool initiator_opcode(std::uint8_t op) {
   return op <= iscsi_opcode::logout_request || op == iscsi_opcode::snack;
@@ -94,15 +77,15 @@ Bytes encode_iser_header(const IserHeader& h) {
     w.u8(static_cast<std::uint8_t>(h.opcode << 4 | (h.write_valid ? 0x08 : 0) |
                                    (h.read_valid ? 0x04 : 0)));
     w.zeros(3);
-    put_be(w, h.write_stag, 4);
-    put_be(w, h.write_base, 8);
-    put_be(w, h.read_stag, 4);
-    put_be(w, h.read_base, 8);
+    w.be(h.write_stag, 4);
+    w.be(h.write_base, 8);
+    w.be(h.read_stag, 4);
+    w.be(h.read_base, 8);
     return b;
   }
   w.u8(static_cast<std::uint8_t>(h.opcode << 4 | (h.reject ? 0x01 : 0)));
   w.u8(static_cast<std::uint8_t>(h.max_version << 4 | (h.min_or_cur_version & 0x0F)));
-  put_be(w, h.ird_or_ord, 2);
+  w.be(h.ird_or_ord, 2);
   w.zeros(kIserHeaderSize - 4);
   return b;
 }
@@ -136,15 +119,15 @@ Bytes encode_iscsi_bhs(const IscsiBhs& b) {
   w.u8(b.response);
   w.u8(b.status);
   w.u8(b.ahs_words);
-  put_be(w, b.data_length & 0xFFFFFF, 3);
-  put_be(w, b.lun, 8);
-  put_be(w, b.itt, 4);
-  put_be(w, b.word20, 4);
-  put_be(w, b.cmdsn, 4);
+  w.be(b.data_length & 0xFFFFFF, 3);
+  w.be(b.lun, 8);
+  w.be(b.itt, 4);
+  w.be(b.word20, 4);
+  w.be(b.cmdsn, 4);
   if (b.opcode == iscsi_opcode::scsi_response) {
     w.zeros(12);  // ExpCmdSN, MaxCmdSN, ExpDataSN
-    put_be(w, b.bidi_residual, 4);
-    put_be(w, b.residual, 4);
+    w.be(b.bidi_residual, 4);
+    w.be(b.residual, 4);
   } else {
     w.zeros(4);  // ExpStatSN
     for (std::uint8_t c : b.cdb)

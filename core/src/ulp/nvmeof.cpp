@@ -11,24 +11,6 @@
 namespace ddpscope::ulp {
 namespace {
 
-std::uint16_t le16(ByteView d, std::size_t at) {
-  return static_cast<std::uint16_t>(d[at] | (d[at + 1] << 8));
-}
-std::uint32_t le24(ByteView d, std::size_t at) {
-  return static_cast<std::uint32_t>(d[at] | (d[at + 1] << 8) | (d[at + 2] << 16));
-}
-std::uint32_t le32(ByteView d, std::size_t at) {
-  return static_cast<std::uint32_t>(le16(d, at)) |
-         (static_cast<std::uint32_t>(le16(d, at + 2)) << 16);
-}
-std::uint64_t le64(ByteView d, std::size_t at) {
-  return static_cast<std::uint64_t>(le32(d, at)) |
-         (static_cast<std::uint64_t>(le32(d, at + 4)) << 32);
-}
-void put_le(ByteWriter& w, std::uint64_t v, std::size_t octets) {
-  for (std::size_t i = 0; i < octets; ++i)
-    w.u8(static_cast<std::uint8_t>(v >> (8 * i)));
-}
 bool all_zero(ByteView d) {
   return std::all_of(d.begin(), d.end(), [](std::uint8_t b) { return b == 0; });
 }
@@ -145,11 +127,11 @@ std::optional<NvmeCmReply> decode_nvme_cm_reply(ByteView pd) {
 Bytes encode_nvme_cm_request(const NvmeCmRequest& r) {
   Bytes b;
   ByteWriter w(b);
-  put_le(w, r.recfmt, 2);
-  put_le(w, r.qid, 2);
-  put_le(w, r.hrqsize, 2);
-  put_le(w, r.hsqsize, 2);
-  put_le(w, r.cntlid, 2);
+  w.le(r.recfmt, 2);
+  w.le(r.qid, 2);
+  w.le(r.hrqsize, 2);
+  w.le(r.hsqsize, 2);
+  w.le(r.cntlid, 2);
   w.zeros(kNvmeCmPrivateDataSize - 10);
   return b;
 }
@@ -157,8 +139,8 @@ Bytes encode_nvme_cm_request(const NvmeCmRequest& r) {
 Bytes encode_nvme_cm_reply(const NvmeCmReply& r) {
   Bytes b;
   ByteWriter w(b);
-  put_le(w, r.recfmt, 2);
-  put_le(w, r.crqsize, 2);
+  w.le(r.recfmt, 2);
+  w.le(r.crqsize, 2);
   w.zeros(kNvmeCmPrivateDataSize - 4);
   return b;
 }
@@ -178,12 +160,12 @@ NvmeSgl decode_nvme_sgl(ByteView d) {
 }
 
 void encode_nvme_sgl(const NvmeSgl& s, ByteWriter& w) {
-  put_le(w, s.address, 8);
+  w.le(s.address, 8);
   if (s.type == sgl_type::keyed_data_block) {
-    put_le(w, s.length & 0xFFFFFF, 3);
-    put_le(w, s.key, 4);
+    w.le(s.length & 0xFFFFFF, 3);
+    w.le(s.key, 4);
   } else {
-    put_le(w, s.length, 4);
+    w.le(s.length, 4);
     w.zeros(3);
   }
   w.u8(static_cast<std::uint8_t>((s.type << 4) | (s.subtype & 0x0F)));
@@ -207,12 +189,12 @@ Bytes encode_nvme_sqe(const NvmeSqe& q) {
   ByteWriter w(b);
   w.u8(q.opcode);
   w.u8(q.flags);
-  put_le(w, q.cid, 2);
-  put_le(w, q.nsid, 4);
+  w.le(q.cid, 2);
+  w.le(q.nsid, 4);
   w.zeros(16);  // CDW2-3, MPTR
   encode_nvme_sgl(q.sgl1, w);
   for (std::uint32_t d : q.cdw)
-    put_le(w, d, 4);
+    w.le(d, 4);
   return b;
 }
 
@@ -231,12 +213,12 @@ std::optional<NvmeCqe> decode_nvme_cqe(ByteView capsule) {
 Bytes encode_nvme_cqe(const NvmeCqe& c) {
   Bytes b;
   ByteWriter w(b);
-  put_le(w, c.dw0, 4);
-  put_le(w, c.dw1, 4);
-  put_le(w, c.sqhd, 2);
-  put_le(w, c.sqid, 2);
-  put_le(w, c.cid, 2);
-  put_le(w, c.status, 2);
+  w.le(c.dw0, 4);
+  w.le(c.dw1, 4);
+  w.le(c.sqhd, 2);
+  w.le(c.sqid, 2);
+  w.le(c.cid, 2);
+  w.le(c.status, 2);
   return b;
 }
 

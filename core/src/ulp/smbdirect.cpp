@@ -11,22 +11,6 @@
 namespace ddpscope::ulp {
 namespace {
 
-std::uint16_t le16(ByteView d, std::size_t at) {
-  return static_cast<std::uint16_t>(d[at] | (d[at + 1] << 8));
-}
-std::uint32_t le32(ByteView d, std::size_t at) {
-  return static_cast<std::uint32_t>(le16(d, at)) |
-         (static_cast<std::uint32_t>(le16(d, at + 2)) << 16);
-}
-std::uint64_t le64(ByteView d, std::size_t at) {
-  return static_cast<std::uint64_t>(le32(d, at)) |
-         (static_cast<std::uint64_t>(le32(d, at + 4)) << 32);
-}
-void put_le(ByteWriter& w, std::uint64_t v, std::size_t octets) {
-  for (std::size_t i = 0; i < octets; ++i)
-    w.u8(static_cast<std::uint8_t>(v >> (8 * i)));
-}
-
 constexpr std::uint32_t kServerToRedir = 0x00000001;
 constexpr std::uint32_t kChannelRdmaV1 = 1;
 constexpr std::uint32_t kChannelRdmaV1Invalidate = 2;
@@ -52,21 +36,21 @@ void header(ByteWriter& w, std::uint16_t command, std::uint64_t mid, std::uint32
             bool response) {
   for (int b : {0xFE, 0x53, 0x4D, 0x42})  // FE 'S' 'M' 'B'
     w.u8(static_cast<std::uint8_t>(b));
-  put_le(w, kSmb2HeaderSize, 2);
-  put_le(w, 1, 2);  // CreditCharge
-  put_le(w, status, 4);
-  put_le(w, command, 2);
-  put_le(w, 1, 2);  // CreditRequest/Response
-  put_le(w, response ? kServerToRedir : 0, 4);
-  put_le(w, 0, 4);  // NextCommand
-  put_le(w, mid, 8);
+  w.le(kSmb2HeaderSize, 2);
+  w.le(1, 2);  // CreditCharge
+  w.le(status, 4);
+  w.le(command, 2);
+  w.le(1, 2);  // CreditRequest/Response
+  w.le(response ? kServerToRedir : 0, 4);
+  w.le(0, 4);  // NextCommand
+  w.le(mid, 8);
   w.zeros(kSmb2HeaderSize - 32);  // Reserved, TreeId, SessionId, Signature
 }
 void buffers(ByteWriter& w, const std::vector<SmbDirectBuffer>& bufs) {
   for (const SmbDirectBuffer& b : bufs) {
-    put_le(w, b.offset, 8);
-    put_le(w, b.token, 4);
-    put_le(w, b.length, 4);
+    w.le(b.offset, 8);
+    w.le(b.token, 4);
+    w.le(b.length, 4);
   }
 }
 
@@ -127,44 +111,44 @@ std::optional<SmbdDataHeader> decode_smbd_data_header(ByteView m, std::uint64_t 
 Bytes encode_smbd_negotiate_request(const SmbdNegotiateRequest& r) {
   Bytes b;
   ByteWriter w(b);
-  put_le(w, r.min_version, 2);
-  put_le(w, r.max_version, 2);
-  put_le(w, 0, 2);
-  put_le(w, r.credits_requested, 2);
-  put_le(w, r.preferred_send_size, 4);
-  put_le(w, r.max_receive_size, 4);
-  put_le(w, r.max_fragmented_size, 4);
+  w.le(r.min_version, 2);
+  w.le(r.max_version, 2);
+  w.le(0, 2);
+  w.le(r.credits_requested, 2);
+  w.le(r.preferred_send_size, 4);
+  w.le(r.max_receive_size, 4);
+  w.le(r.max_fragmented_size, 4);
   return b;
 }
 
 Bytes encode_smbd_negotiate_response(const SmbdNegotiateResponse& r) {
   Bytes b;
   ByteWriter w(b);
-  put_le(w, r.min_version, 2);
-  put_le(w, r.max_version, 2);
-  put_le(w, r.negotiated_version, 2);
-  put_le(w, 0, 2);
-  put_le(w, r.credits_requested, 2);
-  put_le(w, r.credits_granted, 2);
-  put_le(w, r.status, 4);
-  put_le(w, r.max_read_write_size, 4);
-  put_le(w, r.preferred_send_size, 4);
-  put_le(w, r.max_receive_size, 4);
-  put_le(w, r.max_fragmented_size, 4);
+  w.le(r.min_version, 2);
+  w.le(r.max_version, 2);
+  w.le(r.negotiated_version, 2);
+  w.le(0, 2);
+  w.le(r.credits_requested, 2);
+  w.le(r.credits_granted, 2);
+  w.le(r.status, 4);
+  w.le(r.max_read_write_size, 4);
+  w.le(r.preferred_send_size, 4);
+  w.le(r.max_receive_size, 4);
+  w.le(r.max_fragmented_size, 4);
   return b;
 }
 
 Bytes encode_smbd_data(const SmbdDataHeader& h, ByteView data) {
   Bytes b;
   ByteWriter w(b);
-  put_le(w, h.credits_requested, 2);
-  put_le(w, h.credits_granted, 2);
-  put_le(w, h.flags, 2);
-  put_le(w, 0, 2);
-  put_le(w, h.remaining_data_length, 4);
-  put_le(w, data.empty() ? 0 : kSmbdDataHeaderSize, 4);
-  put_le(w, data.size(), 4);
-  put_le(w, 0, 4);  // padding to DataOffset 24
+  w.le(h.credits_requested, 2);
+  w.le(h.credits_granted, 2);
+  w.le(h.flags, 2);
+  w.le(0, 2);
+  w.le(h.remaining_data_length, 4);
+  w.le(data.empty() ? 0 : kSmbdDataHeaderSize, 4);
+  w.le(data.size(), 4);
+  w.le(0, 4);  // padding to DataOffset 24
   b.insert(b.end(), data.begin(), data.end());
   return b;
 }
@@ -211,14 +195,14 @@ Bytes encode_smb2_read_request(std::uint64_t mid, std::uint32_t length, std::uin
   Bytes b;
   ByteWriter w(b);
   header(w, smb2_command::read, mid, 0, false);
-  put_le(w, 49, 2);
+  w.le(49, 2);
   w.zeros(2);  // Padding, Flags
-  put_le(w, length, 4);
+  w.le(length, 4);
   w.zeros(8 + 16 + 4);  // Offset, FileId, MinimumCount
-  put_le(w, channel, 4);
-  put_le(w, 0, 4);                     // RemainingBytes
-  put_le(w, kSmb2HeaderSize + 48, 2);  // ReadChannelInfoOffset
-  put_le(w, 16 * bufs.size(), 2);      // ReadChannelInfoLength
+  w.le(channel, 4);
+  w.le(0, 4);                     // RemainingBytes
+  w.le(kSmb2HeaderSize + 48, 2);  // ReadChannelInfoOffset
+  w.le(16 * bufs.size(), 2);      // ReadChannelInfoLength
   buffers(w, bufs);
   return b;
 }
@@ -228,15 +212,15 @@ Bytes encode_smb2_write_request(std::uint64_t mid, std::uint32_t length, std::ui
   Bytes b;
   ByteWriter w(b);
   header(w, smb2_command::write, mid, 0, false);
-  put_le(w, 49, 2);
-  put_le(w, 0, 2);  // DataOffset
-  put_le(w, 0, 4);  // Length: the data comes on the channel
+  w.le(49, 2);
+  w.le(0, 2);       // DataOffset
+  w.le(0, 4);       // Length: the data comes on the channel
   w.zeros(8 + 16);  // Offset, FileId
-  put_le(w, channel, 4);
-  put_le(w, length, 4);                // RemainingBytes
-  put_le(w, kSmb2HeaderSize + 48, 2);  // WriteChannelInfoOffset
-  put_le(w, 16 * bufs.size(), 2);      // WriteChannelInfoLength
-  put_le(w, 0, 4);                     // Flags
+  w.le(channel, 4);
+  w.le(length, 4);                // RemainingBytes
+  w.le(kSmb2HeaderSize + 48, 2);  // WriteChannelInfoOffset
+  w.le(16 * bufs.size(), 2);      // WriteChannelInfoLength
+  w.le(0, 4);                     // Flags
   buffers(w, bufs);
   return b;
 }
@@ -246,15 +230,15 @@ Bytes encode_smb2_response(std::uint16_t command, std::uint64_t mid, std::uint32
   Bytes b;
   ByteWriter w(b);
   header(w, command, mid, status, true);
-  put_le(w, 17, 2);
+  w.le(17, 2);
   if (command == smb2_command::read) {
-    w.zeros(2);                 // DataOffset, Reserved
-    put_le(w, 0, 4);            // DataLength
-    put_le(w, transferred, 4);  // DataRemaining
-    put_le(w, 0, 4);
+    w.zeros(2);            // DataOffset, Reserved
+    w.le(0, 4);            // DataLength
+    w.le(transferred, 4);  // DataRemaining
+    w.le(0, 4);
   } else {
     w.zeros(2);
-    put_le(w, transferred, 4);  // Count
+    w.le(transferred, 4);  // Count
     w.zeros(8);
   }
   return b;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Byte views and big-endian (network order) access. Every read is bounds-checked
-// by its caller through ByteReader; nothing here reads past the view it is given.
+// Byte views and big-endian (network order) access, and the upper layers' fixed-offset fields.
+// Every read is bounds-checked by its caller through ByteReader; nothing here reads past the view
+// it is given.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,45 @@ inline std::uint64_t load_be64(const std::uint8_t* p) {
 inline std::uint32_t load_le32(const std::uint8_t* p) {
   return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) |
          (std::uint32_t{p[3]} << 24);
+}
+
+// Fixed-offset fields of a view whose caller has checked that it holds them: the upper layers'
+// layouts, little-endian (NVMe, SMB) and big-endian (iSCSI, XDR), of 1 to 8 octets.
+inline std::uint64_t load_le(ByteView d, std::size_t at, std::size_t octets) {
+  std::uint64_t v = 0;
+  for (std::size_t i = octets; i-- > 0;)
+    v = (v << 8) | d[at + i];
+  return v;
+}
+inline std::uint64_t load_be(ByteView d, std::size_t at, std::size_t octets) {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < octets; ++i)
+    v = (v << 8) | d[at + i];
+  return v;
+}
+inline std::uint16_t le16(ByteView d, std::size_t at) {
+  return static_cast<std::uint16_t>(load_le(d, at, 2));
+}
+inline std::uint32_t le24(ByteView d, std::size_t at) {
+  return static_cast<std::uint32_t>(load_le(d, at, 3));
+}
+inline std::uint32_t le32(ByteView d, std::size_t at) {
+  return static_cast<std::uint32_t>(load_le(d, at, 4));
+}
+inline std::uint64_t le64(ByteView d, std::size_t at) {
+  return load_le(d, at, 8);
+}
+inline std::uint16_t be16(ByteView d, std::size_t at) {
+  return static_cast<std::uint16_t>(load_be(d, at, 2));
+}
+inline std::uint32_t be24(ByteView d, std::size_t at) {
+  return static_cast<std::uint32_t>(load_be(d, at, 3));
+}
+inline std::uint32_t be32(ByteView d, std::size_t at) {
+  return static_cast<std::uint32_t>(load_be(d, at, 4));
+}
+inline std::uint64_t be64(ByteView d, std::size_t at) {
+  return load_be(d, at, 8);
 }
 
 // Reads a view front to back; every read checks the remaining length first.
@@ -75,6 +115,16 @@ class ByteWriter {
   void be64(std::uint64_t v) {
     be32(static_cast<std::uint32_t>(v >> 32));
     be32(static_cast<std::uint32_t>(v));
+  }
+  // The low `octets` octets of v, least significant first (the upper layers' little-endian
+  // fields), or most significant first.
+  void le(std::uint64_t v, std::size_t octets) {
+    for (std::size_t i = 0; i < octets; ++i)
+      out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  void be(std::uint64_t v, std::size_t octets) {
+    for (std::size_t i = octets; i-- > 0;)
+      out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
   }
   void bytes(ByteView v) { out_.insert(out_.end(), v.begin(), v.end()); }
   void zeros(std::size_t n) { out_.insert(out_.end(), n, 0); }
