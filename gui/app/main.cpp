@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("ddpscope"));
   QApplication::setApplicationName(QStringLiteral("ddpscope-gui"));
-  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+  QApplication::setApplicationVersion(QStringLiteral(DDPSCOPE_VERSION));
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("iWARP (MPA/DDP/RDMAP) capture analysis"));
