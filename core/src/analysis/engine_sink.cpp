@@ -16,10 +16,6 @@ namespace {
 
 constexpr std::size_t kBodyKeep = 4096;  // octets of an untagged message kept for decoding
 
-constexpr std::uint8_t op(wire::Opcode o) {
-  return static_cast<std::uint8_t>(o);
-}
-
 // What a direction's damaged message lost its octets to (a damaged message always follows a loss;
 // gap when none was recorded).
 Consequence cause(Consequence last_loss) {

@@ -14,10 +14,6 @@ Violation make(FindingId id, TerminateError t, std::string detail,
   return Violation{id, t, quote, std::move(detail)};
 }
 
-constexpr std::uint8_t op(wire::Opcode o) {
-  return static_cast<std::uint8_t>(o);
-}
-
 }  // namespace
 
 namespace detail {
