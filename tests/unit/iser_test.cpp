@@ -11,6 +11,7 @@
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
 #include "hostile/hostile_builders.h"
+#include "ulp_test_util.h"
 
 namespace ddpscope {
 namespace {
@@ -18,20 +19,12 @@ namespace {
 using namespace ulp;
 using wire::Opcode;
 
-constexpr std::uint8_t kSend = static_cast<std::uint8_t>(Opcode::send);
 
 AdvertContext from_initiator(std::uint64_t length, std::uint16_t port = 3260) {
-  AdvertContext c;
-  c.opcode = kSend;
-  c.sender = {*net::Address::parse("10.0.0.1"), 40000};
-  c.receiver = {*net::Address::parse("10.0.0.2"), port};
-  c.length = length;
-  return c;
+  return test::send_from_client(length, port);
 }
 AdvertContext from_target(std::uint64_t length, std::uint16_t port = 3260) {
-  AdvertContext c = from_initiator(length, port);
-  std::swap(c.sender, c.receiver);
-  return c;
+  return test::send_from_server(length, port);
 }
 
 // An iSER-framed SCSI Command: READ(10) (R) or WRITE(10) (W) of `edtl` octets.
@@ -269,12 +262,7 @@ struct IserWire {
   }
 };
 
-std::vector<const Finding*> of(const Model& m, std::string_view code) {
-  std::vector<const Finding*> out;
-  for (const auto& f : m.findings)
-    if (f.code() == code) out.push_back(&f);
-  return out;
-}
+using test::of;
 
 TEST(IserEngine, CleanReadLearnsBoundsAndEndsAtTheResponse) {
   Analyzer an;

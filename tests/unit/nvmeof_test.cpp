@@ -13,6 +13,7 @@
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
 #include "hostile/hostile_builders.h"
+#include "ulp_test_util.h"
 
 namespace ddpscope {
 namespace {
@@ -20,7 +21,6 @@ namespace {
 using namespace ulp;
 using wire::Opcode;
 
-constexpr std::uint8_t kSend = static_cast<std::uint8_t>(Opcode::send);
 
 NvmeSqe command(std::uint8_t opcode, std::uint16_t cid, std::uint64_t addr, std::uint32_t len,
                 std::uint32_t key, std::uint8_t subtype = sgl_subtype::invalidate_key) {
@@ -34,17 +34,10 @@ NvmeSqe command(std::uint8_t opcode, std::uint16_t cid, std::uint64_t addr, std:
 }
 
 AdvertContext from_host(std::uint64_t length, std::uint16_t port = 4420) {
-  AdvertContext c;
-  c.opcode = kSend;
-  c.sender = {*net::Address::parse("10.0.0.1"), 40000};
-  c.receiver = {*net::Address::parse("10.0.0.2"), port};
-  c.length = length;
-  return c;
+  return test::send_from_client(length, port);
 }
 AdvertContext from_controller(std::uint64_t length, std::uint16_t port = 4420) {
-  AdvertContext c = from_host(length, port);
-  std::swap(c.sender, c.receiver);
-  return c;
+  return test::send_from_server(length, port);
 }
 
 // The octets of the real siw capture samples/siw/siw-nvmeof.pcap, frame 146: NVM Read cid 0x61
@@ -263,12 +256,7 @@ struct NvmeWire {
   }
 };
 
-std::vector<const Finding*> of(const Model& m, std::string_view code) {
-  std::vector<const Finding*> out;
-  for (const auto& f : m.findings)
-    if (f.code() == code) out.push_back(&f);
-  return out;
-}
+using test::of;
 
 TEST(NvmeEngine, CleanReadLearnsBoundsAndEndsAtCompletion) {
   Analyzer an;

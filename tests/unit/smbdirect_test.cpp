@@ -11,6 +11,7 @@
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
 #include "hostile/hostile_builders.h"
+#include "ulp_test_util.h"
 
 namespace ddpscope {
 namespace {
@@ -18,20 +19,12 @@ namespace {
 using namespace ulp;
 using wire::Opcode;
 
-constexpr std::uint8_t kSend = static_cast<std::uint8_t>(Opcode::send);
 
 AdvertContext from_client(std::uint64_t length) {
-  AdvertContext c;
-  c.opcode = kSend;
-  c.sender = {*net::Address::parse("10.0.0.1"), 40000};
-  c.receiver = {*net::Address::parse("10.0.0.2"), 9999};
-  c.length = length;
-  return c;
+  return test::send_from_client(length, 9999);
 }
 AdvertContext from_server(std::uint64_t length) {
-  AdvertContext c = from_client(length);
-  std::swap(c.sender, c.receiver);
-  return c;
+  return test::send_from_server(length, 9999);
 }
 Bytes data(const Bytes& smb2, std::uint32_t remaining = 0) {
   SmbdDataHeader h;
@@ -200,12 +193,7 @@ struct SmbWire {
   }
 };
 
-std::vector<const Finding*> of(const Model& m, std::string_view code) {
-  std::vector<const Finding*> out;
-  for (const auto& f : m.findings)
-    if (f.code() == code) out.push_back(&f);
-  return out;
-}
+using test::of;
 
 TEST(SmbDirectEngine, CleanAndShortReadsEndAtTheResponse) {
   Analyzer an;
