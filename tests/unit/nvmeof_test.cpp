@@ -21,7 +21,6 @@ namespace {
 using namespace ulp;
 using wire::Opcode;
 
-
 NvmeSqe command(std::uint8_t opcode, std::uint16_t cid, std::uint64_t addr, std::uint32_t len,
                 std::uint32_t key, std::uint8_t subtype = sgl_subtype::invalidate_key) {
   NvmeSqe q;

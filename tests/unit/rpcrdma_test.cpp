@@ -19,7 +19,6 @@ namespace {
 using namespace ulp;
 using wire::Opcode;
 
-
 AdvertContext from_client(std::uint64_t length, std::uint16_t port = 20049) {
   return test::send_from_client(length, port);
 }

@@ -19,7 +19,6 @@ namespace {
 using namespace ulp;
 using wire::Opcode;
 
-
 AdvertContext from_client(std::uint64_t length) {
   return test::send_from_client(length, 9999);
 }
