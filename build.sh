@@ -18,7 +18,8 @@ PACKAGES=(cmake ninja-build g++ pkg-config git python3
           libgtest-dev libgmock-dev libbenchmark-dev
           wireshark-dev libwireshark-dev tshark
           qt6-base-dev libgl-dev xauth xvfb clang-format
-          clang-14 libclang-rt-14-dev)
+          clang-14 libclang-rt-14-dev
+          libusrsctp-dev libsctp-dev libgcrypt20-dev)
 
 # What `package` needs on top: the Debian tool chain and lintian.
 PACKAGE_TOOLS=(debhelper dpkg-dev fakeroot lintian)
