@@ -19,11 +19,16 @@ namespace {
 using namespace ulp;
 using wire::Opcode;
 
+// SENDs of a stream whose start the capture holds (the MPA Request names the initiator).
 AdvertContext from_initiator(std::uint64_t length, std::uint16_t port = 3260) {
-  return test::send_from_client(length, port);
+  AdvertContext c = test::send_from_client(length, port);
+  c.from_initiator = true;
+  return c;
 }
 AdvertContext from_target(std::uint64_t length, std::uint16_t port = 3260) {
-  return test::send_from_server(length, port);
+  AdvertContext c = test::send_from_server(length, port);
+  c.from_initiator = false;
+  return c;
 }
 
 // An iSER-framed SCSI Command: READ(10) (R) or WRITE(10) (W) of `edtl` octets.
@@ -110,10 +115,62 @@ TEST(IserCodec, HelloFieldsFirstFourOctetsOnly_LengthUnverified) {
   IserStream st;
   UlpEvents ev;
   IserDecoder d;
-  d.decode(from_initiator(b.size(), 9999), &st, b, ev);
+  d.decode(from_initiator(b.size()), &st, b, ev);
   EXPECT_TRUE(st.claimed());
   EXPECT_NE(st.describe().find("Hello MaxVer 1 MinVer 1 IRD 16"), std::string::npos);
   EXPECT_TRUE(ev.empty());
+}
+
+// Four octets are weak evidence: any SEND may begin 0x20 (the speed benchmark's 64-octet Sends
+// did, and their stream was named iSER). A Hello claims the stream only as its sender's first
+// message, with a hint (port 3260 or the iSER CM private data), and a HelloReply only after the
+// peer's Hello.
+TEST(IserDecoder, HelloClaimsOnlyAsFirstMessageWithAHint) {
+  IserDecoder d;
+  IserHeader hello;
+  hello.opcode = iser_opcode::hello;
+  hello.max_version = 2;
+  hello.min_or_cur_version = 1;
+  const Bytes b = encode_iser_header(hello);
+  IserHeader reply = hello;
+  reply.opcode = iser_opcode::hello_reply;
+  const Bytes r = encode_iser_header(reply);
+  UlpEvents ev;
+  {  // another port, no CM hint: a Hello and a HelloReply alone are not iSER
+    IserStream st;
+    d.decode(from_initiator(b.size(), 9999), &st, b, ev);
+    d.decode(from_target(r.size(), 9999), &st, r, ev);
+    EXPECT_FALSE(st.claimed());
+  }
+  {  // port 3260, but a Hello after the initiator's first message is not one
+    IserStream st;
+    const Bytes other(64, 0x55);
+    d.decode(from_initiator(other.size()), &st, other, ev);
+    d.decode(from_initiator(b.size()), &st, b, ev);
+    EXPECT_FALSE(st.claimed());
+  }
+  {  // a HelloReply with no Hello before it
+    IserStream st;
+    d.decode(from_target(r.size()), &st, r, ev);
+    EXPECT_FALSE(st.claimed());
+  }
+  {  // mid-stream (the capture does not show whose message is first)
+    IserStream st;
+    AdvertContext c = from_initiator(b.size());
+    c.from_initiator.reset();
+    d.decode(c, &st, b, ev);
+    EXPECT_FALSE(st.claimed());
+  }
+  {  // the iSER CM private data as the hint, then Hello and HelloReply in order
+    IserStream st;
+    UlpSetup setup;
+    setup.request = Bytes{0x00, 0x00, 0x00, 0x00};
+    d.setup(&st, setup);
+    d.decode(from_initiator(b.size(), 9999), &st, b, ev);
+    d.decode(from_target(r.size(), 9999), &st, r, ev);
+    EXPECT_TRUE(st.claimed());
+    EXPECT_NE(st.describe().find("HelloReply CurVer 1"), std::string::npos) << st.describe();
+  }
 }
 
 TEST(IserCodec, BhsOfCommandAndResponse) {

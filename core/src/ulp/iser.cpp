@@ -244,16 +244,27 @@ void IserDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteVi
                          UlpEvents& out) const {
   auto* st = static_cast<IserStream*>(state);
   if (!wire::opcode_is_send_family(ctx.opcode)) return;
+  const bool first_of_sender =
+      std::find(st->senders.begin(), st->senders.end(), ctx.sender) == st->senders.end();
+  if (first_of_sender && st->senders.size() < 2) st->senders.push_back(ctx.sender);
   const auto h = decode_iser_header(message);
   if (!h) return;
   if (h->opcode == iser_opcode::hello || h->opcode == iser_opcode::hello_reply) {
-    // Hello is the first message of an iSER connection whose login was in streaming mode
-    // (RFC 7145): the stream is iSER from here; its sender is the initiator.
+    // Hello is the initiator's first message of an iSER connection whose login was in
+    // streaming mode, HelloReply the target's answer (RFC 7145 §5.1). Four octets are weak
+    // evidence (any Send may start 0x20): taken only as its sender's first message, on a
+    // stream whose start the capture holds, with a hint (port 3260, iSER CM private data) or
+    // a Login; a HelloReply only after the peer's Hello.
+    const bool hinted = st->recognised || st->cm_hint || ctx.sender.port == kIscsiPort ||
+                        ctx.receiver.port == kIscsiPort;
+    const bool hello = h->opcode == iser_opcode::hello;
+    if (!first_of_sender || !ctx.from_initiator || !hinted) return;
+    if (hello ? st->hello.has_value() : !st->hello || st->hello_reply) return;
     if (!st->recognised) {
       st->recognised = true;
-      st->evidence = h->opcode == iser_opcode::hello ? "iSER Hello" : "iSER HelloReply";
+      st->evidence = hello ? "iSER Hello" : "iSER HelloReply";
     }
-    if (h->opcode == iser_opcode::hello) {
+    if (hello) {
       st->hello = h;
       if (!st->initiator) st->initiator = ctx.sender;
     } else {

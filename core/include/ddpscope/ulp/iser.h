@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/ulp/advert.h"
@@ -133,6 +134,9 @@ class IserStream final : public UlpStreamState {
   // bits of octet 0 may be set): a hint, like the port, that content then confirms.
   bool cm_hint = false;
   std::optional<IserHeader> hello, hello_reply;
+  // Who has sent a Send-family message yet (at most the stream's two ends): a Hello is the
+  // initiator's first message and a HelloReply the target's (RFC 7145 §5.1), never a later one.
+  std::vector<net::Endpoint> senders;
   std::string initiator_name, target_name;  // from the Login Request's text keys
   std::optional<net::Endpoint> initiator;   // the MPA initiator, or the first command's sender
 };
