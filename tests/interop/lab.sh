@@ -10,6 +10,9 @@
 #   tests/interop/lab.sh samples OUT        setup + the sample scenarios (scenarios/samples.sh)
 #   tests/interop/lab.sh smoke [DDPSCOPE]   setup + a one-rping boot; with DDPSCOPE, exit 0 only when
 #                                           the capture analyzes with no warning or error finding
+#   tests/interop/lab.sh ipsec DDPSCOPE [OUT]  IKEv2 (strongSwan) ESP tunnels between two guest
+#                                           namespaces, DDPSCOPE rping across each; OUT gets the
+#                                           ESP captures, the clear ones and the keys (xfrm, esp_sa)
 #   tests/interop/lab.sh clean              remove $LAB
 #
 # Environment: LAB (cache dir, default build/siw-lab), LAB_BOOT_TIMEOUT (s, default 900 for a whole
@@ -18,6 +21,8 @@
 #   LAB_GUESTFWD="GUESTPORT:HOSTPORT ..."  guest 10.0.2.100:GUESTPORT -> host 127.0.0.1:HOSTPORT
 #                                          (a socat relay started by qemu per connection)
 #   LAB_PARAMS="K=V ..."                   written to the guest's /out/lab/params (sourced)
+#   LAB_DDPSCOPE=BIN                       copy the host's ddpscope binary into the guest
+#                                          (/out/lab/ddpscope), for scenarios that run it
 #   LAB_LIVE=DIR                           the writable share is DIR itself (not a temporary
 #                                          folder), so a host-side driver sees /out files live
 #
@@ -36,6 +41,9 @@ GUEST_PKGS="rdma-core,ibverbs-providers,rdmacm-utils,perftest,tcpdump,iproute2,k
 # The storage ULPs' userspace (issue 14): iSER (tgt, open-iscsi), NFS over RDMA,
 # (SMB Direct: Debian 6.1 is built without CONFIG_SMB_SERVER_SMBDIRECT and CONFIG_CIFS_SMB_DIRECT.)
 GUEST_PKGS+=",tgt,open-iscsi,nfs-kernel-server,nfs-common,rpcbind"
+# IPsec (issue 17): strongSwan's IKEv2 daemon and swanctl; what `ddpscope` needs to run in the
+# guest from the host's build (shared read-only): ISA-L, libpcap (tcpdump's), libsctp, libgcrypt.
+GUEST_PKGS+=",strongswan-charon,strongswan-swanctl,libstrongswan-standard-plugins,libisal2,libsctp1"
 HOST_PKGS=(qemu-system-x86 debootstrap make gcc-12 bc xz-utils cpio busybox-static kmod patch
            libibverbs-dev librdmacm-dev gcc socat)
 
@@ -99,12 +107,28 @@ step_siw() {  # siw.ko out of tree from linux-source's drivers/infiniband/sw/siw
 
 step_root() {  # the guest root: debootstrap minbase with rdma-core userspace
   mkdir -p "$LAB/root/lib/modules" "$LAB/root/out" 2>/dev/null || true  # mount points for the shares
-  [ -f "$LAB/stamp.root" ] && return 0
+  if [ -f "$LAB/stamp.root" ]; then
+    # The stamp holds the package list the root was made with: packages added to GUEST_PKGS
+    # since are installed into it (apt in a chroot) instead of building it again.
+    [ "$(cat "$LAB/stamp.root")" = "$GUEST_PKGS" ] && return 0
+    log "guest root: installing what GUEST_PKGS added"
+    cp /etc/resolv.conf "$LAB/root/etc/resolv.conf"
+    mount -t proc proc "$LAB/root/proc"
+    local rc=0
+    chroot "$LAB/root" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 &&
+      chroot "$LAB/root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        --no-install-recommends $(echo "$GUEST_PKGS" | tr , ' ') >&2 || rc=$?
+    chroot "$LAB/root" apt-get clean
+    umount "$LAB/root/proc"
+    [ $rc -eq 0 ] || return $rc
+    echo "$GUEST_PKGS" > "$LAB/stamp.root"
+    return 0
+  fi
   log "debootstrap minbase into $LAB/root"
   rm -rf "$LAB/root"
   nice debootstrap --variant=minbase --include="$GUEST_PKGS" bookworm "$LAB/root" "$MIRROR" >&2
   mkdir -p "$LAB/root/lib/modules" "$LAB/root/out"
-  touch "$LAB/stamp.root"
+  echo "$GUEST_PKGS" > "$LAB/stamp.root"
 }
 
 step_initramfs() {  # busybox + the modules for virtio-9p and virtio-net; /init mounts the shares
@@ -156,6 +180,9 @@ run_vm() {
   cp "$HERE/guest-main.sh" "$HERE/guest-lib.sh" "$script" "$run/out/lab/"
   cp "$HERE"/scenarios/*.sh "$run/out/lab/" 2>/dev/null || true
   [ -x "$LAB/siw-bad-rkey" ] && cp "$LAB/siw-bad-rkey" "$run/out/lab/"
+  # The host's ddpscope for scenarios that run it in the guest (/out/lab/ddpscope; the guest
+  # root has its runtime libraries).
+  [ -n "${LAB_DDPSCOPE:-}" ] && cp "$LAB_DDPSCOPE" "$run/out/lab/ddpscope"
   echo "$(basename "$script")" > "$run/out/lab/scenario"
   local t0; t0=$(date +%s.%N)
   log "booting (timeout ${LAB_BOOT_TIMEOUT:-900} s), scenario $(basename "$script")"
@@ -214,6 +241,11 @@ print("smoke capture: %d frames, %d streams, findings %s" % (r["frames"], len(r[
 sys.exit(0 if ok else 1)
 PY
     fi ;;
+  ipsec)  # DDPSCOPE [OUT]: IKEv2 tunnels between two guest namespaces, ddpscope rping across
+    [ $# -ge 1 ] || die "usage: lab.sh ipsec DDPSCOPE [OUT]"
+    setup; rm -rf "${2:-$LAB/ipsec}"
+    LAB_DDPSCOPE="$1" run_vm "$HERE/scenarios/ipsec.sh" "${2:-$LAB/ipsec}"
+    python3 "$HERE/ipsec_samples.py" "${2:-$LAB/ipsec}" ;;
   clean) rm -rf "$LAB" ;;
-  *) echo "usage: $0 setup|run SCRIPT OUT|samples [OUT]|smoke|clean" >&2; exit 2 ;;
+  *) echo "usage: $0 setup|run SCRIPT OUT|samples [OUT]|smoke [DDPSCOPE]|ipsec DDPSCOPE [OUT]|clean" >&2; exit 2 ;;
 esac
