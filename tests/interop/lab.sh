@@ -13,6 +13,9 @@
 #   tests/interop/lab.sh ipsec DDPSCOPE [OUT]  IKEv2 (strongSwan) ESP tunnels between two guest
 #                                           namespaces, DDPSCOPE rping across each; OUT gets the
 #                                           ESP captures, the clear ones and the keys (xfrm, esp_sa)
+#   tests/interop/lab.sh sctp DDPSCOPE [OUT]   DDP over SCTP: DDPSCOPE rping on the guest kernel's SCTP
+#                                           against DDPSCOPE rping on usrsctp (SCTP over UDP), both
+#                                           directions, recorded (lab-sctp-*.pcap)
 #   tests/interop/lab.sh clean              remove $LAB
 #
 # Environment: LAB (cache dir, default build/siw-lab), LAB_BOOT_TIMEOUT (s, default 900 for a whole
@@ -42,8 +45,8 @@ GUEST_PKGS="rdma-core,ibverbs-providers,rdmacm-utils,perftest,tcpdump,iproute2,k
 # (SMB Direct: Debian 6.1 is built without CONFIG_SMB_SERVER_SMBDIRECT and CONFIG_CIFS_SMB_DIRECT.)
 GUEST_PKGS+=",tgt,open-iscsi,nfs-kernel-server,nfs-common,rpcbind"
 # IPsec (issue 17): strongSwan's IKEv2 daemon and swanctl; what `ddpscope` needs to run in the
-# guest from the host's build (shared read-only): ISA-L, libpcap (tcpdump's), libsctp, libgcrypt.
-GUEST_PKGS+=",strongswan-charon,strongswan-swanctl,libstrongswan-standard-plugins,libisal2,libsctp1"
+# guest from the host's build (shared read-only): ISA-L, libpcap (tcpdump's), libsctp, usrsctp, libgcrypt.
+GUEST_PKGS+=",strongswan-charon,strongswan-swanctl,libstrongswan-standard-plugins,libisal2,libsctp1,libusrsctp2,ethtool"
 HOST_PKGS=(qemu-system-x86 debootstrap make gcc-12 bc xz-utils cpio busybox-static kmod patch
            libibverbs-dev librdmacm-dev gcc socat)
 
@@ -246,6 +249,10 @@ PY
     setup; rm -rf "${2:-$LAB/ipsec}"
     LAB_DDPSCOPE="$1" run_vm "$HERE/scenarios/ipsec.sh" "${2:-$LAB/ipsec}"
     python3 "$HERE/ipsec_samples.py" "${2:-$LAB/ipsec}" ;;
+  sctp)  # DDPSCOPE [OUT]: our endpoint on kernel SCTP against our endpoint on usrsctp, both ways
+    [ $# -ge 1 ] || die "usage: lab.sh sctp DDPSCOPE [OUT]"
+    setup; rm -rf "${2:-$LAB/sctp}"
+    LAB_DDPSCOPE="$1" run_vm "$HERE/scenarios/sctp.sh" "${2:-$LAB/sctp}" ;;
   clean) rm -rf "$LAB" ;;
-  *) echo "usage: $0 setup|run SCRIPT OUT|samples [OUT]|smoke [DDPSCOPE]|ipsec DDPSCOPE [OUT]|clean" >&2; exit 2 ;;
+  *) echo "usage: $0 setup|run SCRIPT OUT|samples [OUT]|smoke [DDPSCOPE]|ipsec DDPSCOPE [OUT]|sctp DDPSCOPE [OUT]|clean" >&2; exit 2 ;;
 esac
