@@ -49,8 +49,9 @@ void UlpStreamDecoders::setup(const UlpSetup& setup) {
 }
 
 std::optional<std::size_t> UlpStreamDecoders::claimed() const {
+  if (claimed_) return claimed_;
   for (std::size_t i = 0; i < states_.size(); ++i)
-    if (states_[i] && states_[i]->claimed()) return i;
+    if (states_[i] && states_[i]->claimed()) return claimed_ = i;
   return std::nullopt;
 }
 

@@ -99,7 +99,8 @@ struct UlpSetup {
 class UlpStreamState {
  public:
   virtual ~UlpStreamState() = default;
-  // The stream carries this decoder's ULP (set-up or content said so).
+  // The stream carries this decoder's ULP (set-up or content said so). Once true, it stays
+  // true for the stream (UlpStreamDecoders keeps the answer).
   virtual bool claimed() const { return false; }
   // What recognised it and what the set-up said ("qid 1, hsqsize 127"), for reports.
   virtual std::string describe() const { return {}; }
@@ -151,6 +152,9 @@ class UlpStreamDecoders {
  private:
   const std::vector<std::unique_ptr<AdvertisementDecoder>>& decoders_;
   std::vector<std::unique_ptr<UlpStreamState>> states_;
+  // The claiming decoder, once one has claimed: asked per untagged message, and a claim is
+  // never taken back, so the states are not asked again.
+  mutable std::optional<std::size_t> claimed_;
 };
 
 }  // namespace ddpscope
