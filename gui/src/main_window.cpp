@@ -40,8 +40,10 @@
 #include "bytes_page.h"
 #include "capture_dialog.h"
 #include "findings_model.h"
+#include "findings_page.h"
 #include "labels.h"
 #include "msn_chart_widget.h"
+#include "msn_page.h"
 #include "placement_trace_widget.h"
 #include "region_map_widget.h"
 #include "region_table_model.h"
@@ -141,75 +143,27 @@ void MainWindow::buildUi() {
           [this](quint64 frame) { focusFrame(frame); });
 
   // (3) MSN chart.
-  auto* msn_page = new QWidget;
-  auto* msn_layout = new QVBoxLayout(msn_page);
-  auto* msn_bar = new QHBoxLayout;
-  series_combo_ = new QComboBox;
-  series_combo_->setAccessibleName(tr("Queue"));
-  auto* series_label = new QLabel(tr("&Queue:"));
-  series_label->setBuddy(series_combo_);
-  msn_bar->addWidget(series_label);
-  msn_bar->addWidget(series_combo_, 1);
-  msn_layout->addLayout(msn_bar);
-  msn_chart_ = new MsnChartWidget;
-  msn_layout->addWidget(msn_chart_, 1);
-  tabs_->addTab(msn_page, tr("&MSN"));
-  connect(series_combo_, &QComboBox::currentIndexChanged, this,
-          [this](int i) { msn_chart_->setSeries(snap_, i); });
-  connect(msn_chart_, &MsnChartWidget::messageClicked, this,
-          [this](quint64 frame) { focusFrame(frame); });
+  msn_page_ = new MsnPage;
+  msn_chart_ = msn_page_->chart();
+  series_combo_ = msn_page_->seriesCombo();
+  tabs_->addTab(msn_page_, tr("&MSN"));
+  connect(msn_page_, &MsnPage::frameClicked, this, [this](quint64 frame) { focusFrame(frame); });
 
   // (4) Findings.
-  auto* f_page = new QWidget;
-  auto* f_layout = new QVBoxLayout(f_page);
-  auto* f_bar = new QHBoxLayout;
-  findings_filter_ = new QLineEdit;
-  findings_filter_->setPlaceholderText(tr("Filter (code, message, frame…)"));
-  findings_filter_->setClearButtonEnabled(true);
-  auto* filter_label = new QLabel(tr("&Filter:"));
-  filter_label->setBuddy(findings_filter_);
-  severity_combo_ = new QComboBox;
-  severity_combo_->addItem(tr("All severities"), int(Severity::note));
-  severity_combo_->addItem(tr("Warnings and errors"), int(Severity::warning));
-  severity_combo_->addItem(tr("Errors only"), int(Severity::error));
-  findings_count_ = new QLabel;
-  f_bar->addWidget(filter_label);
-  f_bar->addWidget(findings_filter_, 1);
-  f_bar->addWidget(severity_combo_);
-  f_bar->addWidget(findings_count_);
-  f_layout->addLayout(f_bar);
-  findings_model_ = new FindingsModel(this);
-  findings_proxy_ = new FindingsFilterProxy(this);
-  findings_proxy_->setSourceModel(findings_model_);
-  findings_view_ = new QTableView;
-  findings_view_->setModel(findings_proxy_);
-  findings_view_->setSortingEnabled(true);
-  findings_view_->sortByColumn(FindingsModel::ColFrame, Qt::AscendingOrder);
-  findings_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  findings_view_->setSelectionMode(QAbstractItemView::SingleSelection);
-  findings_view_->verticalHeader()->hide();
-  findings_view_->horizontalHeader()->setStretchLastSection(true);
-  findings_view_->horizontalHeader()->setResizeContentsPrecision(kResizeRows);
-  findings_view_->setWordWrap(false);
-  findings_view_->setAccessibleName(tr("Findings"));
-  f_layout->addWidget(findings_view_, 1);
-  tabs_->addTab(f_page, tr("&Findings"));
-  auto update_count = [this] {
-    findings_count_->setText(
-        tr("%1 of %2").arg(findings_proxy_->rowCount()).arg(findings_model_->rowCount()));
-  };
-  connect(findings_filter_, &QLineEdit::textChanged, this, [this, update_count](const QString& t) {
-    findings_proxy_->setFilterFixedString(t);
-    update_count();
-  });
-  connect(severity_combo_, &QComboBox::currentIndexChanged, this, [this, update_count](int) {
-    findings_proxy_->setMinimumSeverity(severity_combo_->currentData().toInt());
-    update_count();
-  });
-  connect(findings_proxy_, &QAbstractItemModel::modelReset, this, update_count);
-  connect(findings_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          &MainWindow::onFindingSelected);
-  connect(findings_view_, &QTableView::activated, this, [this] {
+  findings_page_ = new FindingsPage;
+  findings_model_ = findings_page_->model();
+  findings_proxy_ = findings_page_->proxy();
+  findings_view_ = findings_page_->view();
+  tabs_->addTab(findings_page_, tr("&Findings"));
+  connect(findings_page_, &FindingsPage::findingSelected, this,
+          [this](quint64 frame, int stream, int direction) {
+            if (syncing_) return;
+            focusFrame(
+                frame,
+                stream >= 0 ? std::optional<std::uint32_t>(std::uint32_t(stream)) : std::nullopt,
+                direction);
+          });
+  connect(findings_page_, &FindingsPage::findingActivated, this, [this] {
     if (wireshark_action_->isEnabled()) openInWireshark();
   });
 
@@ -282,8 +236,7 @@ void MainWindow::buildMenus() {
   view->addSeparator();
   QAction* find = view->addAction(tr("Filter Findings"), this, [this] {
     showView(ViewFindings);
-    findings_filter_->setFocus();
-    findings_filter_->selectAll();
+    findings_page_->focusFilter();
   });
   find->setShortcut(QKeySequence::Find);
 
@@ -479,8 +432,8 @@ void MainWindow::startCapture(const CaptureRequest& request) {
   }
   if (running_job_) worker_->requestCancel(running_job_);
   last_error_.clear();
-  path_.clear();  // set to the savefile once the capture has ended
-  regions_path_.clear();
+  path_.clear();                        // set to the savefile once the capture has ended
+  regions_path_ = request.regionsPath;  // Reload of the savefile applies it again
   capture_ports_ = request.ports;
   capture_crc_ = request.crc;
   capture_markers_ = request.markers;
@@ -532,7 +485,6 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
   snap_ = std::move(snap);
   syncing_ = true;
   const int region_row = bytes_page_->regionCombo()->currentIndex();
-  const int series = series_combo_->currentIndex();
   stream_model_->setSnapshot(snap_);
   // Small trees open fully; big ones show streams and directions.
   if (snap_->model->streams.size() <= 64)
@@ -542,9 +494,8 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
   for (int c = 0; c < StreamTreeModel::ColumnCount - 1; ++c)
     streams_view_->resizeColumnToContents(c);
   region_model_->setSnapshot(snap_);
-  findings_model_->setSnapshot(snap_);
+  findings_page_->setSnapshot(snap_);
   if (snap_->final) {
-    findings_view_->resizeColumnsToContents();
     regions_view_->resizeColumnsToContents();
     // A capture whose regions an upper layer advertised opens with them grouped per ULP, in
     // their commands' order (the header still sorts by any column).
@@ -567,11 +518,7 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
   }
   syncing_ = false;
   selectRegion(region);
-  const int s = series >= 0 && std::size_t(series) < snap_->series.size()
-                    ? series
-                    : (snap_->series.empty() ? -1 : 0);
-  series_combo_->setCurrentIndex(s);
-  msn_chart_->setSeries(snap_, s);
+  msn_page_->setSnapshot(snap_);
 
   const Model& m = *snap_->model;
   const bool live = !snap_->live_interface.empty();
@@ -607,21 +554,9 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
 }
 
 void MainWindow::populateSelectors() {
-  const QSignalBlocker b1(series_combo_);
-  const QSignalBlocker b2(bytes_page_->regionCombo());
-  series_combo_->clear();
+  const QSignalBlocker block(bytes_page_->regionCombo());
   bytes_page_->regionCombo()->clear();
   if (!snap_ || !snap_->model) return;
-  const Model& m = *snap_->model;
-  for (const MsnSeries& s : snap_->series) {
-    const QString dir =
-        s.stream < m.streams.size() ? directionText(m.streams[s.stream], s.direction) : QString();
-    series_combo_->addItem(tr("Stream %1  %2  QN %3  (%4 messages)")
-                               .arg(s.stream)
-                               .arg(dir)
-                               .arg(s.qn)
-                               .arg(s.messages.size()));
-  }
   for (const RegionInfo& r : snap_->regions)
     bytes_page_->regionCombo()->addItem(
         tr("%1  (%2 placed)").arg(regionLabel(*r.buffer), bytesText(r.buffer->bytes_placed())));
@@ -652,21 +587,7 @@ QWidget* MainWindow::viewWidget(View v) const {
 }
 
 void MainWindow::selectFinding(int findingRow) {
-  const QModelIndex idx = findings_proxy_->mapFromSource(findings_model_->index(findingRow, 0));
-  if (!idx.isValid()) return;
-  findings_view_->selectionModel()->setCurrentIndex(
-      idx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-  findings_view_->scrollTo(idx);
-}
-
-void MainWindow::onFindingSelected() {
-  if (syncing_) return;
-  const QModelIndex idx = findings_view_->currentIndex();
-  if (!idx.isValid()) return;
-  const int stream = idx.data(FindingsModel::StreamRole).toInt();
-  focusFrame(idx.data(FindingsModel::FrameRole).toULongLong(),
-             stream >= 0 ? std::optional<std::uint32_t>(std::uint32_t(stream)) : std::nullopt,
-             idx.data(FindingsModel::DirectionRole).toInt());
+  findings_page_->selectFinding(findingRow);
 }
 
 void MainWindow::onStreamItemSelected() {
@@ -714,23 +635,9 @@ void MainWindow::focusFrame(std::uint64_t frame, std::optional<std::uint32_t> st
   if (region) {
     bytes_page_->showFrame(frame);
   }
-  if (auto s = snap_->series_of_frame(frame, stream, direction)) {
-    if (series_combo_->currentIndex() != int(*s)) series_combo_->setCurrentIndex(int(*s));
-  }
-  msn_chart_->setHighlightFrame(frame);
-  // Findings: select the first finding at this frame, unless one at this frame is current.
-  const QModelIndex cur = findings_view_->currentIndex();
-  if (!cur.isValid() || cur.data(FindingsModel::FrameRole).toULongLong() != frame) {
-    for (int r = 0; r < findings_proxy_->rowCount(); ++r) {
-      const QModelIndex i = findings_proxy_->index(r, 0);
-      if (i.data(FindingsModel::FrameRole).toULongLong() == frame) {
-        findings_view_->selectionModel()->setCurrentIndex(
-            i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-        findings_view_->scrollTo(i);
-        break;
-      }
-    }
-  }
+  msn_page_->showFrame(frame, stream, direction);
+  // Findings: the first finding at this frame, unless one at this frame is current.
+  findings_page_->showFrame(frame);
   syncing_ = false;
   status_label_->setText(
       tr("Frame %1").arg(frame) +
