@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // ddpscope-gui [FILE] [--frame N]
-// ddpscope-gui --capture IFACE [--filter BPF] [--write FILE] [--port PORT]... [--duration S]
+// ddpscope-gui --capture IFACE [--filter BPF] [--write FILE] [--port PORT]... [--stream IP:PORT]...
+//              [--mid-stream-crc auto|true|false] [--regions FILE] [--duration S]
 // ddpscope-gui --screenshot OUT.png FILE [--view streams|regions|msn|findings|bytes|placement]
 // [--frame N]
 #include <QApplication>
@@ -109,7 +110,8 @@ int main(int argc, char** argv) {
                               QStringLiteral("S"));
   QCommandLineOption stream(QStringLiteral("stream"),
                             QStringLiteral("Analyse the stream with this endpoint (IP:PORT) of "
-                                           "FILE without an MPA handshake (repeatable)."),
+                                           "FILE or the --capture without an MPA handshake "
+                                           "(repeatable)."),
                             QStringLiteral("IP:PORT"));
   QCommandLineOption crc(QStringLiteral("mid-stream-crc"),
                          QStringLiteral("For --port/--stream streams: CRC in use, auto (default), "
@@ -117,7 +119,8 @@ int main(int argc, char** argv) {
                          QStringLiteral("auto|true|false"), QStringLiteral("auto"));
   QCommandLineOption regions(
       QStringLiteral("regions"),
-      QStringLiteral("JSON file of known STag regions for FILE. As with ddpscope analyze, "
+      QStringLiteral("JSON file of known STag regions for FILE or the --capture. As with "
+                     "ddpscope analyze, "
                      "NAME.regions.json beside a capture is not loaded unless given here "
                      "(or with File > Apply Regions File)."),
       QStringLiteral("FILE"));
@@ -211,9 +214,10 @@ int main(int argc, char** argv) {
     req.writePath = parser.value(write);
     req.ports = QList<quint16>(hints.ports.begin(), hints.ports.end());
     req.crc = hints.crc;
-    if (parser.isSet(stream) || parser.isSet(regions))
-      std::fprintf(
-          stderr, "ddpscope-gui: --stream and --regions apply to FILE; a --capture takes --port\n");
+    // --stream and --regions as for a file.
+    for (const ddpscope::StreamHint& h : hints.hints)
+      if (h.endpoint) req.streams.push_back(*h.endpoint);
+    req.regionsPath = parser.value(regions);
     bool ok = true;
     const double seconds = parser.isSet(duration) ? parser.value(duration).toDouble(&ok) : 0;
     if (!ok || seconds < 0) {
