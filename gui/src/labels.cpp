@@ -92,6 +92,8 @@ QColor opcodeColor(int opcode) {
 
 QColor spanColor(SpanKind kind) {
   switch (kind) {
+    case SpanKind::rewritten:
+      return QColor(0x00, 0x89, 0x7b);  // teal: normal reuse, not an issue colour
     case SpanKind::overlap:
       return QColor(0xff, 0xc1, 0x07);  // amber
     case SpanKind::conflict:
