@@ -100,7 +100,10 @@ void FindingsPage::setSnapshot(SnapshotPtr snap) {
   snap_ = snap;
   model_->setSnapshot(std::move(snap));
   populateFilters();
-  if (snap_ && snap_->final) view_->resizeColumnsToContents();
+  // Sized to contents, but for the message: the last column stretches to what is left.
+  if (snap_ && snap_->final)
+    for (int c = 0; c < FindingsModel::ColMessage; ++c)
+      view_->resizeColumnToContents(c);
   updateCount();
 }
 

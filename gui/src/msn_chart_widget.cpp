@@ -9,6 +9,7 @@
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "labels.h"
@@ -434,6 +435,9 @@ void MsnChartWidget::drawAggregated(QPainter& p, const QRect& pr) {
   const int r0 = std::max(0, int(std::floor(rb_)));
   const int r1 = std::min(int(s.rows.size()), int(std::ceil(re_)));
   const double h = rowHeight();
+  // xOf without recomputing the geometry per message (pixel columns from the plot's left).
+  const double sx = W / (xe_ - xb_);
+  auto col = [&](double frame) { return (frame - xb_) * sx; };
   for (int ri = r0; ri < r1; ++ri) {
     const MsnRow& row = s.rows[std::size_t(ri)];
     if (row.missing) {
@@ -444,10 +448,8 @@ void MsnChartWidget::drawAggregated(QPainter& p, const QRect& pr) {
     const int py = std::clamp(int((ri - rb_) * h), 0, H - 1);
     for (std::uint32_t k = row.begin; k < row.end; ++k) {
       const MessageRecord& r = m.messages[s.by_msn[k]];
-      const int x0 =
-          std::clamp(int(std::floor(xOf(double(r.first_frame) - kHalfFrame))) - pr.left(), 0, W);
-      const int x1 =
-          std::clamp(int(std::ceil(xOf(double(endFrame(r)) + kHalfFrame))) - pr.left(), x0 + 1, W);
+      const int x0 = std::clamp(int(std::floor(col(double(r.first_frame) - kHalfFrame))), 0, W);
+      const int x1 = std::clamp(int(std::ceil(col(double(endFrame(r)) + kHalfFrame))), x0 + 1, W);
       if (x0 >= W) continue;
       // Each bar 2 px tall, so that a diagonal of single-segment messages stays visible.
       for (const int y : {py, std::min(py + 1, H - 1)}) {
@@ -456,7 +458,7 @@ void MsnChartWidget::drawAggregated(QPainter& p, const QRect& pr) {
       }
       if (r.delivered_frame) {
         // Delivery shows where it lags behind the placement at this scale.
-        const int xd = int(xOf(double(r.delivered_frame))) - pr.left();
+        const int xd = int(col(double(r.delivered_frame)));
         if (xd >= x1 && xd < W) {
           auto& d = delivered[std::size_t(py) * std::size_t(W) + std::size_t(xd)];
           if (d < 0xffff) ++d;
@@ -493,9 +495,19 @@ void MsnChartWidget::drawAggregated(QPainter& p, const QRect& pr) {
   // Gaps: marked at any scale, named where their labels do not collide.
   const int fh = p.fontMetrics().height();
   double last_label = -1e9;
+  QRect last_marker;
+  int last_band = INT_MIN;
   for (int ri : missing_rows) {
-    drawMissing(p, pr, ri, yOf(ri), h);
+    // Many gaps share a pixel row at this scale: one band and one marker per position.
     const QRect m = missingMarkerRect(ri);
+    const int band = int(yOf(ri));
+    if (band == last_band && std::abs(m.center().x() - last_marker.center().x()) < 3) continue;
+    if (band != last_band)
+      drawMissing(p, pr, ri, yOf(ri), h);
+    else
+      gapMarker(p, m);
+    last_band = band;
+    last_marker = m;
     if (m.isEmpty() || m.center().y() - last_label < fh) continue;
     last_label = m.center().y();
     p.setPen(missingColor());
