@@ -17,11 +17,6 @@
 #include "labels.h"
 
 namespace ddpscope::gui {
-namespace {
-// Columns sized to contents measure at most this many rows (see MainWindow).
-constexpr int kResizeRows = 200;
-}  // namespace
-
 FindingsPage::FindingsPage(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   auto* bar = new QHBoxLayout;
@@ -61,7 +56,7 @@ FindingsPage::FindingsPage(QWidget* parent) : QWidget(parent) {
   view_->setSelectionMode(QAbstractItemView::SingleSelection);
   view_->verticalHeader()->hide();
   view_->horizontalHeader()->setStretchLastSection(true);
-  view_->horizontalHeader()->setResizeContentsPrecision(kResizeRows);
+  view_->horizontalHeader()->setResizeContentsPrecision(kResizeContentsRows);
   view_->setWordWrap(false);
   view_->setTextElideMode(Qt::ElideRight);
   view_->setAccessibleName(tr("Findings"));

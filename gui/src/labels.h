@@ -24,6 +24,10 @@ QString stagText(std::uint32_t stag);                // 0x0000abcd
 QString regionLabel(const ShadowBuffer& buf);        // "STag 0x.. @ 10.0.0.2"
 QString bytesText(std::uint64_t n);                  // "1.5 KiB (1536 B)"
 
+// Columns sized to contents measure at most this many rows (Qt's default is 1000): measuring
+// thousands of findings or regions stalled the event loop for > 100 ms (bench/gui_load_bench).
+inline constexpr int kResizeContentsRows = 200;
+
 QColor severityColor(Severity s);
 // A distinct hue per opcode (same everywhere); dark-mode friendly saturation.
 QColor opcodeColor(int opcode);

@@ -12,7 +12,6 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
-#include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
@@ -23,8 +22,6 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
-#include <QSortFilterProxyModel>
-#include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -48,16 +45,15 @@
 #include "region_map_widget.h"
 #include "region_table_model.h"
 #include "regions_file.h"
+#include "regions_page.h"
 #include "stream_tree_model.h"
+#include "streams_page.h"
 #include "wireshark_launch.h"
 
 namespace ddpscope::gui {
 namespace {
 const char* const kViewNames[] = {"streams", "regions", "msn", "findings", "bytes", "placement"};
 constexpr int kMaxRecent = 10;
-// Columns sized to contents measure at most this many rows (Qt's default is 1000): measuring
-// thousands of findings or regions stalled the event loop for > 100 ms (bench/gui_load_bench).
-constexpr int kResizeRows = 200;
 
 QString wiresharkPath() {
   return findWireshark();
@@ -104,42 +100,29 @@ void MainWindow::buildUi() {
   setCentralWidget(tabs_);
 
   // (1) Streams.
-  stream_model_ = new StreamTreeModel(this);
-  streams_view_ = new QTreeView;
-  streams_view_->setModel(stream_model_);
-  streams_view_->setUniformRowHeights(true);
-  streams_view_->setAlternatingRowColors(true);
-  streams_view_->header()->setSectionResizeMode(QHeaderView::Interactive);
-  streams_view_->header()->setResizeContentsPrecision(kResizeRows);
-  streams_view_->setAccessibleName(tr("Streams"));
-  tabs_->addTab(streams_view_, tr("&Streams"));
-  connect(streams_view_->selectionModel(), &QItemSelectionModel::currentChanged, this,
-          &MainWindow::onStreamItemSelected);
+  streams_page_ = new StreamsPage;
+  streams_view_ = streams_page_;
+  stream_model_ = streams_page_->model();
+  tabs_->addTab(streams_page_, tr("&Streams"));
+  connect(streams_page_, &StreamsPage::itemChosen, this, [this](int region, quint64 frame) {
+    if (syncing_) return;
+    if (region >= 0) selectRegion(region);
+    if (frame) {
+      focused_frame_ = frame;
+      updateActions();
+    }
+  });
 
   // (2) Regions: table above, map below.
-  region_model_ = new RegionTableModel(this);
-  region_proxy_ = new QSortFilterProxyModel(this);
-  region_proxy_->setSourceModel(region_model_);
-  region_proxy_->setSortRole(RegionTableModel::SortRole);
-  regions_view_ = new QTableView;
-  regions_view_->setModel(region_proxy_);
-  regions_view_->setSortingEnabled(true);
-  regions_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  regions_view_->setSelectionMode(QAbstractItemView::SingleSelection);
-  regions_view_->verticalHeader()->hide();
-  regions_view_->horizontalHeader()->setStretchLastSection(true);
-  regions_view_->horizontalHeader()->setResizeContentsPrecision(kResizeRows);
-  regions_view_->setAccessibleName(tr("Regions"));
-  region_map_ = new RegionMapWidget;
-  auto* rsplit = new QSplitter(Qt::Vertical);
-  rsplit->addWidget(regions_view_);
-  rsplit->addWidget(region_map_);
-  rsplit->setStretchFactor(0, 2);
-  rsplit->setStretchFactor(1, 3);
-  tabs_->addTab(rsplit, tr("&Regions"));
-  connect(regions_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          &MainWindow::onRegionRowSelected);
-  connect(region_map_, &RegionMapWidget::rangeClicked, this,
+  regions_page_ = new RegionsPage;
+  region_model_ = regions_page_->model();
+  regions_view_ = regions_page_->view();
+  region_map_ = regions_page_->map();
+  tabs_->addTab(regions_page_, tr("&Regions"));
+  connect(regions_page_, &RegionsPage::regionChosen, this, [this](int region) {
+    if (!syncing_) selectRegion(region);
+  });
+  connect(regions_page_, &RegionsPage::frameClicked, this,
           [this](quint64 frame) { focusFrame(frame); });
 
   // (3) MSN chart.
@@ -485,24 +468,11 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
   snap_ = std::move(snap);
   syncing_ = true;
   const int region_row = bytes_page_->regionCombo()->currentIndex();
-  stream_model_->setSnapshot(snap_);
-  // Small trees open fully; big ones show streams and directions.
-  if (snap_->model->streams.size() <= 64)
-    streams_view_->expandAll();
-  else
-    streams_view_->expandToDepth(0);
-  for (int c = 0; c < StreamTreeModel::ColumnCount - 1; ++c)
-    streams_view_->resizeColumnToContents(c);
-  region_model_->setSnapshot(snap_);
+  streams_page_->setSnapshot(snap_);
+  // A capture whose regions an upper layer advertised opens with them grouped per ULP, in
+  // their commands' order (the header still sorts by any column).
+  regions_page_->setSnapshot(snap_);
   findings_page_->setSnapshot(snap_);
-  if (snap_->final) {
-    regions_view_->resizeColumnsToContents();
-    // A capture whose regions an upper layer advertised opens with them grouped per ULP, in
-    // their commands' order (the header still sorts by any column).
-    const bool any_ulp = std::any_of(snap_->regions.begin(), snap_->regions.end(),
-                                     [](const RegionInfo& r) { return !r.buffer->ulp.empty(); });
-    if (any_ulp) regions_view_->sortByColumn(RegionTableModel::ColCommand, Qt::AscendingOrder);
-  }
   populateSelectors();
   // Keep the user's choices across live updates; pick informative defaults otherwise.
   int region = region_row;
@@ -565,16 +535,9 @@ void MainWindow::populateSelectors() {
 void MainWindow::selectRegion(int region) {
   const bool was = syncing_;
   syncing_ = true;
-  region_map_->setRegion(snap_, region);
+  regions_page_->setRegion(snap_, region);
   placement_->setRegion(snap_, region);
   bytes_page_->setRegion(snap_, region);
-  const QModelIndex src = region >= 0 ? region_model_->index(region, 0) : QModelIndex();
-  const QModelIndex idx = region_proxy_->mapFromSource(src);
-  if (idx.isValid()) {
-    regions_view_->selectionModel()->setCurrentIndex(
-        idx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-    regions_view_->scrollTo(idx);
-  }
   syncing_ = was;
 }
 
@@ -590,26 +553,6 @@ void MainWindow::selectFinding(int findingRow) {
   findings_page_->selectFinding(findingRow);
 }
 
-void MainWindow::onStreamItemSelected() {
-  if (syncing_) return;
-  const QModelIndex idx = streams_view_->currentIndex();
-  if (!idx.isValid()) return;
-  const int region = idx.data(StreamTreeModel::RegionRole).toInt();
-  if (region >= 0) selectRegion(region);
-  const quint64 frame = idx.data(StreamTreeModel::FrameRole).toULongLong();
-  if (frame) {
-    focused_frame_ = frame;
-    updateActions();
-  }
-}
-
-void MainWindow::onRegionRowSelected() {
-  if (syncing_) return;
-  const QModelIndex idx = regions_view_->currentIndex();
-  if (!idx.isValid()) return;
-  selectRegion(idx.data(RegionTableModel::RegionRole).toInt());
-}
-
 void MainWindow::focusFrame(std::uint64_t frame, std::optional<std::uint32_t> stream,
                             int direction) {
   if (!snap_ || syncing_) return;
@@ -620,15 +563,7 @@ void MainWindow::focusFrame(std::uint64_t frame, std::optional<std::uint32_t> st
     stream = snap_->regions[*region].stream;
   }
   // Stream tree: the region item when the frame placed into one, else the stream/direction.
-  QModelIndex tree_idx;
-  if (region) tree_idx = stream_model_->indexForRegion(*region);
-  if (!tree_idx.isValid() && stream) tree_idx = stream_model_->indexForStream(*stream, direction);
-  if (!tree_idx.isValid() && stream) tree_idx = stream_model_->indexForStream(*stream);
-  if (tree_idx.isValid()) {
-    streams_view_->selectionModel()->setCurrentIndex(
-        tree_idx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-    streams_view_->scrollTo(tree_idx);
-  }
+  streams_page_->showFrame(region, stream, direction);
   if (region) selectRegion(int(*region));
   region_map_->setHighlightFrame(frame);
   placement_->setHighlightFrame(frame);

@@ -34,6 +34,8 @@ class FindingsFilterProxy;
 class FindingsModel;
 class FindingsPage;
 class MsnPage;
+class RegionsPage;
+class StreamsPage;
 class MsnChartWidget;
 class RegionMapWidget;
 class RegionTableModel;
@@ -145,8 +147,6 @@ class MainWindow : public QMainWindow {
   void setCaptureStatus(const LiveStatus& status);
   void showError(const QString& title, const QString& text);
   void cancelRunning();
-  void onStreamItemSelected();
-  void onRegionRowSelected();
   void openInWireshark();
   void exportBytes();
   void openDialog();
@@ -173,10 +173,12 @@ class MainWindow : public QMainWindow {
   AnalysisWorker* worker_ = nullptr;
 
   QTabWidget* tabs_ = nullptr;
+  // The pages (one per view) and, for the accessors, their parts.
+  StreamsPage* streams_page_ = nullptr;
   StreamTreeModel* stream_model_ = nullptr;
   QTreeView* streams_view_ = nullptr;
+  RegionsPage* regions_page_ = nullptr;
   RegionTableModel* region_model_ = nullptr;
-  QSortFilterProxyModel* region_proxy_ = nullptr;
   QTableView* regions_view_ = nullptr;
   RegionMapWidget* region_map_ = nullptr;
   MsnPage* msn_page_ = nullptr;
