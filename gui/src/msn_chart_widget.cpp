@@ -131,8 +131,10 @@ void MsnChartWidget::setSeries(SnapshotPtr snap, int series) {
         loose_markers_.emplace_back(f.frame, dup);
     }
     if (f0 <= f1) {
-      fmin_ = f0 - 1;
-      fmax_ = f1 + 1;
+      // Room for the first bar's left half and the last delivery mark.
+      const double pad = std::max(1.0, (f1 - f0) * 0.02);
+      fmin_ = f0 - pad;
+      fmax_ = f1 + pad;
     }
   }
   if (!same) {
@@ -303,33 +305,46 @@ void MsnChartWidget::drawLegend(QPainter& p, int y) {
   p.fillRect(sw.translated(x, 0), bar);
   x += 22;
   text(tr("placement span (first segment → last octet)"));
-  // Never fully placed.
-  p.setPen(QPen(missingColor(), 1));
-  p.setBrush(QBrush(bar, Qt::BDiagPattern));
-  p.drawRect(sw.translated(x, 0));
-  x += 22;
-  text(tr("not fully placed"));
-  // Delivered / never delivered.
-  const QPointF c(x + 6, y + fm.height() / 2.0);
-  p.fillPath(diamond(c, 5), deliveredColor());
-  x += 16;
-  text(tr("delivered"));
-  p.setPen(QPen(missingColor(), 1.5));
-  p.setBrush(Qt::NoBrush);
-  p.drawPath(diamond(QPointF(x + 6, c.y()), 5));
-  x += 16;
-  text(tr("never delivered"));
-  // Missing MSN.
-  p.fillRect(sw.translated(x, 0), QBrush(missingColor(), Qt::BDiagPattern));
-  gapMarker(p, QRectF(x + 4, y + 2, 10, fm.height() - 4));
-  x += 22;
-  text(tr("missing MSN"));
-  // Duplicate.
-  p.setPen(QPen(duplicateColor(), 2));
-  p.setBrush(Qt::NoBrush);
-  p.drawEllipse(QPointF(x + 6, c.y()), 5, 5);
-  x += 16;
-  text(tr("duplicate MSN"));
+  // The rest only when the series has such a mark: the legend names what is drawn.
+  const MsnSeries* s = currentSeries();
+  const std::size_t n = s ? s->messages.size() : 0;
+  const bool any_dup =
+      (s && s->duplicates) ||
+      std::any_of(markers_.begin(), markers_.end(), [](const auto& mk) { return mk.second; });
+  if (placed_ < n) {
+    p.setPen(QPen(missingColor(), 1));
+    p.setBrush(QBrush(bar, Qt::BDiagPattern));
+    p.drawRect(sw.translated(x, 0));
+    x += 22;
+    text(tr("not fully placed"));
+  }
+  const double cy = y + fm.height() / 2.0;
+  if (delivered_ > 0) {
+    p.fillPath(diamond(QPointF(x + 6, cy), 5), deliveredColor());
+    x += 16;
+    text(aggregated() ? tr("delivered (where later than placed)") : tr("delivered"));
+  }
+  if (delivered_ < n) {
+    p.setPen(QPen(missingColor(), 1.5));
+    p.setBrush(Qt::NoBrush);
+    p.drawPath(diamond(QPointF(x + 6, cy), 5));
+    x += 16;
+    text(tr("never delivered"));
+  }
+  if ((s && s->missing) ||
+      std::any_of(markers_.begin(), markers_.end(), [](const auto& mk) { return !mk.second; })) {
+    p.fillRect(sw.translated(x, 0), QBrush(missingColor(), Qt::BDiagPattern));
+    gapMarker(p, QRectF(x + 4, y + 2, 10, fm.height() - 4));
+    x += 22;
+    text(tr("missing MSN"));
+  }
+  if (any_dup) {
+    p.setPen(QPen(duplicateColor(), 2));
+    p.setBrush(Qt::NoBrush);
+    p.drawEllipse(QPointF(x + 6, cy), 5, 5);
+    x += 16;
+    text(s && s->duplicates ? tr("duplicate MSN") : tr("duplicate MSN (no record of its own)"));
+  }
 }
 
 void MsnChartWidget::drawMissing(QPainter& p, const QRect& pr, int row, double y, double h) {
@@ -371,7 +386,7 @@ void MsnChartWidget::drawRows(QPainter& p, const QRect& pr) {
       const bool dup = k > row.begin;
       const double x0 = xOf(double(r.first_frame) - kHalfFrame);
       double x1 = xOf(double(endFrame(r)) + kHalfFrame);
-      if (x1 - x0 < 3) x1 = x0 + 3;
+      if (x1 - x0 < 6) x1 = x0 + 6;
       const QRectF bar(x0, cy - bar_h / 2, x1 - x0, bar_h);
       const QColor c = opcodeColor(r.opcode);
       const bool placed = r.placed_frame && r.complete;
@@ -396,7 +411,8 @@ void MsnChartWidget::drawRows(QPainter& p, const QRect& pr) {
           p.setPen(QPen(deliveredColor(), 1, Qt::DotLine));
           p.drawLine(QPointF(x1, cy), QPointF(xd, cy));
         }
-        p.fillPath(diamond(QPointF(std::max(xd, x1 + ds * 0.5), cy), ds), deliveredColor());
+        // Delivered with the last octet: just after the bar, not over it.
+        p.fillPath(diamond(QPointF(std::max(xd, x1 + ds + 1), cy), ds), deliveredColor());
       } else {
         p.setPen(QPen(missingColor(), 1.5));
         p.setBrush(Qt::NoBrush);
@@ -679,7 +695,7 @@ std::optional<MsnChartWidget::Hit> MsnChartWidget::hitAt(QPoint pos) const {
     for (std::uint32_t k = row.begin; k < row.end; ++k) {
       const MessageRecord& r = m.messages[s->by_msn[k]];
       const double x0 = xOf(double(r.first_frame) - kHalfFrame);
-      const double x1 = std::max(x0 + 3, xOf(double(endFrame(r)) + kHalfFrame));
+      const double x1 = std::max(x0 + 6, xOf(double(endFrame(r)) + kHalfFrame));
       const double xd = r.delivered_frame ? xOf(double(r.delivered_frame)) : x1;
       const double dx = pos.x() < x0                 ? x0 - pos.x()
                         : pos.x() > std::max(x1, xd) ? pos.x() - std::max(x1, xd)
