@@ -175,24 +175,17 @@ int main(int argc, char** argv) {
       hints.ports.push_back(p);
       hints.hints.push_back(ddpscope::StreamHint{p, std::nullopt, hints.crc, false});
     }
-    for (const QString& text : parser.values(stream)) {
-      const qsizetype colon = text.lastIndexOf(QLatin1Char(':'));
-      QString host = colon > 0 ? text.left(colon) : QString();
-      if (host.startsWith(QLatin1Char('[')) && host.endsWith(QLatin1Char(']')))
-        host = host.mid(1, host.size() - 2);
-      bool ok = false;
-      const uint p = colon > 0 ? text.mid(colon + 1).toUInt(&ok) : 0;
-      const auto addr = ddpscope::net::Address::parse(host.toStdString());
-      if (!ok || !addr || p == 0 || p > 65535) {
-        std::fprintf(stderr,
-                     "ddpscope-gui: --stream wants IP:PORT (one endpoint of the stream), not %s\n",
-                     qPrintable(text));
-        return 2;
-      }
-      hints.hints.push_back(ddpscope::StreamHint{
-          std::nullopt, ddpscope::net::Endpoint{*addr, static_cast<std::uint16_t>(p)}, hints.crc,
-          false});
+    std::vector<ddpscope::net::Endpoint> endpoints;
+    QString bad;
+    if (!ddpscope::gui::parseEndpoints(parser.values(stream).join(QLatin1Char(',')), endpoints,
+                                       &bad)) {
+      std::fprintf(stderr,
+                   "ddpscope-gui: --stream wants IP:PORT (one endpoint of the stream), not %s\n",
+                   qPrintable(bad));
+      return 2;
     }
+    for (const auto& e : endpoints)
+      hints.hints.push_back(ddpscope::StreamHint{std::nullopt, e, hints.crc, false});
   }
 
   MainWindow w;
