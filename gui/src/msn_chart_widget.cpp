@@ -547,12 +547,12 @@ void MsnChartWidget::paintEvent(QPaintEvent*) {
   const Model& m = *snap_->model;
   const QRect pr = plotRect();
   QString title =
-      tr("Stream %1, %2, QN %3: %4 messages")
+      tr("Stream %1, %2, QN %3: %4")
           .arg(s.stream)
           .arg(s.stream < m.streams.size() ? directionText(m.streams[s.stream], s.direction)
                                            : QString())
           .arg(s.qn)
-          .arg(s.messages.size());
+          .arg(s.messages.size() == 1 ? tr("1 message") : tr("%1 messages").arg(s.messages.size()));
   if (s.missing) title += tr(", %1 MSN missing").arg(s.missing);
   if (s.duplicates) title += tr(", %1 duplicate").arg(s.duplicates);
   if (aggregated()) title += tr(" (aggregated: %1 rows per pixel)").arg(1 / rowHeight(), 0, 'f', 1);
@@ -635,10 +635,11 @@ void MsnChartWidget::paintEvent(QPaintEvent*) {
     QStringList lines;
     const MsnRow& first = s.rows.front();
     const MsnRow& last = s.rows.back();
-    lines << tr("MSN %1–%2: %3 messages seen, %4 MSN missing, %5 duplicate records")
+    lines << tr("MSN %1–%2: %3 seen, %4 MSN missing, %5 duplicate records")
                  .arg(first.msn)
                  .arg(last.msn)
-                 .arg(s.messages.size())
+                 .arg(s.messages.size() == 1 ? tr("1 message")
+                                             : tr("%1 messages").arg(s.messages.size()))
                  .arg(s.missing)
                  .arg(s.duplicates);
     lines << tr("fully placed: %1 of %2; delivered: %3 of %2")

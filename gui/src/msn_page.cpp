@@ -41,11 +41,12 @@ void MsnPage::setSnapshot(SnapshotPtr snap) {
         const QString dir = s.stream < m.streams.size()
                                 ? directionText(m.streams[s.stream], s.direction)
                                 : QString();
-        QString text = tr("Stream %1  %2  QN %3  (%4 messages")
+        QString text = tr("Stream %1  %2  QN %3  (%4")
                            .arg(s.stream)
                            .arg(dir)
                            .arg(s.qn)
-                           .arg(s.messages.size());
+                           .arg(s.messages.size() == 1 ? tr("1 message")
+                                                       : tr("%1 messages").arg(s.messages.size()));
         if (s.missing) text += tr(", %1 MSN missing").arg(s.missing);
         if (s.duplicates) text += tr(", %1 duplicate").arg(s.duplicates);
         combo_->addItem(text + QLatin1Char(')'));
