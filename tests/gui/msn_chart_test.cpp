@@ -106,6 +106,47 @@ class MsnChartTest : public QObject {
     test::useTemporarySettings(tmp_);
   }
 
+  // Rows in serial MSN order across the 2^32 wrap (RFC 5041 §5.1), a gap of one MSN (0) and
+  // of three (3..5) as one row each, a duplicate as a second record in its MSN's row, and a
+  // record older than the first one seen sorted before it.
+  void rowsFollowSerialOrderGapsAndDuplicates() {
+    auto model = std::make_shared<Model>();
+    const std::uint32_t msns[] = {0xfffffffeu, 0xffffffffu, 1, 2, 2, 6, 0xfffffffdu};
+    std::uint64_t frame = 10;
+    for (std::uint32_t msn : msns) {
+      MessageRecord r;
+      r.opcode = std::uint8_t(wire::Opcode::send);
+      r.msn = msn;
+      r.first_frame = r.placed_frame = r.delivered_frame = frame++;
+      r.complete = true;
+      model->messages.push_back(r);
+    }
+    auto snap = std::make_shared<Snapshot>();
+    snap->model = model;
+    snap->build_index();
+    QCOMPARE(snap->series.size(), std::size_t(1));
+    const MsnSeries& s = snap->series[0];
+    QStringList rows;
+    for (const MsnRow& r : s.rows)
+      rows << (r.missing ? QStringLiteral("missing %1+%2@%3").arg(r.msn).arg(r.count).arg(r.frame)
+                         : QStringLiteral("%1x%2").arg(r.msn).arg(r.copies()));
+    QCOMPARE(rows.join(' '), QStringLiteral("4294967293x1 4294967294x1 4294967295x1 missing 0+1@12 "
+                                            "1x1 2x2 missing 3+3@15 6x1"));
+    QCOMPARE(s.missing, std::uint64_t(4));
+    QCOMPARE(s.duplicates, std::uint64_t(1));
+    QCOMPARE(s.first_frame, std::uint64_t(10));
+    QCOMPARE(s.last_frame, std::uint64_t(16));
+    // Drawn: both gap rows marked.
+    MsnChartWidget chart;
+    chart.resize(800, 400);
+    chart.setSeries(snap, 0);
+    chart.show();
+    const QImage img = chart.grab().toImage();
+    QVERIFY(markerDrawn(img, chart.missingMarkerRect(3)));
+    QVERIFY(markerDrawn(img, chart.missingMarkerRect(6)));
+    QVERIFY(chart.missingMarkerRect(2).isEmpty());
+  }
+
   void missingMsnOfFaultMsnHasItsMarker() {
     const QString file = sample("fault-msn.pcap");
     if (file.isEmpty()) QSKIP("samples/synthetic/fault-msn.pcap missing");
