@@ -92,6 +92,19 @@ QColor MsnChartWidget::seriesColor() const {
   return opcodeColor(snap_->model->messages[s->messages.front()].opcode);
 }
 
+bool MsnChartWidget::otherQueueStartsAt(const MsnSeries& s, std::uint64_t frame) const {
+  const Model& m = *snap_->model;
+  for (std::size_t i : s.messages)
+    if (m.messages[i].first_frame == frame) return false;
+  for (const MsnSeries& o : snap_->series) {
+    if (&o == &s || o.stream != s.stream || o.direction != s.direction) continue;
+    if (frame < o.first_frame || frame > o.last_frame) continue;
+    for (std::size_t i : o.messages)
+      if (m.messages[i].first_frame == frame) return true;
+  }
+  return false;
+}
+
 void MsnChartWidget::setSeries(SnapshotPtr snap, int series) {
   const bool same = snap_ && series == series_;
   snap_ = std::move(snap);
@@ -124,6 +137,11 @@ void MsnChartWidget::setSeries(SnapshotPtr snap, int series) {
       // Outside this queue's frames: another queue's.
       if (f.frame < s->first_frame || f.frame > s->last_frame) continue;
       const bool dup = f.id == FindingId::ddp_untagged_msn_duplicate;
+      // A gap is raised by the message that arrived: when that message is another queue's
+      // (same stream and direction, another QN), the gap is that queue's.
+      if (!dup && !std::binary_search(gap_frames.begin(), gap_frames.end(), f.frame) &&
+          otherQueueStartsAt(*s, f.frame))
+        continue;
       markers_.emplace_back(f.frame, dup);
       // On a row: the missing row the gap opened before, or the duplicate's second bar.
       const auto& on = dup ? dup_frames : gap_frames;

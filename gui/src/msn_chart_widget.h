@@ -81,7 +81,10 @@ class MsnChartWidget : public QWidget {
   void drawAggregated(QPainter& p, const QRect& pr);
   void drawMissing(QPainter& p, const QRect& pr, int row, double y, double h);
   void clampView();
-  QColor seriesColor() const;  // the bars' colour when aggregated: the queue's first opcode
+  QColor seriesColor() const;
+  // Whether a message starting at `frame` belongs to another queue of s's stream and direction.
+  bool otherQueueStartsAt(const MsnSeries& s, std::uint64_t frame)
+      const;  // the bars' colour when aggregated: the queue's first opcode
 
   SnapshotPtr snap_;
   int series_ = -1;
