@@ -147,6 +147,54 @@ class MsnChartTest : public QObject {
     QVERIFY(chart.missingMarkerRect(2).isEmpty());
   }
 
+  // Clicking a bar emits its message's first frame; Shift+wheel zooms frames only, Ctrl+wheel
+  // rows only, plain wheel both; Up/Down pan rows; Home resets.
+  void clickWheelAndKeys() {
+    if (qEnvironmentVariableIsEmpty("DDPSCOPE_CLI")) QSKIP("DDPSCOPE_CLI not set");
+    const QString pcap = synthSends(tmp_, "some-sends", 200, {50});
+    QVERIFY(!pcap.isEmpty());
+    const SnapshotPtr snap = analyze_capture(pcap.toStdString());
+    MsnChartWidget chart;
+    chart.resize(900, 500);
+    chart.setSeries(snap, 0);
+    chart.show();
+    const auto full_f = chart.frameView(), full_r = chart.rowView();
+    auto wheel = [&](Qt::KeyboardModifiers mods) {
+      const QPoint at = chart.plotRect().center();
+      QWheelEvent ev(at, chart.mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, mods,
+                     Qt::NoScrollPhase, false);
+      QApplication::sendEvent(&chart, &ev);
+    };
+    wheel(Qt::ShiftModifier);
+    QVERIFY(chart.frameView().second - chart.frameView().first < full_f.second - full_f.first - 1);
+    QCOMPARE(chart.rowView(), full_r);
+    QTest::keyClick(&chart, Qt::Key_Home);
+    wheel(Qt::ControlModifier);
+    QCOMPARE(chart.frameView(), full_f);
+    QVERIFY(chart.rowView().second - chart.rowView().first < full_r.second - full_r.first - 1);
+    const auto zoomed = chart.rowView();
+    QTest::keyClick(&chart, Qt::Key_Down);
+    QVERIFY(chart.rowView().first > zoomed.first);
+    QTest::keyClick(&chart, Qt::Key_Home);
+    QCOMPARE(chart.rowView(), full_r);
+    // Zoom in until rows are drawn one by one, then click the first message's bar.
+    for (int i = 0; i < 10 && chart.aggregated(); ++i)
+      chart.zoom(2.0, 0.0);
+    QVERIFY(!chart.aggregated());
+    const MsnSeries& s = snap->series[0];
+    const MessageRecord& first = snap->model->messages[s.by_msn[s.rows[0].begin]];
+    const QRect row = chart.rowRect(0);
+    QVERIFY(!row.isEmpty());
+    const auto [xb, xe] = chart.frameView();
+    const int x = chart.plotRect().left() +
+                  int((double(first.first_frame) - xb) / (xe - xb) * chart.plotRect().width()) + 2;
+    QSignalSpy clicked(&chart, &MsnChartWidget::messageClicked);
+    QTest::mouseClick(&chart, Qt::LeftButton, {}, QPoint(x, row.center().y()));
+    QCOMPARE(clicked.count(), 1);
+    QCOMPARE(clicked.first().first().toULongLong(), quint64(first.first_frame));
+    QCOMPARE(chart.highlightFrame(), first.first_frame);
+  }
+
   void missingMsnOfFaultMsnHasItsMarker() {
     const QString file = sample("fault-msn.pcap");
     if (file.isEmpty()) QSKIP("samples/synthetic/fault-msn.pcap missing");
