@@ -43,3 +43,6 @@ PY
 echo
 echo "== big views (3000 findings, 2000 regions, 32000 messages)"
 "$build/bench/gui_load_bench" "$work/views.pcap" --profile
+echo
+echo "== big views, MSN view shown while loading (its chart paints with every snapshot)"
+"$build/bench/gui_load_bench" "$work/views.pcap" --profile --view msn

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // ddpscope-gui [FILE] [--frame N]
-// ddpscope-gui --capture IFACE [--filter BPF] [--write FILE] [--port PORT]... [--duration S]
+// ddpscope-gui --capture IFACE [--filter BPF] [--write FILE] [--port PORT]... [--stream IP:PORT]...
+//              [--mid-stream-crc auto|true|false] [--regions FILE] [--duration S]
 // ddpscope-gui --screenshot OUT.png FILE [--view streams|regions|msn|findings|bytes|placement]
 // [--frame N]
 #include <QApplication>
@@ -109,7 +110,8 @@ int main(int argc, char** argv) {
                               QStringLiteral("S"));
   QCommandLineOption stream(QStringLiteral("stream"),
                             QStringLiteral("Analyse the stream with this endpoint (IP:PORT) of "
-                                           "FILE without an MPA handshake (repeatable)."),
+                                           "FILE or the --capture without an MPA handshake "
+                                           "(repeatable)."),
                             QStringLiteral("IP:PORT"));
   QCommandLineOption crc(QStringLiteral("mid-stream-crc"),
                          QStringLiteral("For --port/--stream streams: CRC in use, auto (default), "
@@ -117,7 +119,8 @@ int main(int argc, char** argv) {
                          QStringLiteral("auto|true|false"), QStringLiteral("auto"));
   QCommandLineOption regions(
       QStringLiteral("regions"),
-      QStringLiteral("JSON file of known STag regions for FILE. As with ddpscope analyze, "
+      QStringLiteral("JSON file of known STag regions for FILE or the --capture. As with "
+                     "ddpscope analyze, "
                      "NAME.regions.json beside a capture is not loaded unless given here "
                      "(or with File > Apply Regions File)."),
       QStringLiteral("FILE"));
@@ -172,24 +175,17 @@ int main(int argc, char** argv) {
       hints.ports.push_back(p);
       hints.hints.push_back(ddpscope::StreamHint{p, std::nullopt, hints.crc, false});
     }
-    for (const QString& text : parser.values(stream)) {
-      const qsizetype colon = text.lastIndexOf(QLatin1Char(':'));
-      QString host = colon > 0 ? text.left(colon) : QString();
-      if (host.startsWith(QLatin1Char('[')) && host.endsWith(QLatin1Char(']')))
-        host = host.mid(1, host.size() - 2);
-      bool ok = false;
-      const uint p = colon > 0 ? text.mid(colon + 1).toUInt(&ok) : 0;
-      const auto addr = ddpscope::net::Address::parse(host.toStdString());
-      if (!ok || !addr || p == 0 || p > 65535) {
-        std::fprintf(stderr,
-                     "ddpscope-gui: --stream wants IP:PORT (one endpoint of the stream), not %s\n",
-                     qPrintable(text));
-        return 2;
-      }
-      hints.hints.push_back(ddpscope::StreamHint{
-          std::nullopt, ddpscope::net::Endpoint{*addr, static_cast<std::uint16_t>(p)}, hints.crc,
-          false});
+    std::vector<ddpscope::net::Endpoint> endpoints;
+    QString bad;
+    if (!ddpscope::gui::parseEndpoints(parser.values(stream).join(QLatin1Char(',')), endpoints,
+                                       &bad)) {
+      std::fprintf(stderr,
+                   "ddpscope-gui: --stream wants IP:PORT (one endpoint of the stream), not %s\n",
+                   qPrintable(bad));
+      return 2;
     }
+    for (const auto& e : endpoints)
+      hints.hints.push_back(ddpscope::StreamHint{std::nullopt, e, hints.crc, false});
   }
 
   MainWindow w;
@@ -211,9 +207,10 @@ int main(int argc, char** argv) {
     req.writePath = parser.value(write);
     req.ports = QList<quint16>(hints.ports.begin(), hints.ports.end());
     req.crc = hints.crc;
-    if (parser.isSet(stream) || parser.isSet(regions))
-      std::fprintf(
-          stderr, "ddpscope-gui: --stream and --regions apply to FILE; a --capture takes --port\n");
+    // --stream and --regions as for a file.
+    for (const ddpscope::StreamHint& h : hints.hints)
+      if (h.endpoint) req.streams.push_back(*h.endpoint);
+    req.regionsPath = parser.value(regions);
     bool ok = true;
     const double seconds = parser.isSet(duration) ? parser.value(duration).toDouble(&ok) : 0;
     if (!ok || seconds < 0) {

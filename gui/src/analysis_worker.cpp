@@ -55,7 +55,21 @@ void AnalysisWorker::capture(const CaptureRequest& request, quint64 job) {
   cb.cancel = &cancel_;
   cb.snapshot = [this, job](SnapshotPtr snap) { emit snapshotReady(job, std::move(snap)); };
   cb.live_status = [this, job](const LiveStatus& s) { emit liveStatus(job, s); };
-  emit finished(job, analyze_live(request, cb));
+  std::optional<RegionsFile> regions;
+  if (!request.regionsPath.isEmpty()) {
+    RegionsFile file;
+    QString err;
+    if (!loadRegionsFile(request.regionsPath, file, &err)) {
+      auto failed = std::const_pointer_cast<Snapshot>(failedSnapshot(std::string(), err));
+      failed->live_interface = request.interface.toStdString();
+      emit finished(job, SnapshotPtr(std::move(failed)));
+      return;
+    }
+    regions = std::move(file);
+  }
+  auto snap = std::const_pointer_cast<Snapshot>(analyze_live(request, cb, regions));
+  snap->regions_file = request.regionsPath.toStdString();
+  emit finished(job, SnapshotPtr(std::move(snap)));
 }
 
 }  // namespace ddpscope::gui

@@ -30,6 +30,33 @@ bool parsePorts(const QString& text, QList<quint16>& ports) {
   return true;
 }
 
+bool parseEndpoints(const QString& text, std::vector<net::Endpoint>& out, QString* bad) {
+  out.clear();
+  const auto tokens = text.split(QRegularExpression(QStringLiteral("[,\\s]+")), Qt::SkipEmptyParts);
+  for (const QString& t : tokens) {
+    const qsizetype colon = t.lastIndexOf(QLatin1Char(':'));
+    QString host = colon > 0 ? t.left(colon) : QString();
+    if (host.startsWith(QLatin1Char('[')) && host.endsWith(QLatin1Char(']')))
+      host = host.mid(1, host.size() - 2);
+    bool ok = false;
+    const uint port = colon > 0 ? t.mid(colon + 1).toUInt(&ok) : 0;
+    const auto addr = net::Address::parse(host.toStdString());
+    if (!ok || !addr || port == 0 || port > 65535) {
+      if (bad) *bad = t;
+      return false;
+    }
+    out.push_back(net::Endpoint{*addr, static_cast<std::uint16_t>(port)});
+  }
+  return true;
+}
+
+QString endpointsText(const std::vector<net::Endpoint>& endpoints) {
+  QStringList parts;
+  for (const net::Endpoint& e : endpoints)
+    parts << QString::fromStdString(e.to_string());
+  return parts.join(QStringLiteral(", "));
+}
+
 CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   setWindowTitle(tr("Capture"));
   auto* form = new QFormLayout(this);
@@ -97,6 +124,34 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   hint_row->addWidget(markers_);
   hint_row->addStretch(1);
   form->addRow(QString(), hint_row);
+  streams_ = new QLineEdit;
+  streams_->setPlaceholderText(tr("endpoints of streams already running, e.g. 10.0.0.2:4420"));
+  streams_->setToolTip(
+      tr("Streams with one of these endpoints are analysed without an MPA "
+         "handshake, with the CRC and markers above (as ddpscope analyze "
+         "--stream)"));
+  streams_->setAccessibleName(tr("Mid-stream endpoints"));
+  form->addRow(tr("Mid-stream &endpoints:"), streams_);
+  streams_error_ = new QLabel;
+  streams_error_->setStyleSheet(QStringLiteral("color: #c62828"));
+  streams_error_->hide();
+  form->addRow(QString(), streams_error_);
+  auto* regions_row = new QHBoxLayout;
+  regions_ = new QLineEdit;
+  regions_->setPlaceholderText(tr("none (as ddpscope analyze --regions FILE)"));
+  regions_->setAccessibleName(tr("Regions file"));
+  auto* regions_browse = new QToolButton;
+  regions_browse->setText(tr("…"));
+  regions_browse->setAccessibleName(tr("Choose regions file"));
+  regions_row->addWidget(regions_, 1);
+  regions_row->addWidget(regions_browse);
+  form->addRow(tr("&Regions file:"), regions_row);
+  connect(regions_browse, &QToolButton::clicked, this, [this] {
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Regions File (STag, base, length, sink)"),
+                                     regions_->text(), tr("Regions (*.json);;All files (*)"));
+    if (!path.isEmpty()) regions_->setText(path);
+  });
 
   buttons_ = new QDialogButtonBox(QDialogButtonBox::Cancel);
   buttons_->addButton(tr("&Start"), QDialogButtonBox::AcceptRole)->setDefault(true);
@@ -105,6 +160,7 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   connect(buttons_, &QDialogButtonBox::rejected, this, &CaptureDialog::reject);
   connect(filter_, &QLineEdit::textChanged, this, &CaptureDialog::validate);
   connect(ports_, &QLineEdit::textChanged, this, &CaptureDialog::validate);
+  connect(streams_, &QLineEdit::textChanged, this, &CaptureDialog::validate);
   connect(save_, &QCheckBox::toggled, this, &CaptureDialog::validate);
   connect(save_path_, &QLineEdit::textChanged, this, [this](const QString& t) {
     if (!t.isEmpty()) save_->setChecked(true);
@@ -122,6 +178,8 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   const QString crc = s.value(QStringLiteral("capture/crc"), QStringLiteral("auto")).toString();
   if (crc != QStringLiteral("auto")) last.crc = s.value(QStringLiteral("capture/crc")).toBool();
   last.markers = s.value(QStringLiteral("capture/markers"), false).toBool();
+  parseEndpoints(s.value(QStringLiteral("capture/streams")).toString(), last.streams);
+  last.regionsPath = s.value(QStringLiteral("capture/regions")).toString();
   setRequest(last);
   save_path_->setText(s.value(QStringLiteral("capture/savefile")).toString());
   save_->setChecked(false);
@@ -143,6 +201,8 @@ CaptureRequest CaptureDialog::request() const {
   parsePorts(ports_->text(), r.ports);
   if (crc_->currentIndex() > 0) r.crc = crc_->currentIndex() == 1;
   r.markers = markers_->isChecked();
+  parseEndpoints(streams_->text(), r.streams);
+  r.regionsPath = regions_->text().trimmed();
   return r;
 }
 
@@ -161,6 +221,8 @@ void CaptureDialog::setRequest(const CaptureRequest& r) {
   ports_->setText(ports.join(QStringLiteral(", ")));
   crc_->setCurrentIndex(!r.crc ? 0 : *r.crc ? 1 : 2);
   markers_->setChecked(r.markers);
+  streams_->setText(endpointsText(r.streams));
+  regions_->setText(r.regionsPath);
   validate();
 }
 
@@ -171,9 +233,14 @@ void CaptureDialog::validate() {
   QList<quint16> ports;
   const bool ports_ok = parsePorts(ports_->text(), ports);
   ports_error_->setVisible(!ports_ok);
+  std::vector<net::Endpoint> endpoints;
+  QString bad;
+  const bool streams_ok = parseEndpoints(streams_->text(), endpoints, &bad);
+  streams_error_->setText(tr("%1 is not IP:PORT").arg(bad));
+  streams_error_->setVisible(!streams_ok);
   const bool save_ok = !save_->isChecked() || !save_path_->text().trimmed().isEmpty();
   if (QPushButton* start = startButton())
-    start->setEnabled(err.isEmpty() && ports_ok && save_ok &&
+    start->setEnabled(err.isEmpty() && ports_ok && streams_ok && save_ok &&
                       !interface_->currentText().trimmed().isEmpty());
 }
 
@@ -198,6 +265,8 @@ void CaptureDialog::accept() {
   else
     s.setValue(QStringLiteral("capture/crc"), QStringLiteral("auto"));
   s.setValue(QStringLiteral("capture/markers"), r.markers);
+  s.setValue(QStringLiteral("capture/streams"), streams_->text());
+  s.setValue(QStringLiteral("capture/regions"), r.regionsPath);
   if (!r.writePath.isEmpty()) s.setValue(QStringLiteral("capture/savefile"), r.writePath);
   QDialog::accept();
 }

@@ -30,6 +30,8 @@ class CaptureDialog : public QDialog {
   QCheckBox* saveCheck() const { return save_; }
   QLineEdit* savePathEdit() const { return save_path_; }
   QLineEdit* portsEdit() const { return ports_; }
+  QLineEdit* streamsEdit() const { return streams_; }
+  QLineEdit* regionsEdit() const { return regions_; }
   QPushButton* startButton() const;
 
   void accept() override;  // remembers the choices for next time
@@ -45,12 +47,18 @@ class CaptureDialog : public QDialog {
   QLineEdit* save_path_ = nullptr;
   QLineEdit* ports_ = nullptr;
   QLabel* ports_error_ = nullptr;
-  QComboBox* crc_ = nullptr;  // auto, on, off
+  QLineEdit* streams_ = nullptr;  // mid-stream endpoints, as --stream
+  QLabel* streams_error_ = nullptr;
+  QLineEdit* regions_ = nullptr;  // regions file, as --regions
+  QComboBox* crc_ = nullptr;      // auto, on, off
   QCheckBox* markers_ = nullptr;
   QDialogButtonBox* buttons_ = nullptr;
 };
 
 // "4420, 5000" -> ports; false when a token is not a port number 1..65535.
 bool parsePorts(const QString& text, QList<quint16>& ports);
+// "10.0.0.1:4420, [fe80::1]:5000" -> endpoints (as --stream); false naming the bad token.
+bool parseEndpoints(const QString& text, std::vector<net::Endpoint>& out, QString* bad = nullptr);
+QString endpointsText(const std::vector<net::Endpoint>& endpoints);
 
 }  // namespace ddpscope::gui

@@ -19,6 +19,11 @@ const Finding* FindingsModel::finding(int row) const {
   return &snap_->model->findings[std::size_t(row)];
 }
 
+std::optional<std::uint32_t> FindingsModel::stag(int row) const {
+  if (!snap_ || row < 0 || std::size_t(row) >= snap_->finding_stags.size()) return std::nullopt;
+  return snap_->finding_stags[std::size_t(row)];
+}
+
 int FindingsModel::rowCount(const QModelIndex& parent) const {
   if (parent.isValid() || !snap_ || !snap_->model) return 0;
   return static_cast<int>(snap_->model->findings.size());
@@ -47,6 +52,9 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
           if (has_stream && f.direction >= 0 && snap_->model->streams.size() > f.stream)
             return directionText(snap_->model->streams[f.stream], f.direction);
           return QString();
+        case ColStag:
+          if (auto st = stag(index.row())) return stagText(*st);
+          return QString();
         case ColFrame:
           return quint64(f.frame);
         case ColMessage:
@@ -63,6 +71,9 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
           return has_stream ? qint64(f.stream) : qint64(-1);
         case ColDirection:
           return f.direction;
+        case ColStag:
+          if (auto st = stag(index.row())) return qint64(*st);
+          return qint64(-1);
         case ColFrame:
           return quint64(f.frame);
         default:
@@ -73,10 +84,15 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
       return {};
     case Qt::ToolTipRole: {
       const auto& spec = finding_spec(f.id);
-      return QStringLiteral("%1 (%2)\n%3\n%4")
-          .arg(qstr(spec.code), qstr(spec.rfc), qstr(spec.summary),
-               QString::fromStdString(f.message));
+      QString t = QStringLiteral("%1 (%2)\n%3\n%4")
+                      .arg(qstr(spec.code), qstr(spec.rfc), qstr(spec.summary),
+                           QString::fromStdString(f.message));
+      if (f.terminate)
+        t += tr("\nTerminate a compliant Data Sink sends: %1").arg(terminateLongText(*f.terminate));
+      return t;
     }
+    case CodeRole:
+      return qstr(f.code());
     case FrameRole:
       return quint64(f.frame);
     case StreamRole:
@@ -103,6 +119,8 @@ QVariant FindingsModel::headerData(int section, Qt::Orientation o, int role) con
       return tr("Stream");
     case ColDirection:
       return tr("Direction");
+    case ColStag:
+      return tr("STag");
     case ColFrame:
       return tr("Frame");
     case ColMessage:
@@ -126,9 +144,23 @@ void FindingsFilterProxy::setMinimumSeverity(int severity) {
   invalidateRowsFilter();
 }
 
+void FindingsFilterProxy::setCode(const QString& code) {
+  if (code == code_) return;
+  code_ = code;
+  invalidateRowsFilter();
+}
+
+void FindingsFilterProxy::setStream(int stream) {
+  if (stream == stream_) return;
+  stream_ = stream;
+  invalidateRowsFilter();
+}
+
 bool FindingsFilterProxy::filterAcceptsRow(int row, const QModelIndex& parent) const {
   const QModelIndex idx = sourceModel()->index(row, 0, parent);
   if (idx.data(FindingsModel::SeverityRole).toInt() < min_severity_) return false;
+  if (!code_.isEmpty() && idx.data(FindingsModel::CodeRole).toString() != code_) return false;
+  if (stream_ >= 0 && idx.data(FindingsModel::StreamRole).toInt() != stream_) return false;
   return QSortFilterProxyModel::filterAcceptsRow(row, parent);
 }
 

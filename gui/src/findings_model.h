@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Findings table: severity, code, stream, direction, frame, message, Terminate triple.
+// Findings table: severity, code, stream, direction, STag, frame, the Terminate a compliant
+// Data Sink sends (layer/type/code and its name), message; a filter proxy by text, minimum
+// severity, code and stream.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -17,9 +19,10 @@ class FindingsModel : public QAbstractTableModel {
     ColCode,
     ColStream,
     ColDirection,
+    ColStag,
     ColFrame,
-    ColMessage,
     ColTerminate,
+    ColMessage,
     ColumnCount
   };
   enum Role {
@@ -29,11 +32,14 @@ class FindingsModel : public QAbstractTableModel {
     DirectionRole,  // -1 when none
     SeverityRole,   // int(Severity)
     FindingRole,    // index into Model::findings
+    CodeRole,       // the stable code, "ddp.tagged.bounds"
   };
 
   explicit FindingsModel(QObject* parent = nullptr);
   void setSnapshot(SnapshotPtr snap);
   const Finding* finding(int row) const;
+  // The STag of the finding's segment, when it has one (Snapshot::finding_stags).
+  std::optional<std::uint32_t> stag(int row) const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -44,19 +50,25 @@ class FindingsModel : public QAbstractTableModel {
   SnapshotPtr snap_;
 };
 
-// Text filter over every column plus a minimum severity.
+// Text filter over every column, a minimum severity, one code and one stream.
 class FindingsFilterProxy : public QSortFilterProxyModel {
   Q_OBJECT
  public:
   explicit FindingsFilterProxy(QObject* parent = nullptr);
   void setMinimumSeverity(int severity);
   int minimumSeverity() const { return min_severity_; }
+  void setCode(const QString& code);  // empty: every code
+  const QString& code() const { return code_; }
+  void setStream(int stream);  // -1: every stream (and findings of none)
+  int stream() const { return stream_; }
 
  protected:
   bool filterAcceptsRow(int row, const QModelIndex& parent) const override;
 
  private:
   int min_severity_ = 0;
+  QString code_;
+  int stream_ = -1;
 };
 
 }  // namespace ddpscope::gui

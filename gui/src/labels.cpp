@@ -34,11 +34,20 @@ QString directionText(const StreamModel& s, int direction) {
 
 QString terminateText(const std::optional<TerminateError>& t) {
   if (!t) return {};
-  return QStringLiteral("%1 (%2/%3/%4)")
-      .arg(QString::fromStdString(terminate_error_name(*t)))
+  // The triple first, so that a narrow column still shows it.
+  return QStringLiteral("%1/%2/%3  %4")
       .arg(t->layer)
       .arg(t->etype, 0, 16)
-      .arg(t->code, 2, 16, QLatin1Char('0'));
+      .arg(t->code, 2, 16, QLatin1Char('0'))
+      .arg(QString::fromStdString(terminate_error_name(*t)));
+}
+
+QString terminateLongText(const TerminateError& t) {
+  return QStringLiteral("layer %1, error type 0x%2, error code 0x%3 (%4)")
+      .arg(t.layer)
+      .arg(t.etype, 0, 16)
+      .arg(t.code, 2, 16, QLatin1Char('0'))
+      .arg(QString::fromStdString(terminate_error_name(t)));
 }
 
 QString stagText(std::uint32_t stag) {
@@ -83,6 +92,8 @@ QColor opcodeColor(int opcode) {
 
 QColor spanColor(SpanKind kind) {
   switch (kind) {
+    case SpanKind::rewritten:
+      return QColor(0x00, 0x89, 0x7b);  // teal: normal reuse, not an issue colour
     case SpanKind::overlap:
       return QColor(0xff, 0xc1, 0x07);  // amber
     case SpanKind::conflict:

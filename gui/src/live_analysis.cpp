@@ -32,7 +32,7 @@ QString filterError(const QString& filter) {
 }
 
 SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks& cb,
-                         const std::optional<std::vector<RegionSpec>>& regions) {
+                         const std::optional<RegionsFile>& regions) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   capture::LiveOptions lo;
@@ -42,6 +42,9 @@ SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks&
   AnalyzerOptions options;
   for (quint16 p : request.ports)
     options.hints.push_back(StreamHint{p, std::nullopt, request.crc, request.markers});
+  for (const net::Endpoint& e : request.streams)
+    options.hints.push_back(StreamHint{std::nullopt, e, request.crc, request.markers});
+  if (regions) options.protection_domains = regions->protection_domains;
 
   auto make = [&](const Analyzer* an, const LiveStatus& status) {
     auto snap = std::make_shared<Snapshot>();
@@ -64,7 +67,7 @@ SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks&
     return snap;
   }
   Analyzer analyzer(options);
-  if (regions) analyzer.add_regions(*regions);
+  if (regions) analyzer.add_regions(regions->regions);
 
   const auto base = std::chrono::milliseconds(std::max(cb.snapshot_interval_ms, 1));
   auto interval = base;

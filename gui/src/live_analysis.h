@@ -8,6 +8,7 @@
 #include <QString>
 #include <optional>
 
+#include "ddpscope/analysis/regions_file.h"
 #include "snapshot.h"
 
 namespace ddpscope::gui {
@@ -23,6 +24,11 @@ struct CaptureRequest {
   QList<quint16> ports;
   std::optional<bool> crc;
   bool markers = false;
+  // As for a file (`--stream IP:PORT`, `--regions FILE`): streams with this endpoint analysed
+  // without a handshake (CRC as `crc`), and a regions file (loaded by the worker; a bad file
+  // stops the capture before it starts).
+  std::vector<net::Endpoint> streams;
+  QString regionsPath;
 };
 
 // The filter's syntax for Ethernet-framed interfaces (Linux's "lo" included); empty when valid.
@@ -32,8 +38,9 @@ QString filterError(const QString& filter);
 // finishes it as at the end of a file. Intermediate snapshots go to cb.snapshot (only when
 // frames arrived), counters to cb.live_status. The final snapshot has `error` set when the
 // capture could not start (frames_read 0), failed midway, or its savefile could not be written.
+// `regions`: the request's regions file, loaded (its protection domains go to the Analyzer too).
 SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks& cb = {},
-                         const std::optional<std::vector<RegionSpec>>& regions = std::nullopt);
+                         const std::optional<RegionsFile>& regions = std::nullopt);
 
 }  // namespace ddpscope::gui
 

@@ -12,7 +12,6 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
-#include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
@@ -23,8 +22,6 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
-#include <QSortFilterProxyModel>
-#include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -40,22 +37,23 @@
 #include "bytes_page.h"
 #include "capture_dialog.h"
 #include "findings_model.h"
+#include "findings_page.h"
 #include "labels.h"
 #include "msn_chart_widget.h"
+#include "msn_page.h"
 #include "placement_trace_widget.h"
 #include "region_map_widget.h"
 #include "region_table_model.h"
 #include "regions_file.h"
+#include "regions_page.h"
 #include "stream_tree_model.h"
+#include "streams_page.h"
 #include "wireshark_launch.h"
 
 namespace ddpscope::gui {
 namespace {
 const char* const kViewNames[] = {"streams", "regions", "msn", "findings", "bytes", "placement"};
 constexpr int kMaxRecent = 10;
-// Columns sized to contents measure at most this many rows (Qt's default is 1000): measuring
-// thousands of findings or regions stalled the event loop for > 100 ms (bench/gui_load_bench).
-constexpr int kResizeRows = 200;
 
 QString wiresharkPath() {
   return findWireshark();
@@ -102,114 +100,53 @@ void MainWindow::buildUi() {
   setCentralWidget(tabs_);
 
   // (1) Streams.
-  stream_model_ = new StreamTreeModel(this);
-  streams_view_ = new QTreeView;
-  streams_view_->setModel(stream_model_);
-  streams_view_->setUniformRowHeights(true);
-  streams_view_->setAlternatingRowColors(true);
-  streams_view_->header()->setSectionResizeMode(QHeaderView::Interactive);
-  streams_view_->header()->setResizeContentsPrecision(kResizeRows);
-  streams_view_->setAccessibleName(tr("Streams"));
-  tabs_->addTab(streams_view_, tr("&Streams"));
-  connect(streams_view_->selectionModel(), &QItemSelectionModel::currentChanged, this,
-          &MainWindow::onStreamItemSelected);
+  streams_page_ = new StreamsPage;
+  streams_view_ = streams_page_;
+  stream_model_ = streams_page_->model();
+  tabs_->addTab(streams_page_, tr("&Streams"));
+  connect(streams_page_, &StreamsPage::itemChosen, this, [this](int region, quint64 frame) {
+    if (syncing_) return;
+    if (region >= 0) selectRegion(region);
+    if (frame) {
+      focused_frame_ = frame;
+      updateActions();
+    }
+  });
 
   // (2) Regions: table above, map below.
-  region_model_ = new RegionTableModel(this);
-  region_proxy_ = new QSortFilterProxyModel(this);
-  region_proxy_->setSourceModel(region_model_);
-  region_proxy_->setSortRole(RegionTableModel::SortRole);
-  regions_view_ = new QTableView;
-  regions_view_->setModel(region_proxy_);
-  regions_view_->setSortingEnabled(true);
-  regions_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  regions_view_->setSelectionMode(QAbstractItemView::SingleSelection);
-  regions_view_->verticalHeader()->hide();
-  regions_view_->horizontalHeader()->setStretchLastSection(true);
-  regions_view_->horizontalHeader()->setResizeContentsPrecision(kResizeRows);
-  regions_view_->setAccessibleName(tr("Regions"));
-  region_map_ = new RegionMapWidget;
-  auto* rsplit = new QSplitter(Qt::Vertical);
-  rsplit->addWidget(regions_view_);
-  rsplit->addWidget(region_map_);
-  rsplit->setStretchFactor(0, 2);
-  rsplit->setStretchFactor(1, 3);
-  tabs_->addTab(rsplit, tr("&Regions"));
-  connect(regions_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          &MainWindow::onRegionRowSelected);
-  connect(region_map_, &RegionMapWidget::rangeClicked, this,
+  regions_page_ = new RegionsPage;
+  region_model_ = regions_page_->model();
+  regions_view_ = regions_page_->view();
+  region_map_ = regions_page_->map();
+  tabs_->addTab(regions_page_, tr("&Regions"));
+  connect(regions_page_, &RegionsPage::regionChosen, this, [this](int region) {
+    if (!syncing_) selectRegion(region);
+  });
+  connect(regions_page_, &RegionsPage::frameClicked, this,
           [this](quint64 frame) { focusFrame(frame); });
 
   // (3) MSN chart.
-  auto* msn_page = new QWidget;
-  auto* msn_layout = new QVBoxLayout(msn_page);
-  auto* msn_bar = new QHBoxLayout;
-  series_combo_ = new QComboBox;
-  series_combo_->setAccessibleName(tr("Queue"));
-  auto* series_label = new QLabel(tr("&Queue:"));
-  series_label->setBuddy(series_combo_);
-  msn_bar->addWidget(series_label);
-  msn_bar->addWidget(series_combo_, 1);
-  msn_layout->addLayout(msn_bar);
-  msn_chart_ = new MsnChartWidget;
-  msn_layout->addWidget(msn_chart_, 1);
-  tabs_->addTab(msn_page, tr("&MSN"));
-  connect(series_combo_, &QComboBox::currentIndexChanged, this,
-          [this](int i) { msn_chart_->setSeries(snap_, i); });
-  connect(msn_chart_, &MsnChartWidget::messageClicked, this,
-          [this](quint64 frame) { focusFrame(frame); });
+  msn_page_ = new MsnPage;
+  msn_chart_ = msn_page_->chart();
+  series_combo_ = msn_page_->seriesCombo();
+  tabs_->addTab(msn_page_, tr("&MSN"));
+  connect(msn_page_, &MsnPage::frameClicked, this, [this](quint64 frame) { focusFrame(frame); });
 
   // (4) Findings.
-  auto* f_page = new QWidget;
-  auto* f_layout = new QVBoxLayout(f_page);
-  auto* f_bar = new QHBoxLayout;
-  findings_filter_ = new QLineEdit;
-  findings_filter_->setPlaceholderText(tr("Filter (code, message, frame…)"));
-  findings_filter_->setClearButtonEnabled(true);
-  auto* filter_label = new QLabel(tr("&Filter:"));
-  filter_label->setBuddy(findings_filter_);
-  severity_combo_ = new QComboBox;
-  severity_combo_->addItem(tr("All severities"), int(Severity::note));
-  severity_combo_->addItem(tr("Warnings and errors"), int(Severity::warning));
-  severity_combo_->addItem(tr("Errors only"), int(Severity::error));
-  findings_count_ = new QLabel;
-  f_bar->addWidget(filter_label);
-  f_bar->addWidget(findings_filter_, 1);
-  f_bar->addWidget(severity_combo_);
-  f_bar->addWidget(findings_count_);
-  f_layout->addLayout(f_bar);
-  findings_model_ = new FindingsModel(this);
-  findings_proxy_ = new FindingsFilterProxy(this);
-  findings_proxy_->setSourceModel(findings_model_);
-  findings_view_ = new QTableView;
-  findings_view_->setModel(findings_proxy_);
-  findings_view_->setSortingEnabled(true);
-  findings_view_->sortByColumn(FindingsModel::ColFrame, Qt::AscendingOrder);
-  findings_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  findings_view_->setSelectionMode(QAbstractItemView::SingleSelection);
-  findings_view_->verticalHeader()->hide();
-  findings_view_->horizontalHeader()->setStretchLastSection(true);
-  findings_view_->horizontalHeader()->setResizeContentsPrecision(kResizeRows);
-  findings_view_->setWordWrap(false);
-  findings_view_->setAccessibleName(tr("Findings"));
-  f_layout->addWidget(findings_view_, 1);
-  tabs_->addTab(f_page, tr("&Findings"));
-  auto update_count = [this] {
-    findings_count_->setText(
-        tr("%1 of %2").arg(findings_proxy_->rowCount()).arg(findings_model_->rowCount()));
-  };
-  connect(findings_filter_, &QLineEdit::textChanged, this, [this, update_count](const QString& t) {
-    findings_proxy_->setFilterFixedString(t);
-    update_count();
-  });
-  connect(severity_combo_, &QComboBox::currentIndexChanged, this, [this, update_count](int) {
-    findings_proxy_->setMinimumSeverity(severity_combo_->currentData().toInt());
-    update_count();
-  });
-  connect(findings_proxy_, &QAbstractItemModel::modelReset, this, update_count);
-  connect(findings_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          &MainWindow::onFindingSelected);
-  connect(findings_view_, &QTableView::activated, this, [this] {
+  findings_page_ = new FindingsPage;
+  findings_model_ = findings_page_->model();
+  findings_proxy_ = findings_page_->proxy();
+  findings_view_ = findings_page_->view();
+  tabs_->addTab(findings_page_, tr("&Findings"));
+  connect(findings_page_, &FindingsPage::findingSelected, this,
+          [this](quint64 frame, int stream, int direction) {
+            if (syncing_) return;
+            focusFrame(
+                frame,
+                stream >= 0 ? std::optional<std::uint32_t>(std::uint32_t(stream)) : std::nullopt,
+                direction);
+          });
+  connect(findings_page_, &FindingsPage::findingActivated, this, [this] {
     if (wireshark_action_->isEnabled()) openInWireshark();
   });
 
@@ -282,8 +219,7 @@ void MainWindow::buildMenus() {
   view->addSeparator();
   QAction* find = view->addAction(tr("Filter Findings"), this, [this] {
     showView(ViewFindings);
-    findings_filter_->setFocus();
-    findings_filter_->selectAll();
+    findings_page_->focusFilter();
   });
   find->setShortcut(QKeySequence::Find);
 
@@ -479,8 +415,8 @@ void MainWindow::startCapture(const CaptureRequest& request) {
   }
   if (running_job_) worker_->requestCancel(running_job_);
   last_error_.clear();
-  path_.clear();  // set to the savefile once the capture has ended
-  regions_path_.clear();
+  path_.clear();                        // set to the savefile once the capture has ended
+  regions_path_ = request.regionsPath;  // Reload of the savefile applies it again
   capture_ports_ = request.ports;
   capture_crc_ = request.crc;
   capture_markers_ = request.markers;
@@ -532,26 +468,11 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
   snap_ = std::move(snap);
   syncing_ = true;
   const int region_row = bytes_page_->regionCombo()->currentIndex();
-  const int series = series_combo_->currentIndex();
-  stream_model_->setSnapshot(snap_);
-  // Small trees open fully; big ones show streams and directions.
-  if (snap_->model->streams.size() <= 64)
-    streams_view_->expandAll();
-  else
-    streams_view_->expandToDepth(0);
-  for (int c = 0; c < StreamTreeModel::ColumnCount - 1; ++c)
-    streams_view_->resizeColumnToContents(c);
-  region_model_->setSnapshot(snap_);
-  findings_model_->setSnapshot(snap_);
-  if (snap_->final) {
-    findings_view_->resizeColumnsToContents();
-    regions_view_->resizeColumnsToContents();
-    // A capture whose regions an upper layer advertised opens with them grouped per ULP, in
-    // their commands' order (the header still sorts by any column).
-    const bool any_ulp = std::any_of(snap_->regions.begin(), snap_->regions.end(),
-                                     [](const RegionInfo& r) { return !r.buffer->ulp.empty(); });
-    if (any_ulp) regions_view_->sortByColumn(RegionTableModel::ColCommand, Qt::AscendingOrder);
-  }
+  streams_page_->setSnapshot(snap_);
+  // A capture whose regions an upper layer advertised opens with them grouped per ULP, in
+  // their commands' order (the header still sorts by any column).
+  regions_page_->setSnapshot(snap_);
+  findings_page_->setSnapshot(snap_);
   populateSelectors();
   // Keep the user's choices across live updates; pick informative defaults otherwise.
   int region = region_row;
@@ -567,11 +488,7 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
   }
   syncing_ = false;
   selectRegion(region);
-  const int s = series >= 0 && std::size_t(series) < snap_->series.size()
-                    ? series
-                    : (snap_->series.empty() ? -1 : 0);
-  series_combo_->setCurrentIndex(s);
-  msn_chart_->setSeries(snap_, s);
+  msn_page_->setSnapshot(snap_);
 
   const Model& m = *snap_->model;
   const bool live = !snap_->live_interface.empty();
@@ -607,21 +524,9 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
 }
 
 void MainWindow::populateSelectors() {
-  const QSignalBlocker b1(series_combo_);
-  const QSignalBlocker b2(bytes_page_->regionCombo());
-  series_combo_->clear();
+  const QSignalBlocker block(bytes_page_->regionCombo());
   bytes_page_->regionCombo()->clear();
   if (!snap_ || !snap_->model) return;
-  const Model& m = *snap_->model;
-  for (const MsnSeries& s : snap_->series) {
-    const QString dir =
-        s.stream < m.streams.size() ? directionText(m.streams[s.stream], s.direction) : QString();
-    series_combo_->addItem(tr("Stream %1  %2  QN %3  (%4 messages)")
-                               .arg(s.stream)
-                               .arg(dir)
-                               .arg(s.qn)
-                               .arg(s.messages.size()));
-  }
   for (const RegionInfo& r : snap_->regions)
     bytes_page_->regionCombo()->addItem(
         tr("%1  (%2 placed)").arg(regionLabel(*r.buffer), bytesText(r.buffer->bytes_placed())));
@@ -630,16 +535,9 @@ void MainWindow::populateSelectors() {
 void MainWindow::selectRegion(int region) {
   const bool was = syncing_;
   syncing_ = true;
-  region_map_->setRegion(snap_, region);
+  regions_page_->setRegion(snap_, region);
   placement_->setRegion(snap_, region);
   bytes_page_->setRegion(snap_, region);
-  const QModelIndex src = region >= 0 ? region_model_->index(region, 0) : QModelIndex();
-  const QModelIndex idx = region_proxy_->mapFromSource(src);
-  if (idx.isValid()) {
-    regions_view_->selectionModel()->setCurrentIndex(
-        idx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-    regions_view_->scrollTo(idx);
-  }
   syncing_ = was;
 }
 
@@ -652,41 +550,7 @@ QWidget* MainWindow::viewWidget(View v) const {
 }
 
 void MainWindow::selectFinding(int findingRow) {
-  const QModelIndex idx = findings_proxy_->mapFromSource(findings_model_->index(findingRow, 0));
-  if (!idx.isValid()) return;
-  findings_view_->selectionModel()->setCurrentIndex(
-      idx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-  findings_view_->scrollTo(idx);
-}
-
-void MainWindow::onFindingSelected() {
-  if (syncing_) return;
-  const QModelIndex idx = findings_view_->currentIndex();
-  if (!idx.isValid()) return;
-  const int stream = idx.data(FindingsModel::StreamRole).toInt();
-  focusFrame(idx.data(FindingsModel::FrameRole).toULongLong(),
-             stream >= 0 ? std::optional<std::uint32_t>(std::uint32_t(stream)) : std::nullopt,
-             idx.data(FindingsModel::DirectionRole).toInt());
-}
-
-void MainWindow::onStreamItemSelected() {
-  if (syncing_) return;
-  const QModelIndex idx = streams_view_->currentIndex();
-  if (!idx.isValid()) return;
-  const int region = idx.data(StreamTreeModel::RegionRole).toInt();
-  if (region >= 0) selectRegion(region);
-  const quint64 frame = idx.data(StreamTreeModel::FrameRole).toULongLong();
-  if (frame) {
-    focused_frame_ = frame;
-    updateActions();
-  }
-}
-
-void MainWindow::onRegionRowSelected() {
-  if (syncing_) return;
-  const QModelIndex idx = regions_view_->currentIndex();
-  if (!idx.isValid()) return;
-  selectRegion(idx.data(RegionTableModel::RegionRole).toInt());
+  findings_page_->selectFinding(findingRow);
 }
 
 void MainWindow::focusFrame(std::uint64_t frame, std::optional<std::uint32_t> stream,
@@ -699,38 +563,16 @@ void MainWindow::focusFrame(std::uint64_t frame, std::optional<std::uint32_t> st
     stream = snap_->regions[*region].stream;
   }
   // Stream tree: the region item when the frame placed into one, else the stream/direction.
-  QModelIndex tree_idx;
-  if (region) tree_idx = stream_model_->indexForRegion(*region);
-  if (!tree_idx.isValid() && stream) tree_idx = stream_model_->indexForStream(*stream, direction);
-  if (!tree_idx.isValid() && stream) tree_idx = stream_model_->indexForStream(*stream);
-  if (tree_idx.isValid()) {
-    streams_view_->selectionModel()->setCurrentIndex(
-        tree_idx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-    streams_view_->scrollTo(tree_idx);
-  }
+  streams_page_->showFrame(region, stream, direction);
   if (region) selectRegion(int(*region));
   region_map_->setHighlightFrame(frame);
   placement_->setHighlightFrame(frame);
   if (region) {
     bytes_page_->showFrame(frame);
   }
-  if (auto s = snap_->series_of_frame(frame, stream, direction)) {
-    if (series_combo_->currentIndex() != int(*s)) series_combo_->setCurrentIndex(int(*s));
-  }
-  msn_chart_->setHighlightFrame(frame);
-  // Findings: select the first finding at this frame, unless one at this frame is current.
-  const QModelIndex cur = findings_view_->currentIndex();
-  if (!cur.isValid() || cur.data(FindingsModel::FrameRole).toULongLong() != frame) {
-    for (int r = 0; r < findings_proxy_->rowCount(); ++r) {
-      const QModelIndex i = findings_proxy_->index(r, 0);
-      if (i.data(FindingsModel::FrameRole).toULongLong() == frame) {
-        findings_view_->selectionModel()->setCurrentIndex(
-            i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-        findings_view_->scrollTo(i);
-        break;
-      }
-    }
-  }
+  msn_page_->showFrame(frame, stream, direction);
+  // Findings: the first finding at this frame, unless one at this frame is current.
+  findings_page_->showFrame(frame);
   syncing_ = false;
   status_label_->setText(
       tr("Frame %1").arg(frame) +

@@ -32,6 +32,10 @@ class BytesPage;
 class PlacementTraceWidget;
 class FindingsFilterProxy;
 class FindingsModel;
+class FindingsPage;
+class MsnPage;
+class RegionsPage;
+class StreamsPage;
 class MsnChartWidget;
 class RegionMapWidget;
 class RegionTableModel;
@@ -110,6 +114,8 @@ class MainWindow : public QMainWindow {
   QTableView* regionsView() const { return regions_view_; }
   RegionMapWidget* regionMap() const { return region_map_; }
   MsnChartWidget* msnChart() const { return msn_chart_; }
+  MsnPage* msnPage() const { return msn_page_; }
+  FindingsPage* findingsPage() const { return findings_page_; }
   QComboBox* seriesCombo() const { return series_combo_; }
   QAction* wiresharkAction() const { return wireshark_action_; }
   QAction* reloadAction() const { return reload_action_; }
@@ -141,9 +147,6 @@ class MainWindow : public QMainWindow {
   void setCaptureStatus(const LiveStatus& status);
   void showError(const QString& title, const QString& text);
   void cancelRunning();
-  void onFindingSelected();
-  void onStreamItemSelected();
-  void onRegionRowSelected();
   void openInWireshark();
   void exportBytes();
   void openDialog();
@@ -170,20 +173,21 @@ class MainWindow : public QMainWindow {
   AnalysisWorker* worker_ = nullptr;
 
   QTabWidget* tabs_ = nullptr;
+  // The pages (one per view) and, for the accessors, their parts.
+  StreamsPage* streams_page_ = nullptr;
   StreamTreeModel* stream_model_ = nullptr;
   QTreeView* streams_view_ = nullptr;
+  RegionsPage* regions_page_ = nullptr;
   RegionTableModel* region_model_ = nullptr;
-  QSortFilterProxyModel* region_proxy_ = nullptr;
   QTableView* regions_view_ = nullptr;
   RegionMapWidget* region_map_ = nullptr;
-  QComboBox* series_combo_ = nullptr;
+  MsnPage* msn_page_ = nullptr;
+  QComboBox* series_combo_ = nullptr;  // msn_page_'s
   MsnChartWidget* msn_chart_ = nullptr;
   FindingsModel* findings_model_ = nullptr;
   FindingsFilterProxy* findings_proxy_ = nullptr;
   QTableView* findings_view_ = nullptr;
-  QLineEdit* findings_filter_ = nullptr;
-  QComboBox* severity_combo_ = nullptr;
-  QLabel* findings_count_ = nullptr;
+  FindingsPage* findings_page_ = nullptr;
   BytesPage* bytes_page_ = nullptr;
   PlacementTraceWidget* placement_ = nullptr;
   BytesModel* bytes_model_ = nullptr;

@@ -243,8 +243,11 @@ void PlacementTraceWidget::paintEvent(QPaintEvent*) {
     }
   }
   p.setClipRect(plot);
-  // Bars: normal first, then overlaps, then violations on top.
+  // Bars: normal first, then placements over earlier octets (outlined in the colour of core's
+  // class: rewritten after delivery, the same content again, conflict), violations on top.
   const QColor overlap_c = spanColor(SpanKind::overlap);
+  const QColor rewritten_c = spanColor(SpanKind::rewritten);
+  const QColor conflict_c = spanColor(SpanKind::conflict);
   const QColor violation_c = spanColor(SpanKind::violation);
   for (int pass = 0; pass < 3; ++pass) {
     for (std::size_t i = 0; i < ranges.size(); ++i) {
@@ -259,7 +262,7 @@ void PlacementTraceWidget::paintEvent(QPaintEvent*) {
         p.fillRect(br, opcodeColor(r.opcode));
       } else if (kind == 1) {
         p.fillRect(br, opcodeColor(r.opcode));
-        p.setPen(QPen(overlap_c, 2));
+        p.setPen(QPen(r.conflict ? conflict_c : r.reused ? rewritten_c : overlap_c, 2));
         p.drawRect(br.adjusted(-1, -1, 0, 0));
       } else {
         p.fillRect(br, violation_c);
@@ -307,7 +310,9 @@ void PlacementTraceWidget::paintEvent(QPaintEvent*) {
   };
   for (int o : ops)
     legend(opcodeColor(o), opcodeName(o));
-  legend(overlap_c, tr("over earlier octets (outline)"));
+  legend(rewritten_c, tr("rewritten after delivery (outline)"));
+  legend(overlap_c, tr("same content again (outline)"));
+  legend(conflict_c, tr("conflict (outline)"));
   legend(violation_c, tr("bounds violation"));
   if (hasFocus()) {
     p.setPen(QPen(pal.color(QPalette::Highlight), 1, Qt::DotLine));
@@ -360,6 +365,7 @@ void PlacementTraceWidget::mouseMoveEvent(QMouseEvent* ev) {
     QString flags;
     if (r.overlap) flags += tr(" overlap");
     if (r.conflict) flags += tr(" conflict");
+    if (r.reused) flags += tr(" rewritten after delivery");
     if (r.reused) flags += tr(" reused");
     if (r.violation) flags += tr(" out of bounds");
     QToolTip::showText(ev->globalPosition().toPoint(),

@@ -106,6 +106,8 @@ const char* to_string(SpanKind k) {
       return "partial";
     case SpanKind::placed:
       return "placed";
+    case SpanKind::rewritten:
+      return "rewritten";
     case SpanKind::overlap:
       return "overlap";
     case SpanKind::conflict:
@@ -182,7 +184,7 @@ std::vector<MapSpan> layout_region(const RegionGeometryInput& in, std::uint64_t 
   const std::uint64_t hi = bounded ? *in.base + *in.length : UINT64_MAX;
 
   Coverage coverage(width);
-  Touches overlap(width), conflict(width), violation(width, in.min_violation_px);
+  Touches rewritten(width), overlap(width), conflict(width), violation(width, in.min_violation_px);
   // Start at the last extent beginning at or before the view.
   auto it = extents->upper_bound(view_begin);
   if (it != extents->begin()) --it;
@@ -212,12 +214,18 @@ std::vector<MapSpan> layout_region(const RegionGeometryInput& in, std::uint64_t 
       op_diff[o][c0 + 1] += static_cast<double>(cols.span);
       op_diff[o][c1] -= static_cast<double>(cols.span);
     }
-    if (r.overlap) overlap.add(cols, r.begin, r.end);
-    if (r.conflict) conflict.add(cols, r.begin, r.end);
+    // Core's classes of a placement over earlier octets, one each.
+    if (r.conflict)
+      conflict.add(cols, r.begin, r.end);
+    else if (r.reused)
+      rewritten.add(cols, r.begin, r.end);
+    else if (r.overlap)
+      overlap.add(cols, r.begin, r.end);
     if (r.violation) violation.add(cols, r.begin, r.end);
   }
 
   const auto covered = coverage.totals(cols.span);
+  const auto rw = rewritten.any();
   const auto ov = overlap.any();
   const auto cf = conflict.any();
   const auto vi = violation.any();
@@ -240,6 +248,8 @@ std::vector<MapSpan> layout_region(const RegionGeometryInput& in, std::uint64_t 
       kind = SpanKind::conflict;
     else if (ov[x])
       kind = SpanKind::overlap;
+    else if (rw[x])
+      kind = SpanKind::rewritten;
     else if (covered[x] <= 0)
       kind = SpanKind::hole;
     else if (covered[x] >= cols.span)

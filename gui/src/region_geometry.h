@@ -17,11 +17,13 @@
 namespace ddpscope::gui {
 
 enum class SpanKind : std::uint8_t {
-  hole,       // no octet of the column was placed
-  partial,    // some octets placed, some not (a hole narrower than a pixel)
-  placed,     // every octet placed, no issue
-  overlap,    // a range placed over octets placed before
-  conflict,   // ... with different content
+  hole,     // no octet of the column was placed
+  partial,  // some octets placed, some not (a hole narrower than a pixel)
+  placed,   // every octet placed, no issue
+  // Octets placed again, as core's ShadowBuffer classifies them (ddp/shadow.h):
+  rewritten,  // new content after their message was delivered: buffer reuse, normal
+  overlap,    // the same content again (a retransmission)
+  conflict,   // different content while their message was in flight
   violation,  // outside the region's known bounds
 };
 const char* to_string(SpanKind k);

@@ -216,6 +216,11 @@ void RegionMapWidget::paintEvent(QPaintEvent*) {
       // Issue colour over the upper half (the opcode stays visible below) and in the lane.
       p.fillRect(QRect(r.left(), lane.top(), std::max(2, r.width()), lane.height()), w);
       p.fillRect(QRect(r.left(), r.top(), std::max(2, r.width()), r.height() / 2), w);
+    } else if (s.kind == SpanKind::rewritten) {
+      // Normal reuse: its colour in the lane and a thin top stripe only.
+      const QColor w = spanColor(s.kind);
+      p.fillRect(QRect(r.left(), lane.top(), std::max(2, r.width()), lane.height()), w);
+      p.fillRect(QRect(r.left(), r.top(), std::max(2, r.width()), std::max(2, r.height() / 6)), w);
     }
   }
   // Violations: a marker and a label above the bar at any scale.
@@ -316,8 +321,9 @@ void RegionMapWidget::paintEvent(QPaintEvent*) {
   for (int o : ops)
     legend(opcodeColor(o), opcodeName(o));
   legend(hatch, tr("hole"), Qt::BDiagPattern);
-  legend(spanColor(SpanKind::overlap), tr("overlap"));
-  legend(spanColor(SpanKind::conflict), tr("conflict"));
+  legend(spanColor(SpanKind::rewritten), tr("rewritten after delivery (reuse)"));
+  legend(spanColor(SpanKind::overlap), tr("same content again"));
+  legend(spanColor(SpanKind::conflict), tr("conflict (in flight)"));
   legend(spanColor(SpanKind::violation), tr("bounds violation"));
   if (hasFocus()) {
     p.setPen(QPen(pal.color(QPalette::Highlight), 1, Qt::DotLine));

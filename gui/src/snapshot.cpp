@@ -14,6 +14,7 @@ void Snapshot::build_index() {
   regions.clear();
   series.clear();
   frame_regions.clear();
+  finding_stags.clear();
   if (!model) return;
   for (const auto& [key, buf] : model->memory.buffers()) {
     RegionInfo info;
@@ -54,6 +55,81 @@ void Snapshot::build_index() {
   std::sort(series.begin(), series.end(), [](const MsnSeries& a, const MsnSeries& b) {
     return std::tie(a.stream, a.direction, a.qn) < std::tie(b.stream, b.direction, b.qn);
   });
+  for (MsnSeries& s : series)
+    build_rows(s);
+
+  // Finding -> STag: a placed range of the finding's frame on its stream (region key), else a
+  // tagged message whose first segment is in that frame.
+  std::vector<std::pair<std::uint64_t, std::size_t>> tagged_first;
+  for (std::size_t i = 0; i < model->messages.size(); ++i)
+    if (model->messages[i].tagged) tagged_first.emplace_back(model->messages[i].first_frame, i);
+  std::sort(tagged_first.begin(), tagged_first.end());
+  finding_stags.assign(model->findings.size(), std::nullopt);
+  for (std::size_t fi = 0; fi < model->findings.size(); ++fi) {
+    const Finding& f = model->findings[fi];
+    std::optional<std::uint32_t> stag;
+    for (auto it = std::lower_bound(frame_regions.begin(), frame_regions.end(),
+                                    std::make_pair(f.frame, std::uint32_t{0}));
+         it != frame_regions.end() && it->first == f.frame && !stag; ++it) {
+      const RegionInfo& r = regions[it->second];
+      if (f.stream == UINT32_MAX || !r.stream || *r.stream == f.stream) stag = r.buffer->key.stag;
+    }
+    for (auto it = std::lower_bound(tagged_first.begin(), tagged_first.end(),
+                                    std::make_pair(f.frame, std::size_t{0}));
+         it != tagged_first.end() && it->first == f.frame && !stag; ++it) {
+      const MessageRecord& m = model->messages[it->second];
+      if (m.stream == f.stream && (f.direction < 0 || m.direction == f.direction)) stag = m.stag;
+    }
+    finding_stags[fi] = stag;
+  }
+}
+
+void Snapshot::build_rows(MsnSeries& s) const {
+  s.rows.clear();
+  s.by_msn.clear();
+  s.missing = s.duplicates = 0;
+  if (s.messages.empty()) return;
+  const auto& msgs = model->messages;
+  // Serial distance from the first record's MSN, so that a queue wrapping past 2^32 stays in
+  // order; a record before it (reordered) gets a negative key.
+  const std::uint32_t base = msgs[s.messages.front()].msn;
+  auto key = [&](std::size_t i) { return std::int64_t(std::int32_t(msgs[i].msn - base)); };
+  s.by_msn = s.messages;
+  std::stable_sort(s.by_msn.begin(), s.by_msn.end(),
+                   [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+  s.first_frame = UINT64_MAX;
+  s.last_frame = 0;
+  for (std::size_t i : s.messages) {
+    const auto& m = msgs[i];
+    s.first_frame = std::min(s.first_frame, m.first_frame);
+    s.last_frame = std::max({s.last_frame, m.first_frame, m.placed_frame, m.delivered_frame});
+  }
+  for (std::uint32_t i = 0; i < s.by_msn.size();) {
+    std::uint32_t j = i + 1;
+    while (j < s.by_msn.size() && key(s.by_msn[j]) == key(s.by_msn[i]))
+      ++j;
+    if (!s.rows.empty()) {
+      const std::int64_t prev = key(s.by_msn[s.rows.back().begin]);
+      const std::int64_t missing = key(s.by_msn[i]) - prev - 1;
+      if (missing > 0) {
+        MsnRow gap;
+        gap.missing = true;
+        gap.msn = msgs[s.by_msn[s.rows.back().begin]].msn + 1;
+        gap.count = std::uint32_t(missing);
+        gap.begin = gap.end = i;
+        gap.frame = msgs[s.by_msn[i]].first_frame;
+        s.rows.push_back(gap);
+        s.missing += std::uint64_t(missing);
+      }
+    }
+    MsnRow row;
+    row.msn = msgs[s.by_msn[i]].msn;
+    row.begin = i;
+    row.end = j;
+    s.duplicates += j - i - 1;
+    s.rows.push_back(row);
+    i = j;
+  }
 }
 
 std::optional<std::size_t> Snapshot::region_of_frame(std::uint64_t frame) const {
@@ -72,14 +148,12 @@ std::optional<std::size_t> Snapshot::series_of_frame(std::uint64_t frame,
     const auto& ser = series[s];
     if (stream && ser.stream != *stream) continue;
     if (direction >= 0 && ser.direction != direction) continue;
-    std::uint64_t lo = UINT64_MAX, hi = 0;
+    if (frame < ser.first_frame || frame > ser.last_frame) continue;
     for (std::size_t i : ser.messages) {
       const auto& m = model->messages[i];
       if (m.first_frame == frame || m.placed_frame == frame || m.delivered_frame == frame) return s;
-      lo = std::min(lo, m.first_frame);
-      hi = std::max({hi, m.first_frame, m.placed_frame, m.delivered_frame});
     }
-    if (!spanning && stream && frame >= lo && frame <= hi) spanning = s;
+    if (!spanning && stream) spanning = s;
   }
   return spanning;
 }

@@ -16,12 +16,32 @@
 
 namespace ddpscope::gui {
 
+// One row of the MSN chart: a message (every record seen with that MSN: more than one is a
+// duplicate), or a run of MSNs never seen between two that were (missing).
+struct MsnRow {
+  std::uint32_t msn = 0;    // the row's MSN (missing: the first one of the run)
+  std::uint32_t count = 1;  // missing: how many MSNs in the run; else 1
+  bool missing = false;
+  // Records with this MSN: MsnSeries::by_msn[begin, end) in record order (empty when missing).
+  std::uint32_t begin = 0, end = 0;
+  // Missing: the frame where the next MSN arrived instead (where the gap shows).
+  std::uint64_t frame = 0;
+  std::uint32_t copies() const { return end - begin; }
+};
+
 // One MSN chart series: untagged messages of one queue in one direction.
 struct MsnSeries {
   std::uint32_t stream = 0;
   int direction = 0;
   std::uint32_t qn = 0;
   std::vector<std::size_t> messages;  // indices into Model::messages, in record order
+  // The chart's rows in MSN order (serial order from the first record's MSN, RFC 5041 §5.1
+  // MSNs wrap at 2^32), and the message indices grouped by MSN they point into.
+  std::vector<MsnRow> rows;
+  std::vector<std::size_t> by_msn;
+  std::uint64_t first_frame = 0, last_frame = 0;  // over every record's frames
+  std::uint64_t missing = 0;                      // MSNs missing between the first and last seen
+  std::uint64_t duplicates = 0;                   // records beyond the first of their MSN
 };
 
 struct RegionInfo {
@@ -65,9 +85,14 @@ struct Snapshot {
   std::vector<MsnSeries> series;
   // Sorted (frame, region index) for every placed range.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> frame_regions;
+  // Per Model::findings entry: the STag of the tagged segment in the finding's frame (a range
+  // it placed or tried to place, or a tagged message starting there), when there is one.
+  std::vector<std::optional<std::uint32_t>> finding_stags;
 
   // Builds the indexes from `model`.
   void build_index();
+  // Fills s.rows, s.by_msn and the counts from s.messages.
+  void build_rows(MsnSeries& s) const;
   std::optional<std::size_t> region_of_frame(std::uint64_t frame) const;
   // The series holding a message that starts at, is placed or delivered at `frame`; else the
   // series of (stream, direction) whose messages span `frame`.

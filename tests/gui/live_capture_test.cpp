@@ -347,6 +347,128 @@ class LiveCaptureTest : public QObject {
     QVERIFY(!w.stopCaptureAction()->isEnabled());
   }
 
+  // --stream and --regions (MainWindow::startCapture, the command line's path) apply to a
+  // live capture as to a file: the findings equal `ddpscope analyze SAVEFILE --regions F
+  // --stream EP`'s, and differ from the analysis without them (the regions file does not
+  // list the STag the server registered, so its Writes hit an unknown STag).
+  void captureTakesStreamAndRegionsAsAFileDoes() {
+    REQUIRE_CAPTURE_PERMISSION();
+    const QString cli = qEnvironmentVariable("DDPSCOPE_CLI");
+    if (cli.isEmpty()) QSKIP("DDPSCOPE_CLI not set");
+    EndpointTraffic traffic;
+    QVERIFY2(traffic.listening(), traffic.error().c_str());
+    const QString saved = tmp_.filePath(QStringLiteral("live-hints.pcap"));
+    const QString regions = tmp_.filePath(QStringLiteral("live.regions.json"));
+    {
+      QFile f(regions);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(R"([{"stag": "0x00123400", "base": "0x1000", "length": 16, "sink": "127.0.0.1"}])");
+    }
+    const QString endpoint = QStringLiteral("127.0.0.1:%1").arg(traffic.port());
+    MainWindow w;
+    w.show();
+    CaptureRequest r;
+    r.filter = QStringLiteral("tcp port %1").arg(traffic.port());
+    r.writePath = saved;
+    r.streams.push_back(net::Endpoint{*net::Address::parse("127.0.0.1"), traffic.port()});
+    r.regionsPath = regions;
+    w.startCapture(r);
+    QTRY_VERIFY_WITH_TIMEOUT(w.liveStatus().have_kernel_stats || !w.isCapturing(), 10000);
+    QVERIFY2(w.isCapturing(), qPrintable(w.lastError()));
+    std::atomic<bool> done{false};
+    bool ok = false;
+    std::thread t([&] {
+      ok = traffic.run();
+      done = true;
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(done.load(), 30000);
+    t.join();
+    QVERIFY2(ok, traffic.error().c_str());
+    QTRY_VERIFY_WITH_TIMEOUT(w.snapshot() && w.snapshot()->model->frames >= w.liveStatus().frames &&
+                                 w.liveStatus().frames > 10,
+                             10000);
+    QSignalSpy finished(&w, &MainWindow::analysisFinished);
+    w.stopCapture();
+    QVERIFY(finished.wait(10000));
+    const SnapshotPtr live = w.snapshot();
+    QVERIFY2(live->error.empty(), live->error.c_str());
+    QCOMPARE(QString::fromStdString(live->regions_file), regions);
+    auto cliKeys = [&](const QStringList& extra) {
+      QProcess p;
+      p.start(cli, QStringList{QStringLiteral("analyze"), saved, QStringLiteral("--json")} + extra);
+      p.waitForFinished(60000);
+      QStringList keys;
+      for (const QJsonValue& v : QJsonDocument::fromJson(p.readAllStandardOutput())
+                                     .object()
+                                     .value(QStringLiteral("findings"))
+                                     .toArray()) {
+        const QJsonObject f = v.toObject();
+        keys << QStringLiteral("%1 %2 %3: %4")
+                    .arg(f.value(QStringLiteral("frame")).toInteger())
+                    .arg(f.value(QStringLiteral("stream")).toInteger())
+                    .arg(f.value(QStringLiteral("code")).toString(),
+                         f.value(QStringLiteral("message")).toString());
+      }
+      keys.sort();
+      return keys;
+    };
+    const QStringList with =
+        cliKeys({QStringLiteral("--regions"), regions, QStringLiteral("--stream"), endpoint});
+    QCOMPARE(findingKeys(*live->model), with);
+    QVERIFY(with != cliKeys({}));
+    // Reload (the savefile) applies the same regions file again.
+    w.reloadAction()->trigger();
+    QVERIFY(finished.wait(30000));
+    QCOMPARE(QString::fromStdString(w.snapshot()->regions_file), regions);
+  }
+
+  // The dialog offers what the command line does: mid-stream endpoints (checked as typed) and a
+  // regions file, remembered for next time.
+  void dialogTakesStreamsAndRegions() {
+    MainWindow w;
+    w.show();
+    w.captureAction()->trigger();
+    auto* dialog = w.findChild<CaptureDialog*>();
+    QVERIFY(dialog);
+    dialog->filterEdit()->clear();
+    dialog->streamsEdit()->clear();
+    QTest::keyClicks(dialog->streamsEdit(), QStringLiteral("10.0.0.2:4420, 10.0.0.9"));
+    QVERIFY(!dialog->startButton()->isEnabled());
+    dialog->streamsEdit()->setText(QStringLiteral("10.0.0.2:4420, [::1]:5000"));
+    QVERIFY(dialog->startButton()->isEnabled());
+    dialog->regionsEdit()->setText(tmp_.filePath(QStringLiteral("r.regions.json")));
+    const CaptureRequest r = dialog->request();
+    QCOMPARE(r.streams.size(), std::size_t(2));
+    QCOMPARE(r.streams[0], (net::Endpoint{*net::Address::parse("10.0.0.2"), 4420}));
+    QCOMPARE(r.streams[1], (net::Endpoint{*net::Address::parse("::1"), 5000}));
+    QCOMPARE(r.regionsPath, tmp_.filePath(QStringLiteral("r.regions.json")));
+    dialog->interfaceCombo()->setCurrentText(QStringLiteral("ddpscope-none0"));
+    QSignalSpy finished(&w, &MainWindow::analysisFinished);
+    dialog->accept();  // remembers the choices; the capture fails on the regions file
+    QVERIFY(finished.wait(10000));
+    QVERIFY(!w.lastError().isEmpty());
+    CaptureDialog again(&w);
+    QCOMPARE(again.request().streams, r.streams);
+    QCOMPARE(again.request().regionsPath, r.regionsPath);
+    // Later tests open the dialog with the defaults.
+    QSettings().remove(QStringLiteral("capture"));
+  }
+
+  // A regions file that cannot be read stops the capture before it starts, with the reason.
+  void badRegionsFileIsReported() {
+    MainWindow w;
+    w.show();
+    QSignalSpy finished(&w, &MainWindow::analysisFinished);
+    CaptureRequest r;
+    r.regionsPath = tmp_.filePath(QStringLiteral("no-such.regions.json"));
+    w.startCapture(r);
+    QVERIFY(finished.wait(10000));
+    QVERIFY(!w.isCapturing());
+    QVERIFY(!w.lastError().isEmpty());
+    QCOMPARE(w.snapshot()->frames_read, std::uint64_t(0));
+    QVERIFY(errorBox(w));
+  }
+
   void closingTheWindowStopsTheCapture() {
     REQUIRE_CAPTURE_PERMISSION();
     auto w = std::make_unique<MainWindow>();

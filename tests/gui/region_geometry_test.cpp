@@ -5,6 +5,7 @@
 
 #include "bytes_model.h"
 #include "gui_test_util.h"
+#include "labels.h"
 #include "region_geometry.h"
 #include "snapshot.h"
 
@@ -67,6 +68,28 @@ class RegionGeometryTest : public QObject {
                                         {45, 52, SpanKind::overlap, 2},
                                         {52, 100, SpanKind::hole, -1}};
     QVERIFY2(spans == expected, qPrintable(dump(spans)));
+  }
+
+  // Octets placed again are drawn as core classifies them: reuse after delivery ("rewritten",
+  // normal), the same content again (overlap), conflict; conflict wins over the others.
+  void rewrittenOverlapAndConflictAreDistinct() {
+    PlacedRange reuse = range(10, 20, 2, 0, /*overlap=*/true);
+    reuse.reused = true;
+    PlacedRange reuse_conflict = range(30, 40, 4, 0, true, /*conflict=*/true);
+    reuse_conflict.reused = true;
+    std::vector<PlacedRange> ranges{range(0, 50, 1, 0), reuse, range(20, 30, 3, 0, true),
+                                    reuse_conflict};
+    RegionGeometryInput in;
+    in.ranges = ranges;
+    const auto spans = layout_region(in, 0, 50, 5);
+    const std::vector<MapSpan> expected{{0, 1, SpanKind::placed, 0},
+                                        {1, 2, SpanKind::rewritten, 0},
+                                        {2, 3, SpanKind::overlap, 0},
+                                        {3, 4, SpanKind::conflict, 0},
+                                        {4, 5, SpanKind::placed, 0}};
+    QVERIFY2(spans == expected, qPrintable(dump(spans)));
+    QVERIFY(spanColor(SpanKind::rewritten) != spanColor(SpanKind::conflict));
+    QVERIFY(spanColor(SpanKind::rewritten) != spanColor(SpanKind::overlap));
   }
 
   void violationOutsideKnownBounds() {

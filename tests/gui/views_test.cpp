@@ -207,6 +207,55 @@ class ViewsTest : public QObject {
     QVERIFY(marker);
   }
 
+  // siw-rping-crc: rping rewrites its buffers each round after delivery (core: reused, no
+  // conflict, no finding): the region map draws that in the rewritten colour, never as
+  // conflict, and the placement trace outlines those bars in the same colour.
+  void reusedBufferIsRewrittenNotConflict() {
+    const QString file = sample("siw-rping-crc.pcap");
+    if (file.isEmpty()) QSKIP("samples/siw/siw-rping-crc.pcap missing");
+    MainWindow w;
+    w.resize(1280, 800);
+    QVERIFY(w.loadSynchronously(file));
+    w.show();
+    const SnapshotPtr snap = w.snapshot();
+    QVERIFY(snap->model->findings.empty());
+    int region = -1;
+    for (std::size_t r = 0; r < snap->regions.size() && region < 0; ++r)
+      if (snap->regions[r].buffer->overwrites() > 0) region = int(r);
+    QVERIFY2(region >= 0, "no reused region in siw-rping-crc");
+    QCOMPARE(snap->regions[std::size_t(region)].conflicts, std::uint64_t(0));
+    w.selectRegion(region);
+    w.showView(MainWindow::ViewRegions);
+    QApplication::processEvents();
+    RegionMapWidget* map = w.regionMap();
+    const QImage img = map->grab().toImage();
+    const QRect bar = map->barRect();
+    const QColor teal = spanColor(SpanKind::rewritten);
+    const QColor conflict = spanColor(SpanKind::conflict);
+    int rewritten = 0, conflicting = 0;
+    for (int y = bar.top(); y <= bar.bottom() + 10; ++y)
+      for (int x = bar.left(); x <= bar.right(); ++x) {
+        rewritten += img.pixelColor(x, y).rgb() == teal.rgb();
+        conflicting += img.pixelColor(x, y).rgb() == conflict.rgb();
+      }
+    QVERIFY2(rewritten > bar.width(), qPrintable(QString::number(rewritten)));
+    QCOMPARE(conflicting, 0);
+    // Placement trace: a reused range's bar outlined in the rewritten colour.
+    w.showView(MainWindow::ViewPlacement);
+    QApplication::processEvents();
+    PlacementTraceWidget* t = w.placementTrace();
+    const QImage trace = t->grab().toImage();
+    const auto& ranges = snap->regions[std::size_t(region)].buffer->ranges();
+    bool outlined = false;
+    for (std::size_t i = 0; i < ranges.size() && !outlined; ++i) {
+      if (!ranges[i].reused) continue;
+      const QRect br = t->barRect(i);
+      for (int x = br.left() - 2; x <= br.right() + 2 && !outlined; ++x)
+        outlined |= trace.pixelColor(x, br.center().y()).rgb() == teal.rgb();
+    }
+    QVERIFY(outlined);
+  }
+
   // fault-bounds: the violating segment's bar is in the violation colour at its frame.
   void placementTraceShowsViolationAtItsFrame() {
     const QString file = sample("fault-bounds.pcap");
