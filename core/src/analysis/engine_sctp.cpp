@@ -104,10 +104,13 @@ void Analyzer::Impl::feed_sctp(std::uint64_t frame, std::int64_t ts, const net::
   };
 
   if (dg.truncated()) {
-    report(FindingId::capture_truncated_frame, packet_ctx(),
-           std::to_string(dg.packet_length - dg.packet.size()) +
-               " octets of this SCTP packet were not captured (snaplen); its cut chunks are "
-               "treated as lost");
+    if (!a.d[dir].truncated_reported) {
+      a.d[dir].truncated_reported = true;
+      report(FindingId::capture_truncated_frame, packet_ctx(),
+             std::to_string(dg.packet_length - dg.packet.size()) +
+                 " octets of this SCTP packet were not captured (snaplen); its cut chunks are "
+                 "treated as lost (later truncated packets of this direction are not reported)");
+    }
   } else if (options.check_crc && !wire::sctp_checksum_ok(dg.packet)) {
     // RFC 9260 §6.8: the receiver discards the packet; the sender retransmits what it held.
     report(FindingId::sctp_checksum_mismatch, packet_ctx(),
@@ -148,7 +151,8 @@ void Analyzer::Impl::feed_sctp(std::uint64_t frame, std::int64_t ts, const net::
         // Packets to the sender of an INIT / INIT ACK carry its Initiate Tag (RFC 9260 §8.5).
         a.vtag[1 - dir] = init->initiate_tag;
         SctpDirection& sd = a.d[dir];
-        if (!sd.tsn_known || sd.ahead.empty()) {
+        // An INIT repeated after data flowed does not move the order back.
+        if (!sd.tsn_known || (sd.ahead.empty() && sd.recent.empty())) {
           sd.tsn_known = true;
           sd.next_tsn = init->initial_tsn;
         }
@@ -448,8 +452,10 @@ void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
     // Another protocol's message: DDP-looking data on the wrong PPID is worth a finding
     // (RFC 5043 §5: DDP segments travel on PPID 16 only), anything else is ignored.
     const auto seg = wire::decode_ddp_segment(m.data);
-    const bool looks_ddp = seg && seg->header.control.version == wire::kDdpVersion &&
-                           (a.streams.count(stream_id) != 0 || a.adaptation[0] || a.adaptation[1]);
+    const bool looks_ddp =
+        seg && seg->header.control.version == wire::kDdpVersion &&
+        (a.streams.count(stream_id) != 0 || a.adaptation[0] == wire::kAdaptationCodePointDdp ||
+         a.adaptation[1] == wire::kAdaptationCodePointDdp);
     if (!looks_ddp || a.d[dir].ppid_reported) return;
     a.d[dir].ppid_reported = true;
   }
