@@ -257,13 +257,13 @@ void Analyzer::Impl::sctp_data(SctpAssociation& a, std::size_t ai, int dir, cons
   sctp_held_total += cost;
   if (sd.ahead_bytes > options.limits.reassembly_window) {
     // The hole is not filled within the window: capture loss.
-    sctp_gap_to(a, ai, dir, lowest_ahead(sd)->first, slice.frame);
+    sctp_gap_to(a, dir, lowest_ahead(sd)->first, slice.frame);
     sctp_drain(a, ai, dir);
   }
   if (sctp_held_total > options.limits.max_pending_total) {
     limit_reached("max_pending_total", Ctx{UINT32_MAX, -1, slice.frame, {}});
     while (!sd.ahead.empty()) {
-      sctp_gap_to(a, ai, dir, lowest_ahead(sd)->first, slice.frame);
+      sctp_gap_to(a, dir, lowest_ahead(sd)->first, slice.frame);
       sctp_drain(a, ai, dir);
     }
   }
@@ -299,14 +299,13 @@ void Analyzer::Impl::sctp_acked(SctpAssociation& a, std::size_t ai, int dir,
       const std::uint32_t low = lowest_ahead(sd)->first;
       if (tsn_before(low, end)) to = low;
     }
-    if (to != sd.next_tsn) sctp_gap_to(a, ai, dir, to, cur_frame);
+    if (to != sd.next_tsn) sctp_gap_to(a, dir, to, cur_frame);
     sctp_drain(a, ai, dir);
   }
 }
 
-void Analyzer::Impl::sctp_gap_to(SctpAssociation& a, std::size_t ai, int dir, std::uint32_t tsn,
+void Analyzer::Impl::sctp_gap_to(SctpAssociation& a, int dir, std::uint32_t tsn,
                                  std::uint64_t frame) {
-  (void)ai;
   SctpDirection& sd = a.d[dir];
   const std::uint32_t lost = tsn - sd.next_tsn;
   if (lost == 0) return;
@@ -492,7 +491,7 @@ void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
              sctp_term(sctp_llp_code::invalid_session_control_unverified));
       return;
     }
-    sctp_session(a, c, sdir, *sc, ctx);
+    sctp_session(c, sdir, *sc, ctx);
     return;
   }
   sctp_segment(c, sdir, m, ctx);
@@ -500,9 +499,8 @@ void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
 
 // ---- DDP Stream Session Control (RFC 5043 §5, RFC 6581 §8) ---------------------------------
 
-void Analyzer::Impl::sctp_session(SctpAssociation& a, Connection& c, int dir,
-                                  const wire::DdpSessionControl& m, const Ctx& ctx_in) {
-  (void)a;
+void Analyzer::Impl::sctp_session(Connection& c, int dir, const wire::DdpSessionControl& m,
+                                  const Ctx& ctx_in) {
   StreamModel& sm = model.streams[c.stream];
   Ctx ctx = ctx_in;
   const auto invalid = [&](const std::string& why) {
@@ -681,7 +679,7 @@ void Analyzer::Impl::sctp_finish() {
     for (int dir = 0; dir < 2; ++dir) {
       SctpDirection& sd = a.d[dir];
       while (!sd.ahead.empty()) {
-        sctp_gap_to(a, ai, dir, lowest_ahead(sd)->first, cur_frame);
+        sctp_gap_to(a, dir, lowest_ahead(sd)->first, cur_frame);
         sctp_drain(a, ai, dir);
       }
       sd.building.clear();
