@@ -171,8 +171,9 @@ int analyze(const AnalyzeArgs& a) {
     return kExitUsage;
   }
   // ESP keys: a bad or partial SA file is a usage error naming its line.
+  // Always there: without keys it still reports ESP traffic it cannot analyse (esp.unknown-spi).
   std::unique_ptr<esp::EspLayer> esp_layer;
-  if (!a.esp_sa.empty() || !a.xfrm.empty() || a.require_esp) {
+  {
     esp::EspOptions eo;
     eo.require_esp = a.require_esp;
     eo.require_confidentiality = a.esp_policy == "confidentiality";

@@ -252,9 +252,9 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
   Opened o = st->crypto.open(esp, hi);
   if (o.status == Opened::Status::icv_mismatch) {
     analyzer.note_finding(FindingId::esp_icv_mismatch, frame.number,
-                          where + ": " + integrity_name(st->sa.cipher, st->sa.integrity) +
-                              " ICV does not match (wrong key for " + st->sa.origin +
-                              ", or the packet was altered); a receiver drops it");
+                          where + ": the ICV does not match (" +
+                              integrity_name(st->sa.cipher, st->sa.integrity) + "; wrong key in " +
+                              st->sa.origin + ", or the packet was altered); a receiver drops it");
     return nullptr;
   }
   st->accept(seq64, frame.number);
@@ -266,23 +266,7 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
   if (!st->profile_checked) {
     st->profile_checked = true;
     const SecurityAssociation& sa = st->sa;
-    std::string why;
-    if (!is_aead(sa.cipher) && sa.integrity == Integrity::null)
-      why =
-          "NULL integrity: the profile requires data origin authentication and integrity "
-          "(RFC 3723 §2.3.1)";
-    else if (sa.cipher == Cipher::null && options_.require_confidentiality)
-      why =
-          "NULL encryption while the policy (--esp-policy confidentiality) requires "
-          "confidentiality";
-    else if (sa.cipher == Cipher::des_cbc || sa.cipher == Cipher::aes_gcm_8 ||
-             sa.cipher == Cipher::aes_gcm_12)
-      why = cipher_name(sa.cipher, sa.enc_key.size()) +
-            " is not in the profile (RFC 7146 §4.1: AES-GCM with a 16-octet ICV, AES-CBC; "
-            "RFC 3723: 3DES-CBC, AES-CTR)";
-    else if (sa.integrity == Integrity::hmac_md5_96 || sa.integrity == Integrity::hmac_sha256_96)
-      why = integrity_name(sa.cipher, sa.integrity) +
-            " is not in the profile (RFC 7146 §4.1: HMAC-SHA-256-128; RFC 3723: HMAC-SHA-1-96)";
+    const std::string why = profile_violation(sa, options_.require_confidentiality);
     if (!why.empty())
       analyzer.note_finding(FindingId::esp_profile_violation, frame.number,
                             "SPI " + hex32(spi) + " (" + sa.origin + "): " + why);
@@ -328,9 +312,6 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
     inner_.insert(inner_.end(), o.payload.begin(), o.payload.end());
   }
   ++st->frames;
-  if (st->sa.mode && *st->sa.mode != mode && !st->profile_checked) {
-    // The file's mode is informational; the packet says which one it is.
-  }
   frame_ = capture::Frame{frame.number,
                           frame.ts_ns,
                           kLinkRaw,
@@ -377,7 +358,10 @@ void EspLayer::finish(Analyzer& analyzer) {
             std::to_string(kMaxUnknown) + " without a key, not analysed");
   for (const auto& [k, p] : protected_)
     analyzer.note_esp(k.from, k.to, p);
-  analyzer.note_esp_analysed();
+  // Reports say "protected or not" per stream once ESP is in the picture: keys given, ESP seen,
+  // or --require-esp; a capture without any stays reported as before.
+  if (!options_.sas.empty() || options_.require_esp || !unknown_.empty() || !protected_.empty())
+    analyzer.note_esp_analysed();
   if (!options_.require_esp) return;
   for (const StreamModel& s : analyzer.model().streams) {
     if (s.state == StreamState::unknown || s.state == StreamState::not_iwarp) continue;

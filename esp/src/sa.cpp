@@ -651,6 +651,25 @@ bool load_xfrm_file(const std::string& path, std::vector<SecurityAssociation>& o
   return parse_xfrm(text, path, out, error);
 }
 
+std::string profile_violation(const SecurityAssociation& sa, bool require_confidentiality) {
+  if (!is_aead(sa.cipher) && sa.integrity == Integrity::null)
+    return "NULL integrity: the profile requires data origin authentication and integrity "
+           "(RFC 3723 §2.3.1, RFC 7146 §4)";
+  if (sa.cipher == Cipher::null && require_confidentiality)
+    return "NULL encryption while the policy (--esp-policy confidentiality) requires "
+           "confidentiality";
+  if (sa.cipher == Cipher::des_cbc || sa.cipher == Cipher::aes_gcm_8 ||
+      sa.cipher == Cipher::aes_gcm_12)
+    return cipher_name(sa.cipher, sa.enc_key.size()) +
+           " is not in the profile (RFC 7146 §4.1: AES-GCM with a 16-octet ICV, AES-CBC; RFC "
+           "3723 §2.3.1: 3DES-CBC, AES-CTR)";
+  if (sa.integrity == Integrity::hmac_md5_96 || sa.integrity == Integrity::hmac_sha256_96)
+    return integrity_name(sa.cipher, sa.integrity) +
+           " is not in the profile (RFC 7146 §4.1: HMAC-SHA-256-128; RFC 3723 §2.3.1: "
+           "HMAC-SHA-1-96)";
+  return {};
+}
+
 std::string to_esp_sa_line(const SecurityAssociation& sa) {
   char spi[16];
   std::snprintf(spi, sizeof spi, "0x%08x", sa.spi);

@@ -88,6 +88,10 @@ bool load_esp_sa_file(const std::string& path, std::vector<SecurityAssociation>&
 bool load_xfrm_file(const std::string& path, std::vector<SecurityAssociation>& out,
                     std::string& error);
 
+// What the iWARP IPsec profile (RFC 3723 §2.3, updated by RFC 7146 §4) forbids in `sa`, in one
+// line; empty when nothing. `require_confidentiality`: the policy forbids NULL encryption.
+std::string profile_violation(const SecurityAssociation& sa, bool require_confidentiality);
+
 // The SA as one esp_sa line / one `ip -s xfrm state` entry (the synthetic generator writes both).
 std::string to_esp_sa_line(const SecurityAssociation& sa);
 std::string to_xfrm_state(const SecurityAssociation& sa, const net::Address& src,

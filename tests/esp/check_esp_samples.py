@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The IPsec samples (samples/ipsec/NAME.json: a scenario with an `esp` block) against the real
+CLI, the issue's acceptance:
+  - with its keys, each sample analyses as the same exchange in the clear (the scenario without
+    its `esp` block): same streams, segment and message counts, findings (esp.* aside); plus the
+    per-stream ipsec summary (protected, mode, SPI pair, algorithms);
+  - the xfrm file gives the same analysis as the esp_sa table (where both can say the SAs);
+  - without keys: esp.unknown-spi once per SPI with its frame count, and a line saying what to
+    pass; wrong keys: esp.icv-mismatch on every ESP frame, nothing else (no garbage streams);
+  - a bad SA file is a usage error naming its line.
+Usage: check_esp_samples.py path/to/ddpscope samples/ipsec"""
+import copy
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def analyze(binary, pcap, args=()):
+    p = subprocess.run([binary, "analyze", "--json", pcap, *args], capture_output=True, text=True)
+    if p.returncode not in (0, 1):
+        raise SystemExit(f"FAIL: ddpscope exited {p.returncode} on {pcap} {args}: {p.stderr}")
+    return json.loads(p.stdout), p.stderr
+
+
+def strip(v, frames):
+    """A report part without its ipsec summary (and, when ESP packets were added, frame numbers)."""
+    if isinstance(v, dict):
+        return {k: strip(x, frames) for k, x in v.items()
+                if k != "ipsec" and not (frames and ("frame" in k or k == "origin"))}
+    if isinstance(v, list):
+        return [strip(x, frames) for x in v]
+    return v
+
+
+def findings(report, frames):
+    out = [(f["code"], f["severity"]) + (() if frames else (f["frame"],))
+           for f in report["findings"] if not f["code"].startswith("esp.")]
+    return sorted(out)
+
+
+def main():
+    binary, here = sys.argv[1], sys.argv[2]
+    scenarios = sorted(p for p in glob.glob(os.path.join(here, "*.json"))
+                       if not p.endswith((".expected.json", ".golden.json")))
+    check(len(scenarios) >= 6, f"only {len(scenarios)} IPsec samples")
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in scenarios:
+            name = os.path.basename(path)[:-5]
+            scen = json.load(open(path))
+            exp = json.load(open(os.path.join(here, name + ".expected.json")))
+            esp = scen["esp"]
+            pcap = os.path.join(here, name + ".pcap")
+            # The keys (also for a sample whose expected.json withholds them: keys_given false).
+            keys = ["--esp-sa", os.path.join(here, name + ".esp_sa")]
+            if exp.get("xfrm_file") or esp.get("esn") or esp.get("replay_window", 64) != 64:
+                keys = ["--xfrm", os.path.join(here, name + ".xfrm")]
+            policy = (["--require-esp"] if exp.get("require_esp") else []) + \
+                (["--esp-policy", exp["esp_policy"]] if exp.get("esp_policy") else [])
+
+            clear_scen = copy.deepcopy(scen)
+            del clear_scen["esp"]
+            clear_json = os.path.join(tmp, name + "-clear.json")
+            json.dump(clear_scen, open(clear_json, "w"))
+            clear_pcap = os.path.join(tmp, name + "-clear.pcap")
+            subprocess.run([binary, "synth", clear_json, "-o", clear_pcap], check=True,
+                           capture_output=True)
+            clear, _ = analyze(binary, clear_pcap)
+            got, _ = analyze(binary, pcap, keys + policy)
+
+            # The same exchange: streams, counts, findings.
+            shifted = bool(esp.get("faults"))
+            check(strip(got["streams"], shifted) == strip(clear["streams"], shifted),
+                  f"{name}: streams differ from the exchange in the clear")
+            check(findings(got, shifted) == findings(clear, shifted),
+                  f"{name}: findings {findings(got, shifted)} vs in the clear {findings(clear, shifted)}")
+            check(got["summary"]["messages"] == clear["summary"]["messages"],
+                  f"{name}: message count differs")
+            esp_codes = sorted((f["code"], f["frame"]) for f in got["findings"]
+                               if f["code"].startswith("esp."))
+            want_codes = sorted((e["code"], e["frame"]) for e in exp["expected"]
+                                if e["code"].startswith("esp.") and e["code"] != "esp.unknown-spi")
+            check(esp_codes == want_codes, f"{name}: esp findings {esp_codes}, expected {want_codes}")
+
+            # The ipsec summary of each stream.
+            protected = set(esp.get("connections", range(len(scen["connections"]))))
+            spis = esp.get("spi", ["0x00001001", "0x00002001"])
+            spis = [s if isinstance(s, str) else "0x%08x" % s for s in spis]
+            for i, s in enumerate(got["streams"]):
+                ip = s.get("ipsec")
+                if not check(ip is not None, f"{name}: stream {i} has no ipsec summary"):
+                    continue
+                if i in protected:
+                    check(ip["protected"] and ip["mode"] == esp.get("mode", "tunnel"),
+                          f"{name}: stream {i} ipsec {ip}")
+                    check(int(ip["spi"]["client_to_server"], 16) == int(spis[0], 16) and
+                          int(ip["spi"]["server_to_client"], 16) == int(spis[1], 16),
+                          f"{name}: stream {i} SPIs {ip['spi']}")
+                    check(ip["esn"] == esp.get("esn", False) and
+                          ip["udp_encap"] == esp.get("udp_encap", False),
+                          f"{name}: stream {i} esn/udp {ip}")
+                    cipher = esp.get("encryption", "aes-gcm-16").upper().replace("3DES", "3DES")
+                    check(ip["encryption"].upper().startswith(cipher.split("-1")[0][:5]),
+                          f"{name}: stream {i} encryption {ip['encryption']} for {cipher}")
+                else:
+                    check(ip == {"protected": False}, f"{name}: stream {i} ipsec {ip}")
+
+            # The xfrm file says the same as the esp_sa table.
+            if keys[0] == "--esp-sa":
+                via_xfrm, _ = analyze(binary, pcap,
+                                      ["--xfrm", os.path.join(here, name + ".xfrm")] + policy)
+                # Messages name the SA's file and line: compared without them.
+                def no_msg(r):
+                    return [{k: v for k, v in f.items() if k != "message"} for f in r["findings"]]
+                check(no_msg(via_xfrm) == no_msg(got) and via_xfrm["streams"] == got["streams"],
+                      f"{name}: --xfrm and --esp-sa analyses differ")
+
+            # Without keys: esp.unknown-spi once per SPI, what to pass.
+            bare, err = analyze(binary, pcap, policy)
+            unknown = [f for f in bare["findings"] if f["code"] == "esp.unknown-spi"]
+            n_sas = sum(1 for line in open(os.path.join(here, name + ".esp_sa"))
+                        if line.startswith('"'))
+            check(len(unknown) == n_sas, f"{name}: {len(unknown)} esp.unknown-spi for {n_sas} SAs")
+            check(len({f["message"].split()[1] for f in unknown}) == len(unknown),
+                  f"{name}: esp.unknown-spi repeated for one SPI")
+            esp_frames = sum(int(f["message"].split("no key; ")[1].split()[0]) for f in unknown)
+            check(esp_frames > 0 and all("--esp-sa" in f["message"] for f in unknown),
+                  f"{name}: unknown-spi messages {[f['message'] for f in unknown]}")
+            check("--esp-sa" in err and "--xfrm" in err, f"{name}: no hint on stderr: {err!r}")
+            check(len(bare["streams"]) == len(scen["connections"]) - len(protected),
+                  f"{name}: without keys {len(bare['streams'])} streams")
+
+            # Wrong keys: an ICV mismatch at every ESP frame, never a garbage analysis.
+            if esp.get("integrity", "null") != "null" or esp.get("encryption", "aes-gcm-16").startswith("aes-gcm"):
+                src = keys[1]
+                text = open(src).read()
+                # Flip one hex digit of every key (encryption and integrity).
+                flipped = re.sub(r"0x[0-9a-f]{20,}",
+                                 lambda m: m.group(0)[:-1] + ("1" if m.group(0)[-1] != "1" else "2"),
+                                 text)
+                bad = os.path.join(tmp, name + "-wrong" + os.path.splitext(src)[1])
+                open(bad, "w").write(flipped)
+                opt = keys[0]
+                wrong, _ = analyze(binary, pcap, [opt, bad])
+                codes = {f["code"] for f in wrong["findings"]}
+                icv = [f for f in wrong["findings"] if f["code"] == "esp.icv-mismatch"]
+                check(codes <= {"esp.icv-mismatch", "esp.profile-violation"} and
+                      len(icv) == esp_frames,
+                      f"{name}: wrong keys gave {sorted(codes)}, {len(icv)} ICV mismatches for "
+                      f"{esp_frames} ESP frames")
+                check(len(wrong["streams"]) == len(scen["connections"]) - len(protected),
+                      f"{name}: wrong keys left {len(wrong['streams'])} streams")
+
+        # A bad SA file is a usage error naming its line.
+        good = open(os.path.join(here, "esp-gcm128-tunnel.esp_sa")).read().splitlines()
+        bad = os.path.join(tmp, "bad.esp_sa")
+        open(bad, "w").write("\n".join(good[:2] + ['"IPv4","192.0.2.2","*","0x2001","AES-GCM with 16 octet ICV [RFC4106]","0x1234","NULL",""']) + "\n")
+        p = subprocess.run([binary, "analyze", os.path.join(here, "esp-gcm128-tunnel.pcap"),
+                            "--esp-sa", bad], capture_output=True, text=True)
+        check(p.returncode == 2 and f"{bad}:3:" in p.stderr and "encryption key" in p.stderr,
+              f"bad esp_sa: exit {p.returncode}, {p.stderr!r}")
+        badx = os.path.join(tmp, "bad.xfrm")
+        open(badx, "w").write("src 192.0.2.1 dst 192.0.2.2\n\tproto esp spi 0x1001 reqid 1 mode tunnel\n"
+                              "\taead rfc4106(gcm(aes)) 0xzz (160 bits) 128\n")
+        p = subprocess.run([binary, "analyze", os.path.join(here, "esp-gcm128-tunnel.pcap"),
+                            "--xfrm", badx], capture_output=True, text=True)
+        check(p.returncode == 2 and f"{badx}:3:" in p.stderr,
+              f"bad xfrm: exit {p.returncode}, {p.stderr!r}")
+    if failures:
+        print("FAIL:\n  " + "\n  ".join(failures))
+        return 1
+    print(f"ok: {len(scenarios)} IPsec samples")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
