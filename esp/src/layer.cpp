@@ -236,7 +236,7 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
                               "missing from the analysis)");
     return nullptr;
   }
-  const std::uint32_t hi = st->infer_hi(seq);
+  std::uint32_t hi = st->infer_hi(seq);
   const std::uint64_t seq64 = st->sa.esn ? (std::uint64_t{hi} << 32 | seq) : seq;
   // RFC 4303 §3.4.3: the replay check comes first, the window moves only after the ICV.
   if (const std::uint64_t prev = st->replayed(seq64)) {
@@ -250,6 +250,21 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
     return nullptr;
   }
   Opened o = st->crypto.open(esp, hi);
+  if (st->sa.esn && !st->any && o.status == Opened::Status::icv_mismatch) {
+    // The SA's first packet: the receiver's high half is unknown here. Try where the SA file
+    // says the SA got to, and the few high halves below it (RFC 4303 §2.2.1: only the right one
+    // authenticates).
+    for (std::uint32_t back = 0; back < 4 && back <= st->sa.esn_hi_hint; ++back) {
+      const std::uint32_t h = st->sa.esn_hi_hint - back;
+      if (h == hi) continue;
+      Opened t = st->crypto.open(esp, h);
+      if (t.status != Opened::Status::icv_mismatch) {
+        o = std::move(t);
+        hi = h;
+        break;
+      }
+    }
+  }
   if (o.status == Opened::Status::icv_mismatch) {
     analyzer.note_finding(FindingId::esp_icv_mismatch, frame.number,
                           where + ": the ICV does not match (" +
@@ -257,7 +272,7 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
                               st->sa.origin + ", or the packet was altered); a receiver drops it");
     return nullptr;
   }
-  st->accept(seq64, frame.number);
+  st->accept(st->sa.esn ? (std::uint64_t{hi} << 32 | seq) : seq, frame.number);
   if (o.status == Opened::Status::invalid) {
     analyzer.note_finding(FindingId::esp_decrypt_invalid, frame.number,
                           where + ": " + o.detail + "; a receiver drops it");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ddpscope/esp/sa.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
@@ -564,6 +565,11 @@ bool parse_xfrm(std::string_view text, const std::string& name,
           if (w[k] == "esn") cur->esn = true;
       } else if (w[i] == "esn" && w[0] == "anti-replay") {
         cur->esn = true;
+      } else if ((w[i] == "seq-hi" || w[i] == "oseq-hi") && i + 1 < w.size()) {
+        std::uint32_t v = 0;
+        std::string_view t = w[i + 1];
+        if (!t.empty() && t.back() == ',') t.remove_suffix(1);
+        if (parse_u32(t, v)) cur->esn_hi_hint = std::max(cur->esn_hi_hint, v);
       } else if (w[i] == "replay_window" && i + 1 < w.size()) {
         std::uint32_t v = 0;
         std::string_view t = w[i + 1];
@@ -682,6 +688,11 @@ std::string to_esp_sa_line(const SecurityAssociation& sa) {
 
 std::string to_xfrm_state(const SecurityAssociation& sa, const net::Address& src,
                           const net::Address& dst) {
+  auto hex_hi = [](std::uint32_t v) {
+    char b[16];
+    std::snprintf(b, sizeof b, "0x%x", v);
+    return std::string(b);
+  };
   char spi[16];
   std::snprintf(spi, sizeof spi, "0x%08x", sa.spi);
   std::string s = "src " + src.to_string() + " dst " + dst.to_string() + "\n";
@@ -730,8 +741,8 @@ std::string to_xfrm_state(const SecurityAssociation& sa, const net::Address& src
   }
   if (sa.udp_encap) s += "\tencap type espinudp sport 4500 dport 4500 addr 0.0.0.0\n";
   if (sa.esn)
-    s += "\tanti-replay esn context:\n\t seq-hi 0x0, seq 0x0, oseq-hi 0x0, oseq 0x0\n\t "
-         "replay_window " +
+    s += "\tanti-replay esn context:\n\t seq-hi " + hex_hi(sa.esn_hi_hint) + ", seq 0x0, oseq-hi " +
+         hex_hi(sa.esn_hi_hint) + ", oseq 0x0\n\t replay_window " +
          std::to_string(sa.replay_window) + ", bitmap-length " +
          std::to_string((sa.replay_window + 31) / 32) + "\n";
   s += "\tsel src 0.0.0.0/0 dst 0.0.0.0/0\n";

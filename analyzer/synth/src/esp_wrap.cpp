@@ -277,7 +277,10 @@ EspWrapped esp_wrap(const Scenario& s, Generated& g) {
       [](const ExpectedFinding& a, const ExpectedFinding& b) { return a.frame < b.frame; });
   EspWrapped w;
   for (const auto& k : order) {
-    w.sas.push_back(sas.at(k).sa);
+    Sa& x = sas.at(k);
+    // Where the SA got to, as ip -s xfrm state shows it after the capture.
+    if (x.sa.esn) x.sa.esn_hi_hint = static_cast<std::uint32_t>((x.next - 1) >> 32);
+    w.sas.push_back(x.sa);
     w.outer.push_back(k);
   }
   return w;

@@ -73,8 +73,12 @@ struct SecurityAssociation {
   Bytes auth_key;
   bool esn = false;                  // RFC 4303 §2.2.1 Extended Sequence Numbers (xfrm flag esn)
   std::uint32_t replay_window = 64;  // RFC 4303 §3.4.3 (xfrm replay-window); 0: no check
-  std::optional<std::string> mode;   // "tunnel" / "transport" when the file says (xfrm)
-  bool udp_encap = false;            // xfrm encap espinudp
+  // With ESN, the high half of the sequence number where the SA is known to be (xfrm's ESN
+  // context seq-hi / oseq-hi, dumped after the capture): a capture that starts with a high half
+  // above 0 is found by trying it and the few below it on the SA's first packet.
+  std::uint32_t esn_hi_hint = 0;
+  std::optional<std::string> mode;  // "tunnel" / "transport" when the file says (xfrm)
+  bool udp_encap = false;           // xfrm encap espinudp
 };
 
 // One line of an SA file that is not understood: parsing stops there (a usage error).
