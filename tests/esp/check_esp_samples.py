@@ -218,6 +218,30 @@ def main():
                   ip.get("udp_encap") == extra.get("udp_encap", False),
                   f"matrix {tag}: ipsec summary {ip}")
 
+        # ip -s xfrm state as iproute2 prints it (lifetime, stats, anti-replay lines included).
+        keys = re.findall(r'"(0x[0-9a-f]{40})"', open(os.path.join(here, "esp-gcm128-tunnel.esp_sa")).read())
+        real = ""
+        for (src, dst, spi), key in zip((("192.0.2.1", "192.0.2.2", "0x00001001"),
+                                         ("192.0.2.2", "192.0.2.1", "0x00002001")), keys):
+            real += (f"src {src} dst {dst}\n\tproto esp spi {spi} reqid 1 mode tunnel\n"
+                     "\treplay-window 0 seq 0x00000000 flag af-unspec (0x00100000)\n"
+                     f"\taead rfc4106(gcm(aes)) {key} (160 bits) 128\n"
+                     "\tanti-replay context: seq 0x0, oseq 0x21, bitmap 0x00000000\n"
+                     "\tlifetime config:\n\t  limit: soft (INF)(bytes), hard (INF)(bytes)\n"
+                     "\t  limit: soft (INF)(packets), hard (INF)(packets)\n"
+                     "\t  expire add: soft 0(sec), hard 0(sec)\n\t  expire use: soft 0(sec), hard 0(sec)\n"
+                     "\tlifetime current:\n\t  20480(bytes), 33(packets)\n"
+                     "\t  add 2026-12-02 10:00:00 use 2026-12-02 10:00:01\n"
+                     "\tstats:\n\t  replay-window 0 replay 0 failed 0\n"
+                     "\tsel src 0.0.0.0/0 dst 0.0.0.0/0 uid 0\n")
+        rx = os.path.join(tmp, "real.xfrm")
+        open(rx, "w").write(real)
+        sample = os.path.join(here, "esp-gcm128-tunnel.pcap")
+        a, _ = analyze(binary, sample, ["--xfrm", rx])
+        b, _ = analyze(binary, sample, ["--esp-sa", os.path.join(here, "esp-gcm128-tunnel.esp_sa")])
+        check(a["streams"] == b["streams"] and len(a["streams"]) == 1,
+              "ip -s xfrm state output with lifetime and stats lines: not the esp_sa analysis")
+
         # A bad SA file is a usage error naming its line.
         good = open(os.path.join(here, "esp-gcm128-tunnel.esp_sa")).read().splitlines()
         bad = os.path.join(tmp, "bad.esp_sa")
