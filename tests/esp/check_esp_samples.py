@@ -242,6 +242,13 @@ def main():
         check(a["streams"] == b["streams"] and len(a["streams"]) == 1,
               "ip -s xfrm state output with lifetime and stats lines: not the esp_sa analysis")
 
+        # The two-thread pipeline (the ESP layer on the analysis thread) gives the same report.
+        faults = os.path.join(here, "esp-faults.pcap")
+        xf = ["--xfrm", os.path.join(here, "esp-faults.xfrm")]
+        one, _ = analyze(binary, faults, xf + ["--threads", "1"])
+        two, _ = analyze(binary, faults, xf + ["--threads", "2"])
+        check(one == two, "esp-faults: --threads 1 and 2 reports differ")
+
         # A bad SA file is a usage error naming its line.
         good = open(os.path.join(here, "esp-gcm128-tunnel.esp_sa")).read().splitlines()
         bad = os.path.join(tmp, "bad.esp_sa")
