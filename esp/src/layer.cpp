@@ -392,7 +392,8 @@ void EspLayer::finish(Analyzer& analyzer) {
     analyzer.note_finding(FindingId::esp_unprotected, first,
                           "stream " + std::to_string(s.id) + " (" + s.client.to_string() + " -> " +
                               s.server.to_string() + ") carried iWARP in the clear (" + dirs +
-                              "); --require-esp: RFC 5041 §8 and RFC 3723 require IPsec ESP");
+                              "); --require-esp: RFC 5041 §8 and RFC 3723 require IPsec ESP",
+                          s.id);
   }
 }
 

@@ -242,6 +242,21 @@ def main():
         check(a["streams"] == b["streams"] and len(a["streams"]) == 1,
               "ip -s xfrm state output with lifetime and stats lines: not the esp_sa analysis")
 
+        # Wireshark's address forms: "*", "a.b.*.*" and prefixes "a.b.c.0/24" match.
+        text = open(os.path.join(here, "esp-gcm128-tunnel.esp_sa")).read()
+        for src, dst in (("*", "*"), ("192.0.*.*", "192.0.2.0/24"), ("192.0.2.0/30", "*")):
+            wild = text.replace('"192.0.2.1","192.0.2.2"', f'"{src}","{dst}"') \
+                       .replace('"192.0.2.2","192.0.2.1"', f'"{src}","{dst}"')
+            wf = os.path.join(tmp, "wild.esp_sa")
+            open(wf, "w").write(wild)
+            w, _ = analyze(binary, sample, ["--esp-sa", wf])
+            check(w["streams"] == b["streams"], f"esp_sa addresses {src} {dst}: not decrypted")
+        miss = text.replace('"192.0.2.1","192.0.2.2"', '"192.0.3.1","192.0.2.2"')
+        open(wf, "w").write(miss)
+        w, _ = analyze(binary, sample, ["--esp-sa", wf])
+        check([f["code"] for f in w["findings"]] == ["esp.unknown-spi"],
+              f"an SA of another source address still matched: {w['findings']}")
+
         # The two-thread pipeline (the ESP layer on the analysis thread) gives the same report.
         faults = os.path.join(here, "esp-faults.pcap")
         xf = ["--xfrm", os.path.join(here, "esp-faults.xfrm")]

@@ -75,8 +75,9 @@ void Analyzer::note_truncated_file(std::uint64_t last_frame, const std::string& 
                 detail);
 }
 
-void Analyzer::note_finding(FindingId id, std::uint64_t frame, std::string message) {
-  impl_->report(id, Impl::Ctx{UINT32_MAX, -1, frame, {}}, std::move(message));
+void Analyzer::note_finding(FindingId id, std::uint64_t frame, std::string message,
+                            std::uint32_t stream) {
+  impl_->report(id, Impl::Ctx{stream, -1, frame, {}}, std::move(message));
 }
 
 void Analyzer::note_esp(const net::Endpoint& from, const net::Endpoint& to,
