@@ -20,6 +20,7 @@
 #include "ddpscope/analysis/analyzer.h"
 #include "ddpscope/analysis/regions_file.h"
 #include "ddpscope/capture/feed.h"
+#include "ddpscope/esp/layer.h"
 #include "ddpscope/findings/catalog.h"
 #include "ddpscope/report/report.h"
 #include "manual.h"
@@ -108,6 +109,10 @@ struct AnalyzeArgs {
   std::string filter;
   bool quiet = false;
   std::optional<unsigned> threads;  // default: the cores this process may run on
+  std::vector<std::string> esp_sa;  // Wireshark esp_sa files
+  std::vector<std::string> xfrm;    // ip -s xfrm state output
+  bool require_esp = false;
+  std::string esp_policy = "integrity";
 };
 
 // The CPUs the process may run on (its affinity mask; a container's cpuset), at least 1.
@@ -165,6 +170,30 @@ int analyze(const AnalyzeArgs& a) {
     std::cerr << "ddpscope: --export-dir " << err_export << "\n";
     return kExitUsage;
   }
+  // ESP keys: a bad or partial SA file is a usage error naming its line.
+  // Always there: without keys it still reports ESP traffic it cannot analyse (esp.unknown-spi).
+  std::unique_ptr<esp::EspLayer> esp_layer;
+  {
+    esp::EspOptions eo;
+    eo.require_esp = a.require_esp;
+    eo.require_confidentiality = a.esp_policy == "confidentiality";
+    std::string err;
+    for (const auto& f : a.esp_sa)
+      if (!esp::load_esp_sa_file(f, eo.sas, err)) {
+        std::cerr << "ddpscope: --esp-sa " << err << "\n";
+        return kExitUsage;
+      }
+    for (const auto& f : a.xfrm)
+      if (!esp::load_xfrm_file(f, eo.sas, err)) {
+        std::cerr << "ddpscope: --xfrm " << err << "\n";
+        return kExitUsage;
+      }
+    esp_layer = std::make_unique<esp::EspLayer>(std::move(eo));
+    if (!esp_layer->error().empty()) {
+      std::cerr << "ddpscope: " << esp_layer->error() << "\n";
+      return kExitUsage;
+    }
+  }
   Analyzer analyzer(opt);
   if (!a.regions.empty()) analyzer.add_regions(regions.regions);
   std::string err;
@@ -182,6 +211,7 @@ int analyze(const AnalyzeArgs& a) {
   // Two threads or more: reading and frame decoding on one, the analysis on this one. The
   // report is the same as with one.
   feed_options.threads = a.threads.value_or(cores_available());
+  feed_options.layer = esp_layer.get();
   // The queue's cap in frames, for tests that want it to fill quickly (cli.threads).
   if (const char* q = std::getenv("DDPSCOPE_PIPELINE_FRAMES"))
     feed_options.pipeline_frames = std::max(1ul, std::strtoul(q, nullptr, 10));
@@ -198,7 +228,11 @@ int analyze(const AnalyzeArgs& a) {
   capture::feed(*reader, analyzer, feed_options);
   progress.clear();
   const Model& m = analyzer.model();
-  if (m.frames_unsupported) {
+  if (m.finding_counts[static_cast<std::size_t>(FindingId::esp_unknown_spi)])
+    std::cerr << "ddpscope: ESP packets without a key were not analysed (esp.unknown-spi); pass "
+                 "their SAs with --esp-sa FILE (Wireshark's esp_sa table) or --xfrm FILE (the "
+                 "output of ip -s xfrm state)\n";
+  if (m.frames_unsupported && !net::is_supported_link_type(reader->link_type())) {
     std::cerr << "ddpscope: " << m.frames_unsupported << " of " << m.frames
               << " frames have the unsupported link type "
               << capture::CaptureReader::link_type_name(reader->link_type())
@@ -329,6 +363,19 @@ int main(int argc, char** argv) {
                  "threads: 1 reads, decodes and analyses on one; 2 or more read and decode on "
                  "one while another analyses (same report); default: the cores available")
       ->check(CLI::Range(1u, 1024u));
+
+  an->add_option("--esp-sa", aa.esp_sa,
+                 "decrypt IPsec ESP with the SAs of this file (Wireshark's esp_sa table, as in a "
+                 "Wireshark profile); repeatable");
+  an->add_option("--xfrm", aa.xfrm,
+                 "decrypt IPsec ESP with the SAs of this file (the output of ip -s xfrm state); "
+                 "repeatable");
+  an->add_flag("--require-esp", aa.require_esp,
+               "an iWARP stream seen in the clear is a finding (esp.unprotected)");
+  an->add_option("--esp-policy", aa.esp_policy,
+                 "integrity (default): NULL encryption is allowed; confidentiality: it is an "
+                 "esp.profile-violation")
+      ->check(CLI::IsMember({"integrity", "confidentiality"}));
 
   std::string scenario, synth_out;
   auto* sy = app.add_subcommand("synth", "Generate a synthetic capture from a scenario");

@@ -18,4 +18,6 @@ if command -v editcap >/dev/null && command -v mergecap >/dev/null; then
   mergecap -F pcapng -w fuzz/corpus/fuzz_capture/two-interfaces.pcapng \
     samples/synthetic/fault-atomic.pcap samples/synthetic/fault-handshake.pcap
 fi
+# fuzz_esp: the IPsec samples' SA files and frames.
+fuzz/esp_seeds.py fuzz/corpus/fuzz_esp samples/ipsec
 du -sh fuzz/corpus

@@ -32,16 +32,16 @@ def regenerated(binary, here, name, tmp):
     if run.returncode != 0:
         return [f"ddpscope synth exited {run.returncode}: {run.stderr.strip()}"]
     diffs = []
-    for suffix in (".pcap", ".expected.json", ".regions.json"):
+    for suffix in (".pcap", ".expected.json", ".regions.json", ".esp_sa", ".xfrm"):
         new, old = os.path.join(tmp, name + suffix), os.path.join(here, name + suffix)
         if not os.path.exists(new) and not os.path.exists(old):
             continue
         if not os.path.exists(new) or not os.path.exists(old):
             diffs.append(f"{name + suffix}: {'not written now' if os.path.exists(old) else 'new'}")
-        elif suffix == ".pcap":
+        elif suffix in (".pcap", ".esp_sa", ".xfrm"):
             with open(new, "rb") as a, open(old, "rb") as b:
                 if a.read() != b.read():
-                    diffs.append(f"{name}.pcap: not the capture the scenario generates now")
+                    diffs.append(f"{name}{suffix}: not the file the scenario generates now")
         else:
             with open(new) as a, open(old) as b:
                 diffs += [f"{name + suffix}: {d}" for d in
@@ -56,13 +56,17 @@ def main() -> int:
         print(__doc__, file=sys.stderr)
         return 2
     binary = os.path.abspath(sys.argv[1])
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "synthetic")
-    names = sys.argv[2:] or sorted(
-        os.path.basename(p)[: -len(".expected.json")]
-        for p in glob.glob(os.path.join(here, "*.expected.json")))
+    root = os.path.dirname(os.path.abspath(__file__))
+    # Synthetic samples (synthetic/) and the synthetic IPsec ones (ipsec/, with their SA files).
+    dirs = {}
+    for sub in ("synthetic", "ipsec"):
+        for p in glob.glob(os.path.join(root, sub, "*.expected.json")):
+            dirs[os.path.basename(p)[: -len(".expected.json")]] = os.path.join(root, sub)
+    names = sys.argv[2:] or sorted(dirs)
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
+            here = dirs[name]
             diffs = regenerated(binary, here, name, tmp)
             if diffs and not canon.update_requested():
                 failed += 1
@@ -71,10 +75,12 @@ def main() -> int:
             elif diffs:
                 print(f"updated {name}: " + "; ".join(diffs))
     for name in names:
+        here = dirs[name]
         exp = json.load(open(os.path.join(here, name + ".expected.json")))
         args = [binary, "analyze", "--json", os.path.join(here, exp["pcap"])]
         if exp.get("regions_file"):
             args += ["--regions", os.path.join(here, exp["regions_file"])]
+        args += canon.esp_args(exp, here)
         run = subprocess.run(args, capture_output=True, text=True)
         if run.returncode not in (0, 1):
             print(f"FAIL {name}: ddpscope exited {run.returncode}: {run.stderr.strip()}")

@@ -108,6 +108,23 @@ def terminate_triple(finding):
     return (t["layer"], t["etype"], t["code"]) if t else None
 
 
+def esp_args(expected, here):
+    """The `ddpscope analyze` options an IPsec sample's expected.json names (its SA file, the
+    policy it is analysed under)."""
+    args = []
+    if not expected:
+        return args
+    if expected.get("esp_sa_file"):
+        args += ["--esp-sa", os.path.join(here, expected["esp_sa_file"])]
+    if expected.get("xfrm_file"):
+        args += ["--xfrm", os.path.join(here, expected["xfrm_file"])]
+    if expected.get("require_esp"):
+        args += ["--require-esp"]
+    if expected.get("esp_policy"):
+        args += ["--esp-policy", expected["esp_policy"]]
+    return args
+
+
 def expected_mismatch(expected, report):
     """Checks a report against NAME.expected.json: every expected finding reported with its
     code, frame and severity; for an exhaustive file, no other warning or error. Returns

@@ -21,7 +21,8 @@ FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const Feed
   Frame frame;
   while (reader.next(frame)) {
     if (options.on_frame) options.on_frame(frame);
-    feed_frame(analyzer, frame);
+    const Frame* replaced = options.layer ? options.layer->replace(frame, analyzer) : nullptr;
+    feed_frame(analyzer, replaced ? *replaced : frame);
     ++result.frames;
     result.last_frame = frame.number;
     if (!options.progress || --until_progress != 0) continue;
@@ -35,6 +36,7 @@ FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const Feed
   }
   result.error = reader.error();
   if (!result.error.empty()) analyzer.note_truncated_file(result.last_frame, result.error);
+  if (options.layer) options.layer->finish(analyzer);
   analyzer.finish();
   return result;
 }
@@ -180,9 +182,13 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
     while (!result.cancelled && full.pop(b)) {
       for (const Batch::Item& it : b->items) {
         const ByteView data(b->octets.data() + it.offset, it.size);
-        if (options.on_frame)
-          options.on_frame(Frame{it.number, it.ts_ns, it.link_type, data, it.wire_length, 0});
-        analyzer.feed_decoded(it.number, it.ts_ns, it.size, it.decoded);
+        const Frame frame{it.number, it.ts_ns, it.link_type, data, it.wire_length, 0};
+        if (options.on_frame) options.on_frame(frame);
+        if (const Frame* replaced =
+                options.layer ? options.layer->replace(frame, analyzer) : nullptr)
+          feed_frame(analyzer, *replaced);
+        else
+          analyzer.feed_decoded(it.number, it.ts_ns, it.size, it.decoded);
         ++result.frames;
         result.last_frame = it.number;
         if (!options.progress || --until_progress != 0) continue;
@@ -205,6 +211,7 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
   if (result.cancelled) return result;
   result.error = reader.error();
   if (!result.error.empty()) analyzer.note_truncated_file(result.last_frame, result.error);
+  if (options.layer) options.layer->finish(analyzer);
   analyzer.finish();
   return result;
 }

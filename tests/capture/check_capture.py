@@ -40,6 +40,7 @@ def main():
     args = [ddpscope, "analyze", pcap, "--json"]
     if expected and expected.get("regions_file"):
         args += ["--regions", os.path.join(os.path.dirname(pcap), expected["regions_file"])]
+    args += canon.esp_args(expected, os.path.dirname(pcap))
     with tempfile.TemporaryDirectory() as tmp:
         args += ["--export-dir", tmp]
         proc = subprocess.run(args, capture_output=True, text=True)

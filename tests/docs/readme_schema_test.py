@@ -46,6 +46,14 @@ def main():
         if os.path.exists(regions):
             variants.append(["--regions", regions])
         variants.append(["--limit", "max_findings=1"])
+        # An IPsec sample with its SA file (samples/ipsec: the file its expected.json names).
+        expected = pcap[: -len(".pcap")] + ".expected.json"
+        if os.path.exists(pcap[: -len(".pcap")] + ".esp_sa") and os.path.exists(expected):
+            with open(expected) as f:
+                exp = json.load(f)
+            for key, opt in (("esp_sa_file", "--esp-sa"), ("xfrm_file", "--xfrm")):
+                if exp.get(key):
+                    variants.append([opt, os.path.join(os.path.dirname(pcap), exp[key])])
         for extra in variants:
             p = subprocess.run([DDPSCOPE, "analyze", pcap, "--json", *extra],
                                capture_output=True, text=True, timeout=120)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -113,7 +114,35 @@ json region_json(const ShadowBuffer& b) {
   return j;
 }
 
-json stream_json(const StreamModel& s, json stags) {
+std::string spi_hex(std::uint32_t spi) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", spi);
+  return b;
+}
+
+// Per stream, when ESP was analysed: protected or not, mode, the SPI of each direction, the
+// algorithms (of the client's direction; the server's when it differs).
+json ipsec_json(const StreamModel& s) {
+  const auto& c = s.dirs[0].esp;
+  const auto& r = s.dirs[1].esp;
+  json j;
+  j["protected"] = c.has_value() && r.has_value();
+  if (!c && !r) return j;
+  const EspProtection& any = c ? *c : *r;
+  j["mode"] = any.mode;
+  j["spi"] = {{"client_to_server", c ? json(spi_hex(c->spi)) : json(nullptr)},
+              {"server_to_client", r ? json(spi_hex(r->spi)) : json(nullptr)}};
+  j["encryption"] = any.encryption;
+  j["integrity"] = any.integrity;
+  j["esn"] = any.esn;
+  j["udp_encap"] = any.udp_encap;
+  j["frames"] = (c ? c->frames : 0) + (r ? r->frames : 0);
+  if (c && r && (c->encryption != r->encryption || c->integrity != r->integrity))
+    j["server_to_client"] = {{"encryption", r->encryption}, {"integrity", r->integrity}};
+  return j;
+}
+
+json stream_json(const StreamModel& s, json stags, bool esp_analysed) {
   json js;
   js["id"] = s.id;
   js["client"] = s.client.to_string();
@@ -211,6 +240,7 @@ json stream_json(const StreamModel& s, json stags) {
   }
   js["directions"] = dirs;
   js["stags"] = std::move(stags);
+  if (esp_analysed) js["ipsec"] = ipsec_json(s);
   return js;
 }
 
@@ -319,7 +349,8 @@ void write_json(std::ostream& out, const Model& m, const std::string& capture_na
   put_array(out, first, "streams", streams.size(), [&](std::size_t i) {
     auto it = stream_regions.find(streams[i]->id);
     return stream_json(*streams[i],
-                       it == stream_regions.end() ? json::array() : std::move(it->second));
+                       it == stream_regions.end() ? json::array() : std::move(it->second),
+                       m.esp_analysed);
   });
   put_member(out, first, "summary", summary_json(m));
   out << "\n}";
@@ -355,6 +386,19 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
         << "  [" << to_string(s.state) << "] frames " << s.first_frame << "-" << s.last_frame
         << "\n";
     if (!s.ulp.empty()) out << "  ULP: " << s.ulp << " (" << s.ulp_detail << ")\n";
+    if (m.esp_analysed) {
+      const auto& c = s.dirs[0].esp;
+      const auto& r = s.dirs[1].esp;
+      if (!c && !r) {
+        out << "  IPsec: none (in the clear)\n";
+      } else {
+        const EspProtection& any = c ? *c : *r;
+        out << "  IPsec: ESP " << any.mode << ", SPI c->s " << (c ? spi_hex(c->spi) : "-")
+            << " s->c " << (r ? spi_hex(r->spi) : "-") << ", " << any.encryption << " / "
+            << any.integrity << (any.esn ? ", ESN" : "") << (any.udp_encap ? ", UDP 4500" : "")
+            << (c && r ? "" : " (one direction only)") << "\n";
+      }
+    }
     if (s.llp == Llp::sctp && s.sctp) {
       const SctpStreamInfo& x = *s.sctp;
       out << "  SCTP: stream " << x.stream_id << ", ports " << x.ports[0] << "/" << x.ports[1]

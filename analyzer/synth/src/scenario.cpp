@@ -124,6 +124,139 @@ Bytes parse_hex(const std::string& text, const std::string& path) {
   return out;
 }
 
+// Key material when the scenario gives none: a fixed pattern (synthetic captures only).
+Bytes default_key(std::size_t n, std::uint8_t seed) {
+  Bytes k(n);
+  for (std::size_t i = 0; i < n; ++i)
+    k[i] = static_cast<std::uint8_t>(seed + 17 * i);
+  return k;
+}
+
+EspSpec parse_esp(const json& j, const std::string& path, std::size_t connections) {
+  Obj o(j, path);
+  EspSpec e;
+  e.mode = o.str("mode", "tunnel");
+  if (e.mode != "tunnel" && e.mode != "transport") fail(o.at("mode"), "tunnel or transport");
+  const std::string enc = o.str("encryption", "aes-gcm-16");
+  const std::uint64_t bits = o.u64("key_bits", enc == "3des-cbc"  ? 192
+                                               : enc == "des-cbc" ? 64
+                                                                  : 128);
+  struct {
+    const char* name;
+    esp::Cipher c;
+  } ciphers[] = {{"aes-gcm-16", esp::Cipher::aes_gcm_16}, {"aes-gcm-12", esp::Cipher::aes_gcm_12},
+                 {"aes-gcm-8", esp::Cipher::aes_gcm_8},   {"aes-cbc", esp::Cipher::aes_cbc},
+                 {"aes-ctr", esp::Cipher::aes_ctr},       {"3des-cbc", esp::Cipher::des3_cbc},
+                 {"des-cbc", esp::Cipher::des_cbc},       {"null", esp::Cipher::null}};
+  bool found = false;
+  for (const auto& c : ciphers)
+    if (enc == c.name) {
+      e.cipher = c.c;
+      found = true;
+    }
+  if (!found)
+    fail(o.at("encryption"),
+         "aes-gcm-16, aes-gcm-12, aes-gcm-8, aes-cbc, aes-ctr, 3des-cbc, des-cbc or null");
+  const std::string integ = o.str("integrity", esp::is_aead(e.cipher) ? "null" : "hmac-sha256-128");
+  struct {
+    const char* name;
+    esp::Integrity i;
+  } integrities[] = {{"null", esp::Integrity::null},
+                     {"hmac-sha1-96", esp::Integrity::hmac_sha1_96},
+                     {"hmac-sha256-96", esp::Integrity::hmac_sha256_96},
+                     {"hmac-sha256-128", esp::Integrity::hmac_sha256_128},
+                     {"hmac-sha384-192", esp::Integrity::hmac_sha384_192},
+                     {"hmac-sha512-256", esp::Integrity::hmac_sha512_256},
+                     {"hmac-md5-96", esp::Integrity::hmac_md5_96}};
+  found = false;
+  for (const auto& c : integrities)
+    if (integ == c.name) {
+      e.integrity = c.i;
+      found = true;
+    }
+  if (!found) fail(o.at("integrity"), "null, hmac-sha1-96, hmac-sha256-128, ...");
+  if (esp::is_aead(e.cipher) && e.integrity != esp::Integrity::null)
+    fail(o.at("integrity"), "AES-GCM has its own ICV: integrity must be null");
+  const bool salted = esp::is_aead(e.cipher) || e.cipher == esp::Cipher::aes_ctr;
+  const std::size_t key_octets =
+      e.cipher == esp::Cipher::null ? 0 : static_cast<std::size_t>(bits / 8) + (salted ? 4 : 0);
+  e.enc_key = o.has("encryption_key")
+                  ? parse_hex(o.str("encryption_key", ""), o.at("encryption_key"))
+                  : default_key(key_octets, 0x31);
+  if (!esp::key_size_ok(e.cipher, e.enc_key.size()))
+    fail(o.at("encryption_key"),
+         std::to_string(e.enc_key.size()) + " octets: not a key for " + enc);
+  const std::size_t auth_octets = e.integrity == esp::Integrity::null              ? 0
+                                  : e.integrity == esp::Integrity::hmac_sha1_96    ? 20
+                                  : e.integrity == esp::Integrity::hmac_md5_96     ? 16
+                                  : e.integrity == esp::Integrity::hmac_sha384_192 ? 48
+                                  : e.integrity == esp::Integrity::hmac_sha512_256 ? 64
+                                                                                   : 32;
+  e.auth_key = o.has("integrity_key") ? parse_hex(o.str("integrity_key", ""), o.at("integrity_key"))
+                                      : default_key(auth_octets, 0x5a);
+  if (o.has("spi")) {
+    const json& v = o.get("spi");
+    if (!v.is_array() || v.size() != 2) fail(o.at("spi"), "expected [client SPI, server SPI]");
+    e.spi_client = static_cast<std::uint32_t>(Obj::to_u64(v[0], o.at("spi") + "[0]", kU32));
+    e.spi_server = static_cast<std::uint32_t>(Obj::to_u64(v[1], o.at("spi") + "[1]", kU32));
+    if (e.spi_client < 256 || e.spi_server < 256 || e.spi_client == e.spi_server)
+      fail(o.at("spi"), "two different SPIs of at least 256 (RFC 4303 §2.1)");
+  }
+  e.esn = o.boolean("esn", false);
+  e.first_seq = o.u64("first_seq", 1, e.esn ? ~std::uint64_t{0} >> 1 : kU32);
+  if (e.first_seq == 0) fail(o.at("first_seq"), "sequence numbers start at 1");
+  e.udp_encap = o.boolean("udp_encap", false);
+  e.replay_window = static_cast<std::uint32_t>(o.u64("replay_window", 64, 4096));
+  if (o.has("tunnel")) {
+    const json& v = o.get("tunnel");
+    if (!v.is_array() || v.size() != 2 || !v[0].is_string() || !v[1].is_string())
+      fail(o.at("tunnel"), "expected [client gateway, server gateway] addresses");
+    e.tunnel_client = net::Address::parse(v[0].get<std::string>());
+    e.tunnel_server = net::Address::parse(v[1].get<std::string>());
+    if (!e.tunnel_client || !e.tunnel_server || e.tunnel_client->v6 != e.tunnel_server->v6)
+      fail(o.at("tunnel"), "two addresses of one family");
+  }
+  if (o.has("connections")) {
+    const json& v = o.get("connections");
+    if (!v.is_array()) fail(o.at("connections"), "expected an array of connection indexes");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const auto c = Obj::to_u64(v[i], o.at("connections"), connections ? connections - 1 : 0);
+      e.connections.push_back(static_cast<int>(c));
+    }
+  }
+  if (o.has("faults")) {
+    const json& v = o.get("faults");
+    if (!v.is_array()) fail(o.at("faults"), "expected an array");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      Obj f(v[i], o.at("faults") + "[" + std::to_string(i) + "]");
+      EspFault x;
+      x.where = f.path();
+      const std::string kind = f.str("kind", "");
+      if (kind == "replay")
+        x.kind = EspFault::Kind::replay;
+      else if (kind == "icv")
+        x.kind = EspFault::Kind::icv;
+      else if (kind == "bad_padding")
+        x.kind = EspFault::Kind::bad_padding;
+      else
+        fail(f.at("kind"), "replay, icv or bad_padding");
+      x.frame = f.u64("frame", 0, 1u << 24);
+      if (x.frame == 0) fail(f.at("frame"), "a frame number (1-based)");
+      x.after = f.u64("after", 1, 1u << 20);
+      f.finish();
+      e.faults.push_back(x);
+    }
+  }
+  e.require_esp = o.boolean("require_esp", false);
+  e.keys_given = o.boolean("keys_given", true);
+  const std::string policy = o.str("policy", "integrity");
+  if (policy != "integrity" && policy != "confidentiality")
+    fail(o.at("policy"), "integrity or confidentiality");
+  e.require_confidentiality = policy == "confidentiality";
+  o.finish();
+  return e;
+}
+
 // Deterministic fill patterns, so regenerated samples are byte-identical.
 Bytes fill_pattern(const std::string& pattern, std::uint64_t size, std::uint64_t seed,
                    const std::string& path) {
@@ -530,6 +663,7 @@ void parse(const json& j, Scenario& s) {
     }
   }
   if (o.has("exhaustive")) s.exhaustive = o.boolean("exhaustive", true);
+  if (o.has("esp")) s.esp = parse_esp(o.get("esp"), o.at("esp"), s.connections.size());
   o.finish();
 }
 

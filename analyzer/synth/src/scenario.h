@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "ddpscope/common/bytes.h"
+#include "ddpscope/esp/sa.h"
 #include "ddpscope/net/packet.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
@@ -159,6 +160,34 @@ struct ManualExpectation {
   bool consequence = false;
 };
 
+// IPsec ESP around the capture's frames (esp_wrap.h): every frame of the protected connections
+// becomes an ESP packet of its direction's SA; faults add ESP packets at known frames.
+struct EspFault {
+  enum class Kind : std::uint8_t { replay, icv, bad_padding } kind = Kind::replay;
+  std::uint64_t frame = 0;  // the frame (of the capture without ESP faults, 1-based) it copies
+  std::uint64_t after = 1;  // replay: frames between the original and the copy
+  std::string where;
+};
+struct EspSpec {
+  std::string mode = "tunnel";  // or "transport"
+  esp::Cipher cipher = esp::Cipher::aes_gcm_16;
+  esp::Integrity integrity = esp::Integrity::null;
+  Bytes enc_key;  // with GCM/CTR's 4-octet salt
+  Bytes auth_key;
+  std::uint32_t spi_client = 0x00001001;  // SA of the client's direction
+  std::uint32_t spi_server = 0x00002001;
+  bool esn = false;
+  std::uint64_t first_seq = 1;  // of both SAs (64-bit with ESN)
+  bool udp_encap = false;
+  std::optional<net::Address> tunnel_client, tunnel_server;  // outer addresses (tunnel mode)
+  std::vector<int> connections;                              // protected connections; empty: all
+  std::uint32_t replay_window = 64;
+  std::vector<EspFault> faults;
+  bool require_esp = false;  // recorded in expected.json for the analysis
+  bool keys_given = true;    // false: expected.json names no SA file (esp.unknown-spi per SA)
+  bool require_confidentiality = false;  // --esp-policy confidentiality
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -170,6 +199,7 @@ struct Scenario {
   std::vector<TcpFault> tcp_faults;
   std::vector<ManualExpectation> expect;
   std::optional<bool> exhaustive;
+  std::optional<EspSpec> esp;
 };
 
 // Throws nothing: false and a one-line error naming the JSON path on a bad scenario.

@@ -10,6 +10,8 @@
 #include "ddpscope/common/crc32c.h"
 #include "ddpscope/findings/catalog.h"
 #include "ddpscope/net/packet.h"
+#include "emitter.h"
+#include "esp_wrap.h"
 #include "generator.h"
 #include "scenario.h"
 
@@ -72,6 +74,15 @@ json expected_json(const SynthResult& result, const std::string& scenario_name,
   doc["regions_file"] =
       result.regions_path.empty() ? json(nullptr) : json(base_name(result.regions_path));
   doc["exhaustive"] = result.exhaustive;
+  if (!result.esp_sa_path.empty() && result.keys_given) {
+    // What the analysis is given: the esp_sa table, or the xfrm state when the SAs use ESN.
+    if (result.use_xfrm)
+      doc["xfrm_file"] = base_name(result.xfrm_path);
+    else
+      doc["esp_sa_file"] = base_name(result.esp_sa_path);
+    if (result.require_esp) doc["require_esp"] = true;
+    if (result.require_confidentiality) doc["esp_policy"] = "confidentiality";
+  }
   json exp = json::array();
   for (const auto& e : result.expected) {
     json x = {{"code", e.code}, {"frame", e.frame}};
@@ -104,6 +115,15 @@ bool synthesize_json(const json& scenario, const std::string& out_path, SynthRes
   if (!parse_scenario(scenario, s, error)) return false;
   Generated g;
   if (!generate(s, g, error)) return false;
+  EspWrapped esp_sas;
+  if (s.esp) {
+    try {
+      esp_sas = esp_wrap(s, g);
+    } catch (const GenerateError& e) {
+      error = e.what();
+      return false;
+    }
+  }
 
   auto writer = capture::CaptureWriter::open(
       out_path, static_cast<std::uint32_t>(net::LinkType::ethernet), error);
@@ -122,6 +142,26 @@ bool synthesize_json(const json& scenario, const std::string& out_path, SynthRes
   if (!s.regions.empty()) {
     r.regions_path = base + ".regions.json";
     if (!write_text(r.regions_path, regions_json(s).dump(2) + "\n", error)) return false;
+  }
+  if (s.esp) {
+    r.esp_sa_path = base + ".esp_sa";
+    r.xfrm_path = base + ".xfrm";
+    r.use_xfrm = s.esp->esn || s.esp->replay_window != 64;
+    r.require_esp = s.esp->require_esp;
+    r.keys_given = s.esp->keys_given;
+    // Without keys nothing is placed: the analysis cannot see the data.
+    if (!r.keys_given) r.regions_written.clear();
+    r.require_confidentiality = s.esp->require_confidentiality;
+    std::string sa_text =
+        "# Wireshark ESP SA table (esp_sa in a Wireshark profile), written by ddpscope synth\n";
+    std::string xfrm_text;
+    for (std::size_t i = 0; i < esp_sas.sas.size(); ++i) {
+      sa_text += esp::to_esp_sa_line(esp_sas.sas[i]) + "\n";
+      xfrm_text +=
+          esp::to_xfrm_state(esp_sas.sas[i], esp_sas.outer[i].first, esp_sas.outer[i].second);
+    }
+    if (!write_text(r.esp_sa_path, sa_text, error) || !write_text(r.xfrm_path, xfrm_text, error))
+      return false;
   }
   const json doc = expected_json(r, s.name, s.description, base_name(out_path));
   if (!write_text(r.expected_path, doc.dump(2) + "\n", error)) return false;

@@ -82,6 +82,23 @@ void Analyzer::note_truncated_file(std::uint64_t last_frame, const std::string& 
                 detail);
 }
 
+void Analyzer::note_finding(FindingId id, std::uint64_t frame, std::string message,
+                            std::uint32_t stream) {
+  impl_->report(id, Impl::Ctx{stream, -1, frame, {}}, std::move(message));
+}
+
+void Analyzer::note_esp(const net::Endpoint& from, const net::Endpoint& to,
+                        const EspProtection& esp) {
+  impl_->model.esp_analysed = true;
+  for (StreamModel& s : impl_->model.streams)
+    for (DirectionModel& d : s.dirs)
+      if (d.from == from && d.to == to) d.esp = esp;
+}
+
+void Analyzer::note_esp_analysed() {
+  impl_->model.esp_analysed = true;
+}
+
 void Analyzer::finish() {
   impl_->finish();
 }

@@ -173,6 +173,21 @@ constexpr std::array<FindingSpec, kFindingCount> kCatalog{{
     {F::ulp_invalidate_mismatch, "ulp.invalidate-mismatch", S::error, "ulp",
      "RFC 5040 §5.3; NVMe-oF RDMA transport: Send with Invalidate", kNone,
      "a completion sent with Invalidate names another STag than its command's"},
+    // ESP is under the LLP: no Terminate (a receiver drops the packet, RFC 4303 §3.4).
+    {F::esp_icv_mismatch, "esp.icv-mismatch", S::error, "esp", "RFC 4303 §3.4.4", kNone,
+     "an ESP packet's integrity check fails (wrong key or altered): a receiver drops it"},
+    {F::esp_replay, "esp.replay", S::warning, "esp", "RFC 4303 §3.4.3", kNone,
+     "an ESP sequence number already received or left of the anti-replay window: dropped"},
+    {F::esp_unknown_spi, "esp.unknown-spi", S::warning, "esp", "RFC 4303 §3.4.2", kNone,
+     "ESP packets of an SPI with no key given: their contents were not analysed"},
+    {F::esp_decrypt_invalid, "esp.decrypt-invalid", S::error, "esp", "RFC 4303 §2.4-2.6", kNone,
+     "after decryption the padding, pad length or next header is inconsistent: dropped"},
+    {F::esp_profile_violation, "esp.profile-violation", S::error, "esp",
+     "RFC 3723 §2.3, RFC 7146 §4", kNone,
+     "an SA outside the iWARP IPsec profile (NULL integrity, NULL encryption where the policy "
+     "requires confidentiality, an algorithm the profile does not list)"},
+    {F::esp_unprotected, "esp.unprotected", S::error, "esp", "RFC 5041 §8, RFC 3723 §2.3", kNone,
+     "--require-esp: an iWARP stream seen in the clear"},
     {F::engine_limit_reached, "engine.limit-reached", S::warning, "engine", "ddpscope limits",
      kNone, "a configured analysis limit was reached; analysis continues degraded"},
 }};

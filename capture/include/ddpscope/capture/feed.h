@@ -22,6 +22,20 @@ inline void feed_frame(Analyzer& analyzer, const Frame& frame) {
   analyzer.feed_frame(frame.number, frame.ts_ns, frame.link_type, frame.data, frame.wire_length);
 }
 
+// A layer under the analysis that may put another frame in place of a captured one: ESP
+// decryption (esp/) hands the analysis the inner packet of an ESP packet, under the outer frame's
+// number. Called on the analysis thread, in frame order, for every frame before it is fed; it may
+// report findings into `analyzer` (Analyzer::note_finding) as it goes.
+class FrameLayer {
+ public:
+  virtual ~FrameLayer() = default;
+  // The frame to analyse in place of `frame` (its data valid until the next call), or nullptr
+  // to analyse `frame` itself.
+  virtual const Frame* replace(const Frame& frame, Analyzer& analyzer) = 0;
+  // After the last frame, before Analyzer::finish() (not after a stop by the progress hook).
+  virtual void finish(Analyzer& analyzer) = 0;
+};
+
 // Where a feed is, for a progress bar.
 struct FeedProgress {
   std::uint64_t frames = 0;      // frames fed so far
@@ -46,6 +60,10 @@ struct FeedOptions {
   // after a stop by `progress` the reader has read ahead (up to the queue's frames), so the
   // reader's next frame is not the one after the last fed.
   unsigned threads = 1;
+  // Runs on every frame before the analysis does (see FrameLayer); not owned. With threads >= 2
+  // the reader thread still decodes each captured frame; a replaced frame is decoded again, on
+  // the analysis thread.
+  FrameLayer* layer = nullptr;
   std::size_t pipeline_frames = 8192;
   std::size_t pipeline_octets = 8u << 20;
 };

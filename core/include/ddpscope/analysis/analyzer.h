@@ -66,6 +66,15 @@ class Analyzer {
                     const net::FrameDecode& decoded);
   // Feed a decoded TCP segment (the plugin does this from Wireshark's TCP layer).
   void feed_tcp(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment);
+  // A finding a layer under the analysis reports (the ESP layer, esp/: esp.*), at `frame`, tied
+  // to `stream` (a StreamModel id) or to none.
+  void note_finding(FindingId id, std::uint64_t frame, std::string message,
+                    std::uint32_t stream = UINT32_MAX);
+  // The ESP SA that carried the segments from `from` to `to` (every stream with that
+  // direction); marks the model as ESP-analysed (Model::esp_analysed). Call before finish().
+  void note_esp(const net::Endpoint& from, const net::Endpoint& to, const EspProtection& esp);
+  // The model is ESP-analysed even when no stream was protected.
+  void note_esp_analysed();
   // The capture file ended in the middle of a record.
   void note_truncated_file(std::uint64_t last_frame, const std::string& detail);
   // End of input: flush reassembly, report what was left incomplete.

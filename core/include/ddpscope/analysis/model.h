@@ -49,6 +49,18 @@ struct QueueStats {
   std::uint64_t segments = 0;
 };
 
+// The IPsec ESP SA that carried a direction's segments (RFC 4303), as the capture layer that
+// decrypted them reports it (Analyzer::note_esp): core itself decrypts nothing.
+struct EspProtection {
+  std::uint32_t spi = 0;
+  std::string mode;          // "tunnel" or "transport"
+  std::string encryption;    // e.g. "AES-GCM-16 (128-bit key)", "NULL"
+  std::string integrity;     // e.g. "HMAC-SHA-256-128", "AES-GCM ICV", "NULL"
+  bool esn = false;          // 64-bit Extended Sequence Numbers
+  bool udp_encap = false;    // RFC 3948 UDP encapsulation
+  std::uint64_t frames = 0;  // ESP packets of the direction decrypted and analysed
+};
+
 struct DirectionModel {
   net::Endpoint from;
   net::Endpoint to;
@@ -63,7 +75,8 @@ struct DirectionModel {
   std::uint64_t bytes_unframed = 0;  // skipped while resynchronising
   std::array<OpcodeCounters, wire::kOpcodeCount> opcodes{};
   std::map<std::uint32_t, QueueStats> queues;
-  std::uint64_t bytes_placed = 0;  // tagged octets placed at the peer
+  std::uint64_t bytes_placed = 0;    // tagged octets placed at the peer
+  std::optional<EspProtection> esp;  // when its segments came in ESP packets
   // SCTP (llp sctp): DATA chunks of this stream's user messages, and the user messages (PPID
   // 16: DDP segments, PPID 17: session control).
   std::uint64_t sctp_chunks = 0;
@@ -164,6 +177,9 @@ struct Model {
   std::uint64_t frames_unsupported = 0;
   std::uint64_t frames_malformed = 0;
   std::uint64_t bytes = 0;  // captured octets fed
+  // A capture layer decrypted ESP (the user gave keys): reports say for every stream whether
+  // it was protected.
+  bool esp_analysed = false;
 };
 
 }  // namespace ddpscope

@@ -80,6 +80,14 @@ enum class FindingId : std::uint16_t {
   ulp_incomplete_transfer,
   ulp_length_mismatch,
   ulp_invalidate_mismatch,
+  // IPsec ESP (RFC 4303; the RFC 3723 / RFC 7146 profile): reported by the capture layer that
+  // decrypts (esp/), through Analyzer::note_finding
+  esp_icv_mismatch,
+  esp_replay,
+  esp_unknown_spi,
+  esp_decrypt_invalid,
+  esp_profile_violation,
+  esp_unprotected,
   // Engine
   engine_limit_reached,
   count_
@@ -90,8 +98,9 @@ struct FindingSpec {
   FindingId id;
   std::string_view code;  // stable dotted name, e.g. "ddp.tagged.bounds"
   Severity severity;
-  std::string_view layer;  // "tcp", "capture", "mpa", "sctp", "ddp", "rdmap", "ulp", "engine"
-  std::string_view rfc;    // the rule's home, e.g. "RFC 5041 §7.2"
+  std::string_view
+      layer;             // "tcp", "capture", "mpa", "sctp", "ddp", "rdmap", "ulp", "esp", "engine"
+  std::string_view rfc;  // the rule's home, e.g. "RFC 5041 §7.2"
   std::optional<TerminateError> terminate;  // what a compliant Data Sink sends
   std::string_view summary;                 // one line
 };

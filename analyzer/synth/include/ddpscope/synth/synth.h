@@ -42,6 +42,15 @@ struct SynthResult {
   std::vector<RegionData> regions_written;
   std::string expected_path;  // OUT.expected.json
   std::string regions_path;   // OUT.regions.json, empty when the scenario has no regions
+  // With an `esp` block: the SAs as Wireshark's esp_sa table (OUT.esp_sa) and as ip -s xfrm
+  // state output (OUT.xfrm); the analysis reads the xfrm one when the SAs use ESN or another
+  // anti-replay window than 64 (an esp_sa table of Wireshark 4.0 can say neither).
+  std::string esp_sa_path;
+  std::string xfrm_path;
+  bool use_xfrm = false;
+  bool keys_given = true;  // false: the analysis is given no SA file
+  bool require_esp = false;
+  bool require_confidentiality = false;
 };
 
 // Parses the scenario file and writes the pcap at out_path, OUT.expected.json next to it (the
