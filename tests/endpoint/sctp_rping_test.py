@@ -115,6 +115,34 @@ class SctpRping(unittest.TestCase):
         for r in ali:
             self.assertEqual(int(r[1], 0), ADAPTATION_CODE_POINT_DDP, r)
 
+    @unittest.skipUnless(TSHARK, "tshark not installed")
+    def test_rping_over_udp_encapsulation(self):
+        """usrsctp's fallback: SCTP over UDP (RFC 6951), the server on 9899, the client on another
+        UDP port (one host)."""
+        pcap = os.path.join(self.tmp.name, "rping-sctp-udp.pcap")
+        port = free_port()
+        live = start("live", "-i", "lo", "-f", "udp port 9899", "--write", pcap, "--duration",
+                     "60", "-q")
+        time.sleep(0.5)
+        server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 2, "--llp", "sctp",
+                       "--sctp-udp-port", 9899)
+        time.sleep(0.3)
+        client = run("rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", 2, "-v", "--llp", "sctp",
+                     "--sctp-udp-port", 9898, "--sctp-peer-udp-port", 9899, timeout=60)
+        _, serr = server.communicate(timeout=30)
+        time.sleep(0.5)
+        live.send_signal(signal.SIGINT)
+        live.communicate(timeout=30)
+        self.assertEqual(client.returncode, 0, client.stderr)
+        self.assertEqual(server.returncode, 0, serr)
+        rows = tshark_fields(pcap, "udp.port", "sctp.checksum.status",
+                             "sctp.data_payload_proto_id", display_filter="sctp")
+        self.assertTrue(rows, "no SCTP over UDP captured")
+        self.assertEqual({r[1] for r in rows}, {"1"})
+        ppids = [int(p) for r in rows if r[2] for p in r[2].split(",")]
+        self.assertEqual(ppids.count(PPID_SESSION_CONTROL), 2, ppids)
+        self.assertEqual(ppids.count(PPID_DDP_SEGMENT), 1 + 2 * 3 + 2 * 4, ppids)
+
     @unittest.skipIf(kernel_has_sctp(), "this kernel has SCTP")
     def test_kernel_stack_without_kernel_sctp_says_so(self):
         out = run("rping", "-c", "-a", "127.0.0.1", "-p", free_port(), "-C", 1, "--llp", "sctp",
