@@ -26,6 +26,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto wire_length = static_cast<std::uint32_t>(frame.size() + extra);
   const auto d = net::decode_frame(link, frame, wire_length);
   (void)net::link_type_name(link);
+  if (d.status == net::FrameStatus::sctp) {
+    const ByteView s = d.sctp.packet;
+    DDPSCOPE_FUZZ_CHECK(s.size() >= 12 && s.size() <= d.sctp.packet_length);
+    DDPSCOPE_FUZZ_CHECK(s.data() >= frame.data() &&
+                        s.data() + s.size() <= frame.data() + frame.size());
+    fuzz::touch(s);
+    return 0;
+  }
   if (d.status != net::FrameStatus::tcp) {
     if (d.status != net::FrameStatus::not_tcp) DDPSCOPE_FUZZ_CHECK(!d.detail.empty());
     return 0;

@@ -387,5 +387,83 @@ TEST(NetDecode, EveryPrefixIsSafe) {
   }
 }
 
+// ---- SCTP (IP protocol 132) and SCTP over UDP (RFC 6951) ------------------------------------
+
+// A 16-octet stand-in for an SCTP packet: net/ does not decode the SCTP header itself.
+const Bytes kSctpPacket = {0x13, 0x89, 0x1b, 0x59, 1, 2, 3, 4, 0, 0, 0, 0, 11, 0, 0, 4};
+
+SctpFrameSpec sctp_spec(bool v6, bool udp) {
+  SctpFrameSpec s;
+  s.src = addr(v6 ? "2001:db8::1" : "10.0.0.1");
+  s.dst = addr(v6 ? "2001:db8::2" : "10.0.0.2");
+  s.over_udp = udp;
+  s.udp_src_port = 40000;
+  s.udp_dst_port = 9899;
+  return s;
+}
+
+TEST(NetDecode, SctpOverIpv4AndIpv6) {
+  for (bool v6 : {false, true}) {
+    const Bytes f = encode_sctp_frame(sctp_spec(v6, false), kSctpPacket);
+    const FrameDecode d = decode_frame(1, f, static_cast<std::uint32_t>(f.size()));
+    ASSERT_EQ(d.status, FrameStatus::sctp) << d.detail;
+    EXPECT_EQ(d.sctp.src, addr(v6 ? "2001:db8::1" : "10.0.0.1"));
+    EXPECT_EQ(d.sctp.dst, addr(v6 ? "2001:db8::2" : "10.0.0.2"));
+    EXPECT_FALSE(d.sctp.over_udp);
+    EXPECT_EQ(Bytes(d.sctp.packet.begin(), d.sctp.packet.end()), kSctpPacket);
+    EXPECT_EQ(d.sctp.packet_length, kSctpPacket.size());
+    EXPECT_FALSE(d.sctp.truncated());
+    EXPECT_EQ(f[14 + (v6 ? 6 : 9)], 132);
+  }
+}
+
+TEST(NetDecode, SctpOverUdpPort9899) {
+  for (bool v6 : {false, true}) {
+    const Bytes f = encode_sctp_frame(sctp_spec(v6, true), kSctpPacket);
+    const FrameDecode d = decode_frame(1, f, static_cast<std::uint32_t>(f.size()));
+    ASSERT_EQ(d.status, FrameStatus::sctp) << d.detail;
+    EXPECT_TRUE(d.sctp.over_udp);
+    EXPECT_EQ(d.sctp.udp_src_port, 40000);
+    EXPECT_EQ(d.sctp.udp_dst_port, 9899);
+    EXPECT_EQ(Bytes(d.sctp.packet.begin(), d.sctp.packet.end()), kSctpPacket);
+    // The UDP checksum over the pseudo header and the datagram folds to all ones.
+    const std::size_t ip = v6 ? 40 : 20;
+    const ByteView udp = ByteView(f).subspan(14 + ip);
+    std::uint32_t sum = sum16(udp) + 17 + static_cast<std::uint32_t>(udp.size());
+    sum += sum16(ByteView(f).subspan(14 + (v6 ? 8 : 12), v6 ? 32 : 8));
+    EXPECT_EQ(fold(sum), 0xFFFF) << v6;
+  }
+  // Another UDP port is not SCTP.
+  SctpFrameSpec other = sctp_spec(false, true);
+  other.udp_dst_port = 53;
+  const Bytes f = encode_sctp_frame(other, kSctpPacket);
+  EXPECT_EQ(decode_frame(1, f, static_cast<std::uint32_t>(f.size())).status, FrameStatus::not_tcp);
+}
+
+TEST(NetDecode, SctpCutOrShortIsMalformedAndSnaplenIsTruncation) {
+  const Bytes f = encode_sctp_frame(sctp_spec(false, false), kSctpPacket);
+  // Cut inside the common header: malformed. Cut after it: an SCTP packet, truncated.
+  for (std::size_t n = 14 + 20; n < f.size(); ++n) {
+    const FrameDecode d =
+        decode_frame(1, ByteView(f).first(n), static_cast<std::uint32_t>(f.size()));
+    if (n < 14 + 20 + 12) {
+      EXPECT_EQ(d.status, FrameStatus::malformed) << n;
+      EXPECT_FALSE(d.detail.empty());
+    } else {
+      ASSERT_EQ(d.status, FrameStatus::sctp) << n;
+      EXPECT_TRUE(d.sctp.truncated());
+    }
+  }
+  // An IP payload shorter than the common header.
+  Bytes shortp = encode_sctp_frame(sctp_spec(false, false), ByteView(kSctpPacket).first(8));
+  EXPECT_EQ(decode_frame(1, shortp, static_cast<std::uint32_t>(shortp.size())).status,
+            FrameStatus::malformed);
+  // A UDP length past the IP payload.
+  Bytes udp = encode_sctp_frame(sctp_spec(false, true), kSctpPacket);
+  udp[14 + 20 + 4] = 0x7F;
+  EXPECT_EQ(decode_frame(1, udp, static_cast<std::uint32_t>(udp.size())).status,
+            FrameStatus::malformed);
+}
+
 }  // namespace
 }  // namespace ddpscope::net

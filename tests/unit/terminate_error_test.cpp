@@ -26,7 +26,7 @@ TEST(TerminateErrors, UnknownPartsAsHex) {
   EXPECT_EQ(terminate_error_name(0, 0, 0xFF), "RDMAP / Local Catastrophic / 0xFF");
   EXPECT_EQ(terminate_error_name(0, 5, 0x01), "RDMAP / 0x5 / 0x01");
   EXPECT_EQ(terminate_error_name(0xF, 0xE, 0xAB), "0xF / 0xE / 0xAB");
-  EXPECT_EQ(terminate_error_name(2, 1, 1), "LLP / 0x1 / 0x01");
+  EXPECT_EQ(terminate_error_name(2, 3, 1), "LLP / 0x3 / 0x01");
 }
 
 TEST(TerminateErrors, PartNames) {

@@ -23,6 +23,11 @@ constexpr std::uint32_t dlt_raw_b = 14;  // DLT_RAW on OpenBSD
 
 constexpr std::uint8_t ip_proto_hop_by_hop = 0;
 constexpr std::uint8_t ip_proto_tcp = 6;
+constexpr std::uint8_t ip_proto_udp = 17;
+constexpr std::uint8_t ip_proto_sctp = 132;
+constexpr std::uint16_t sctp_udp_port = 9899;  // RFC 6951 §5.1
+constexpr std::size_t udp_header = 8;
+constexpr std::size_t sctp_common_header = 12;
 constexpr std::uint8_t ip_proto_routing = 43;
 constexpr std::uint8_t ip_proto_fragment = 44;
 constexpr std::uint8_t ip_proto_esp = 50;
@@ -223,6 +228,53 @@ FrameDecode decode_tcp(ByteView frame, std::size_t offset, std::uint32_t ip_payl
   return d;
 }
 
+// An SCTP packet at `offset` (IP protocol 132), `ip_payload_length` octets long per the IP
+// header, or a UDP datagram there that carries one (RFC 6951: port 9899 at either end). Any
+// other UDP datagram is not_tcp.
+FrameDecode decode_sctp(ByteView frame, std::size_t offset, std::uint32_t ip_payload_length,
+                        const std::uint8_t* src, const std::uint8_t* dst, bool v6, bool udp) {
+  FrameDecode d;
+  const std::size_t captured = std::min<std::size_t>(frame.size() - offset, ip_payload_length);
+  ByteView packet = frame.subspan(offset, captured);
+  std::uint32_t length = ip_payload_length;
+  SctpDatagram& s = d.sctp;
+  if (udp) {
+    if (ip_payload_length < udp_header || packet.size() < udp_header) {
+      return ip_payload_length < udp_header
+                 ? fail(FrameStatus::malformed, "IP payload shorter than a UDP header")
+                 : fail(FrameStatus::malformed, "cut by snaplen before the UDP header ended");
+    }
+    s.udp_src_port = load_be16(&packet[0]);
+    s.udp_dst_port = load_be16(&packet[2]);
+    if (s.udp_src_port != sctp_udp_port && s.udp_dst_port != sctp_udp_port) return not_tcp();
+    const std::uint16_t udp_length = load_be16(&packet[4]);
+    if (udp_length < udp_header || udp_length > ip_payload_length) {
+      return fail(FrameStatus::malformed, "UDP length " + std::to_string(udp_length) +
+                                              " does not fit the IP payload of " +
+                                              std::to_string(ip_payload_length));
+    }
+    s.over_udp = true;
+    length = udp_length - static_cast<std::uint32_t>(udp_header);
+    packet = packet.subspan(udp_header, std::min<std::size_t>(packet.size() - udp_header, length));
+  }
+  if (length < sctp_common_header) {
+    return fail(FrameStatus::malformed, "SCTP packet of " + std::to_string(length) +
+                                            " octets is shorter than its common header");
+  }
+  if (packet.size() < sctp_common_header) {
+    return fail(FrameStatus::malformed, "cut by snaplen before the SCTP common header ended");
+  }
+  d.status = FrameStatus::sctp;
+  const std::size_t addr_size = v6 ? 16 : 4;
+  s.src.v6 = v6;
+  s.dst.v6 = v6;
+  std::memcpy(s.src.bytes.data(), src, addr_size);
+  std::memcpy(s.dst.bytes.data(), dst, addr_size);
+  s.packet = packet;
+  s.packet_length = length;
+  return d;
+}
+
 // `wire_available` is the number of octets of the IP packet on the wire (from `offset`).
 FrameDecode decode_ipv4(ByteView frame, std::size_t offset, std::size_t wire_available) {
   ByteView ip = frame.subspan(offset);
@@ -264,6 +316,11 @@ FrameDecode decode_ipv4(ByteView frame, std::size_t offset, std::size_t wire_ava
                     (more_fragments ? ", more fragments" : ", last fragment") +
                     "): reassembly is not supported");
   }
+  if (ip[9] == ip_proto_sctp || ip[9] == ip_proto_udp) {
+    return decode_sctp(frame, offset + header_length,
+                       static_cast<std::uint32_t>(total_length - header_length), &ip[12], &ip[16],
+                       false, ip[9] == ip_proto_udp);
+  }
   if (ip[9] != ip_proto_tcp) return not_tcp();
   return decode_tcp(frame, offset + header_length,
                     static_cast<std::uint32_t>(total_length - header_length), &ip[12], &ip[16],
@@ -299,6 +356,10 @@ FrameDecode decode_ipv6(ByteView frame, std::size_t offset, std::size_t wire_ava
       case ip_proto_tcp:
         return decode_tcp(frame, offset + pos, static_cast<std::uint32_t>(end - pos), &ip[8],
                           &ip[24], true);
+      case ip_proto_sctp:
+      case ip_proto_udp:
+        return decode_sctp(frame, offset + pos, static_cast<std::uint32_t>(end - pos), &ip[8],
+                           &ip[24], true, next == ip_proto_udp);
       case ip_proto_hop_by_hop:
       case ip_proto_routing:
       case ip_proto_dest_opts:
@@ -455,56 +516,71 @@ FrameDecode decode_frame(std::uint32_t link_type, ByteView data, std::uint32_t w
   return decode_ipv6(data, net.offset, wire_available);
 }
 
+namespace {
+
+// Ethernet II (with one 802.1Q tag when asked) and the IPv4 / IPv6 header of a packet carrying
+// `payload_length` octets of `protocol`. Returns the pseudo-header sum of RFC 9293 §3.1 /
+// RFC 8200 §8.1 for the transport checksum.
+std::uint32_t write_link_and_ip(Bytes& out, const std::array<std::uint8_t, 6>& src_mac,
+                                const std::array<std::uint8_t, 6>& dst_mac,
+                                std::optional<std::uint16_t> vlan, const Address& src,
+                                const Address& dst, std::uint8_t protocol,
+                                std::size_t payload_length) {
+  const bool v6 = src.v6;
+  ByteWriter w(out);
+  w.bytes(dst_mac);
+  w.bytes(src_mac);
+  if (vlan) {
+    w.be16(ethertype_vlan);
+    w.be16(*vlan & 0x0FFF);
+  }
+  w.be16(v6 ? ethertype_ipv6 : ethertype_ipv4);
+  std::uint32_t pseudo = 0;
+  if (v6) {
+    w.be32(0x60000000u);  // version 6, traffic class 0, flow label 0
+    w.be16(static_cast<std::uint16_t>(payload_length));
+    w.u8(protocol);
+    w.u8(64);  // hop limit
+    w.bytes(src.bytes);
+    w.bytes(dst.bytes);
+    pseudo = checksum_add(pseudo, src.bytes);
+    pseudo = checksum_add(pseudo, dst.bytes);
+    pseudo += static_cast<std::uint32_t>(payload_length >> 16) + (payload_length & 0xFFFF);
+    pseudo += protocol;
+  } else {
+    const std::size_t ip_start = out.size();
+    w.u8(0x45);  // version 4, IHL 5
+    w.u8(0);     // DSCP / ECN
+    w.be16(static_cast<std::uint16_t>(ipv4_min_header + payload_length));
+    w.be16(0);       // identification: 0 is fine with DF set (RFC 6864 §4.1)
+    w.be16(0x4000);  // DF, offset 0
+    w.u8(64);        // TTL
+    w.u8(protocol);
+    w.be16(0);  // header checksum, filled below
+    w.bytes(ByteView(src.bytes).first(4));
+    w.bytes(ByteView(dst.bytes).first(4));
+    std::uint16_t ip_sum =
+        checksum_fold(checksum_add(0, ByteView(out).subspan(ip_start, ipv4_min_header)));
+    store_be16(out, ip_start + 10, ip_sum);
+    pseudo = checksum_add(pseudo, ByteView(src.bytes).first(4));
+    pseudo = checksum_add(pseudo, ByteView(dst.bytes).first(4));
+    pseudo += protocol;
+    pseudo += static_cast<std::uint32_t>(payload_length);
+  }
+  return pseudo;
+}
+
+}  // namespace
+
 Bytes encode_tcp_frame(const TcpFrameSpec& spec, ByteView payload) {
-  const bool v6 = spec.src.addr.v6;
   const std::size_t options_size = spec.mss ? 4 : 0;  // MSS is 4 octets: already aligned
   const std::size_t tcp_length = tcp_min_header + options_size + payload.size();
   Bytes out;
   out.reserve(18 + ipv6_header + tcp_length);
   ByteWriter w(out);
-
-  // Ethernet II, with one 802.1Q tag (priority 0) when asked.
-  w.bytes(spec.dst_mac);
-  w.bytes(spec.src_mac);
-  if (spec.vlan) {
-    w.be16(ethertype_vlan);
-    w.be16(*spec.vlan & 0x0FFF);
-  }
-  w.be16(v6 ? ethertype_ipv6 : ethertype_ipv4);
-
-  // IP header; the pseudo header sum (RFC 9293 §3.1, RFC 8200 §8.1) goes with it.
-  std::uint32_t pseudo = 0;
-  if (v6) {
-    w.be32(0x60000000u);  // version 6, traffic class 0, flow label 0
-    w.be16(static_cast<std::uint16_t>(tcp_length));
-    w.u8(ip_proto_tcp);
-    w.u8(64);  // hop limit
-    w.bytes(spec.src.addr.bytes);
-    w.bytes(spec.dst.addr.bytes);
-    pseudo = checksum_add(pseudo, spec.src.addr.bytes);
-    pseudo = checksum_add(pseudo, spec.dst.addr.bytes);
-    pseudo += static_cast<std::uint32_t>(tcp_length >> 16) + (tcp_length & 0xFFFF);
-    pseudo += ip_proto_tcp;
-  } else {
-    const std::size_t ip_start = out.size();
-    w.u8(0x45);  // version 4, IHL 5
-    w.u8(0);     // DSCP / ECN
-    w.be16(static_cast<std::uint16_t>(ipv4_min_header + tcp_length));
-    w.be16(0);       // identification: 0 is fine with DF set (RFC 6864 §4.1)
-    w.be16(0x4000);  // DF, offset 0
-    w.u8(64);        // TTL
-    w.u8(ip_proto_tcp);
-    w.be16(0);  // header checksum, filled below
-    w.bytes(ByteView(spec.src.addr.bytes).first(4));
-    w.bytes(ByteView(spec.dst.addr.bytes).first(4));
-    std::uint16_t ip_sum =
-        checksum_fold(checksum_add(0, ByteView(out).subspan(ip_start, ipv4_min_header)));
-    store_be16(out, ip_start + 10, ip_sum);
-    pseudo = checksum_add(pseudo, ByteView(spec.src.addr.bytes).first(4));
-    pseudo = checksum_add(pseudo, ByteView(spec.dst.addr.bytes).first(4));
-    pseudo += ip_proto_tcp;
-    pseudo += static_cast<std::uint32_t>(tcp_length);
-  }
+  const std::uint32_t pseudo =
+      write_link_and_ip(out, spec.src_mac, spec.dst_mac, spec.vlan, spec.src.addr, spec.dst.addr,
+                        ip_proto_tcp, tcp_length);
 
   const std::size_t tcp_start = out.size();
   w.be16(spec.src.port);
@@ -524,6 +600,30 @@ Bytes encode_tcp_frame(const TcpFrameSpec& spec, ByteView payload) {
   w.bytes(payload);
   std::uint16_t tcp_sum = checksum_fold(checksum_add(pseudo, ByteView(out).subspan(tcp_start)));
   store_be16(out, tcp_start + 16, tcp_sum);
+  return out;
+}
+
+Bytes encode_sctp_frame(const SctpFrameSpec& spec, ByteView sctp_packet) {
+  const std::size_t length = sctp_packet.size() + (spec.over_udp ? udp_header : 0);
+  Bytes out;
+  out.reserve(18 + ipv6_header + length);
+  const std::uint32_t pseudo =
+      write_link_and_ip(out, spec.src_mac, spec.dst_mac, std::nullopt, spec.src, spec.dst,
+                        spec.over_udp ? ip_proto_udp : ip_proto_sctp, length);
+  if (!spec.over_udp) {
+    ByteWriter(out).bytes(sctp_packet);
+    return out;
+  }
+  const std::size_t udp_start = out.size();
+  ByteWriter w(out);
+  w.be16(spec.udp_src_port);
+  w.be16(spec.udp_dst_port);
+  w.be16(static_cast<std::uint16_t>(length));
+  w.be16(0);  // checksum, filled below
+  w.bytes(sctp_packet);
+  std::uint16_t sum = checksum_fold(checksum_add(pseudo, ByteView(out).subspan(udp_start)));
+  if (sum == 0) sum = 0xFFFF;  // RFC 768: a computed 0 is sent as all ones
+  store_be16(out, udp_start + 6, sum);
   return out;
 }
 

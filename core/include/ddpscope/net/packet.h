@@ -70,9 +70,25 @@ struct TcpSegment {
   bool truncated() const { return payload.size() < payload_length; }
 };
 
+// One SCTP packet as decoded from a frame: carried by IP (protocol 132) or, as user-space stacks
+// send it, in UDP (RFC 6951, port 9899 at either end). The SCTP header is not decoded here
+// (wire/sctp.h does that).
+struct SctpDatagram {
+  Address src;
+  Address dst;
+  ByteView packet;  // the SCTP packet's captured octets, common header first
+  // Its length per the IP (or UDP) header; larger than packet.size() when snaplen cut it.
+  std::uint32_t packet_length = 0;
+  bool over_udp = false;  // RFC 6951 encapsulation
+  std::uint16_t udp_src_port = 0;
+  std::uint16_t udp_dst_port = 0;
+  bool truncated() const { return packet.size() < packet_length; }
+};
+
 enum class FrameStatus {
   tcp,          // a TCP segment (possibly truncated by snaplen: see TcpSegment)
-  not_tcp,      // a valid frame that carries no TCP (ARP, UDP, ICMP, ...): ignored
+  sctp,         // an SCTP packet (possibly truncated by snaplen: see SctpDatagram)
+  not_tcp,      // a valid frame that carries neither (ARP, other UDP, ICMP, ...): ignored
   unsupported,  // link type or encapsulation we do not decode (IP fragments, tunnels)
   malformed,    // headers inconsistent or cut before the TCP header ended
 };
@@ -80,6 +96,7 @@ enum class FrameStatus {
 struct FrameDecode {
   FrameStatus status = FrameStatus::malformed;
   TcpSegment tcp;
+  SctpDatagram sctp;
   std::string detail;  // why, for anything but tcp / not_tcp
 };
 
@@ -101,5 +118,19 @@ struct TcpFrameSpec {
   std::optional<std::uint16_t> vlan;  // one 802.1Q tag
 };
 Bytes encode_tcp_frame(const TcpFrameSpec& spec, ByteView payload);
+
+// Builds an Ethernet II + IPv4/IPv6 frame around an SCTP packet (built by wire/sctp.h), as IP
+// protocol 132 or, with `over_udp`, in a UDP datagram between the two UDP ports (RFC 6951; UDP
+// checksum computed).
+struct SctpFrameSpec {
+  Address src;
+  Address dst;
+  bool over_udp = false;
+  std::uint16_t udp_src_port = 9899;
+  std::uint16_t udp_dst_port = 9899;
+  std::array<std::uint8_t, 6> src_mac{0x02, 0, 0, 0, 0, 1};
+  std::array<std::uint8_t, 6> dst_mac{0x02, 0, 0, 0, 0, 2};
+};
+Bytes encode_sctp_frame(const SctpFrameSpec& spec, ByteView sctp_packet);
 
 }  // namespace ddpscope::net

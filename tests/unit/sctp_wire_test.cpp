@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ddpscope/common/crc32c.h"
+#include "ddpscope/wire/sctp.h"
+#include "ddpscope/wire/terminate_error.h"
+
+namespace ddpscope::wire {
+namespace {
+
+Bytes pattern(std::size_t n, std::uint8_t seed = 1) {
+  Bytes b(n);
+  for (std::size_t i = 0; i < n; ++i)
+    b[i] = static_cast<std::uint8_t>(seed + i * 7);
+  return b;
+}
+
+SctpCommonHeader header(std::uint32_t vtag = 0x11223344) {
+  SctpCommonHeader h;
+  h.source_port = 5001;
+  h.destination_port = 7001;
+  h.verification_tag = vtag;
+  return h;
+}
+
+SctpData data_chunk(std::uint32_t tsn, ByteView payload, bool b = true, bool e = true) {
+  SctpData d;
+  d.beginning = b;
+  d.ending = e;
+  d.tsn = tsn;
+  d.stream_id = 3;
+  d.ssn = 9;
+  d.ppid = kPpidDdpSegment;
+  d.user_data = payload;
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Common header, checksum, chunk walk
+// ---------------------------------------------------------------------------------------------
+
+TEST(SctpWire, ConstantsOfRfc5043AndRfc6951) {
+  EXPECT_EQ(kIpProtocolSctp, 132);
+  EXPECT_EQ(kSctpUdpPort, 9899);
+  EXPECT_EQ(kPpidDdpSegment, 16u);
+  EXPECT_EQ(kPpidDdpSessionControl, 17u);
+  EXPECT_EQ(sctp_param::adaptation_layer_indication, 0xC006);
+}
+
+// Two IANA registry summaries give 1; the RFC text was not at hand (verify RFC 5043 §12).
+TEST(SctpWire, DdpAdaptationCodePoint_unverified) {
+  EXPECT_EQ(kAdaptationCodePointDdp, 1u);
+}
+
+TEST(SctpWire, PacketRoundTripWithBundledChunks) {
+  const Bytes p1 = pattern(5), p2 = pattern(8, 40);
+  Bytes chunks;
+  encode_sctp_data(data_chunk(100, p1), chunks);
+  SctpSack sack;
+  sack.cumulative_tsn_ack = 77;
+  sack.a_rwnd = 65536;
+  sack.gap_blocks = {{2, 3}, {5, 5}};
+  sack.duplicate_tsns = {70, 71};
+  encode_sctp_sack(sack, chunks);
+  encode_sctp_data(data_chunk(101, p2), chunks);
+  const Bytes packet = encode_sctp_packet(header(), chunks);
+
+  ASSERT_EQ(packet.size() % 4, 0u);
+  EXPECT_TRUE(sctp_checksum_ok(packet));
+  const auto r = decode_sctp_packet(packet);
+  ASSERT_TRUE(r) << r.error().code;
+  EXPECT_EQ(r->header.source_port, 5001);
+  EXPECT_EQ(r->header.destination_port, 7001);
+  EXPECT_EQ(r->header.verification_tag, 0x11223344u);
+  EXPECT_EQ(r->header.checksum, sctp_checksum(packet));
+  ASSERT_EQ(r->chunks.size(), 3u);
+  EXPECT_FALSE(r->last_chunk_unpadded);
+
+  const auto d1 = decode_sctp_data(r->chunks[0]);
+  ASSERT_TRUE(d1);
+  EXPECT_EQ(r->chunks[0].length, 16 + 5);  // the length excludes the 3 pad octets
+  EXPECT_EQ(d1->tsn, 100u);
+  EXPECT_EQ(d1->stream_id, 3);
+  EXPECT_EQ(d1->ssn, 9);
+  EXPECT_EQ(d1->ppid, kPpidDdpSegment);
+  EXPECT_TRUE(d1->beginning && d1->ending && !d1->unordered);
+  EXPECT_EQ(Bytes(d1->user_data.begin(), d1->user_data.end()), p1);
+  const auto s = decode_sctp_sack(r->chunks[1]);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(*s, sack);
+  const auto d2 = decode_sctp_data(r->chunks[2]);
+  ASSERT_TRUE(d2);
+  EXPECT_EQ(d2->tsn, 101u);
+  EXPECT_EQ(Bytes(d2->user_data.begin(), d2->user_data.end()), p2);
+  EXPECT_EQ(r->chunks[2].offset, 12u + 24u + 32u);  // DATA 21 + 3 pad, SACK 32
+}
+
+TEST(SctpWire, ChecksumIsCrc32cWithZeroedFieldLeastSignificantOctetFirst) {
+  Bytes chunks;
+  encode_sctp_cookie_ack(chunks);
+  const Bytes packet = encode_sctp_packet(header(), chunks);
+  Bytes zeroed = packet;
+  for (std::size_t i = 8; i < 12; ++i)
+    zeroed[i] = 0;
+  const std::uint32_t crc = crc32c(zeroed);
+  EXPECT_EQ(sctp_checksum(packet), crc);
+  EXPECT_EQ(packet[8], static_cast<std::uint8_t>(crc));
+  EXPECT_EQ(packet[11], static_cast<std::uint8_t>(crc >> 24));
+}
+
+TEST(SctpWire, BadChecksumIsDetectedAndStillDecodes) {
+  Bytes chunks;
+  encode_sctp_data(data_chunk(1, pattern(12)), chunks);
+  Bytes packet = encode_sctp_packet(header(), chunks);
+  packet.back() ^= 0x5A;
+  EXPECT_FALSE(sctp_checksum_ok(packet));
+  EXPECT_TRUE(decode_sctp_packet(packet));  // verification is the engine's call, not the walk's
+  sctp_write_checksum(packet);
+  EXPECT_TRUE(sctp_checksum_ok(packet));
+  EXPECT_FALSE(sctp_checksum_ok(ByteView{packet}.first(11)));
+}
+
+TEST(SctpWire, TruncatedInputIsMalformedEverywhere) {
+  Bytes chunks;
+  encode_sctp_data(data_chunk(1, pattern(9)), chunks);
+  const Bytes packet = encode_sctp_packet(header(), chunks);
+  // Every cut short of the last chunk's payload is malformed, never a crash.
+  for (std::size_t n = 0; n < 12 + 16 + 9; ++n) {
+    const auto r = decode_sctp_packet(ByteView{packet}.first(n));
+    EXPECT_FALSE(r) << n;
+    const char* want = n < 12 ? "sctp.truncated" : n == 12 ? "sctp.no-chunks" : "sctp.chunk-length";
+    EXPECT_EQ(r.error().code, want) << n;
+  }
+  // The final chunk without its padding is whole.
+  const auto r = decode_sctp_packet(ByteView{packet}.first(12 + 16 + 9));
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->last_chunk_unpadded);
+}
+
+TEST(SctpWire, ChunkLengthBelowFourIsMalformed) {
+  Bytes packet = encode_sctp_packet(header(), Bytes{});
+  packet.insert(packet.end(), {0, 0, 0, 2});
+  const auto r = decode_sctp_packet(packet);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "sctp.chunk-length");
+  EXPECT_EQ(r.error().offset, 12u);
+}
+
+TEST(SctpWire, DataFlagsRoundTrip) {
+  SctpData d = data_chunk(0xFFFFFFFF, pattern(1), false, true);
+  d.unordered = true;
+  d.immediate = true;
+  EXPECT_EQ(d.flags(), kSctpDataFlagE | kSctpDataFlagU | kSctpDataFlagI);
+  Bytes chunks;
+  encode_sctp_data(d, chunks);
+  const auto r = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  ASSERT_TRUE(r);
+  const auto back = decode_sctp_data(r->chunks[0]);
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->unordered && back->ending && back->immediate && !back->beginning);
+  EXPECT_EQ(back->tsn, 0xFFFFFFFFu);
+}
+
+TEST(SctpWire, DataShorterThanItsHeaderIsMalformed) {
+  Bytes chunks;
+  encode_sctp_chunk(sctp_chunk::data, 3, pattern(8), chunks);
+  const auto r = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  ASSERT_TRUE(r);
+  const auto d = decode_sctp_data(r->chunks[0]);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().code, "sctp.data-short");
+}
+
+// ---------------------------------------------------------------------------------------------
+// INIT / INIT ACK, SACK, SHUTDOWN, ABORT, COOKIE
+// ---------------------------------------------------------------------------------------------
+
+TEST(SctpWire, InitWithAdaptationIndicationRoundTrip) {
+  SctpInit init;
+  init.initiate_tag = 0xCAFEF00D;
+  init.a_rwnd = 131072;
+  init.outbound_streams = 10;
+  init.inbound_streams = 65535;
+  init.initial_tsn = 12345;
+  init.parameters.push_back({sctp_param::ipv4_address, {127, 0, 0, 1}});
+  init.parameters.push_back({sctp_param::supported_address_types, {0, 5}});  // padded to 8
+  init.parameters.push_back(sctp_adaptation_parameter(kAdaptationCodePointDdp));
+  Bytes chunks;
+  encode_sctp_init(init, chunks);
+  const Bytes packet = encode_sctp_packet(header(0), chunks);
+  const auto r = decode_sctp_packet(packet);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->chunks.size(), 1u);
+  EXPECT_EQ(r->chunks[0].type, sctp_chunk::init);
+  EXPECT_EQ(r->chunks[0].length, 20 + 8 + 8 + 8);
+  const auto back = decode_sctp_init(r->chunks[0]);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, init);
+  EXPECT_EQ(back->adaptation_code_point(), kAdaptationCodePointDdp);
+  EXPECT_TRUE(back->state_cookie().empty());
+}
+
+TEST(SctpWire, InitAckCarriesStateCookieAndNoAdaptation) {
+  SctpInit ack;
+  ack.ack = true;
+  ack.initiate_tag = 7;
+  ack.parameters.push_back({sctp_param::state_cookie, pattern(13)});  // last one: unpadded len
+  Bytes chunks;
+  encode_sctp_init(ack, chunks);
+  const auto r = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->chunks[0].length, 20 + 4 + 13);
+  const auto back = decode_sctp_init(r->chunks[0]);
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->ack);
+  EXPECT_FALSE(back->adaptation_code_point());
+  EXPECT_EQ(Bytes(back->state_cookie().begin(), back->state_cookie().end()), pattern(13));
+}
+
+TEST(SctpWire, InitParameterPastTheChunkIsMalformed) {
+  SctpInit init;
+  init.parameters.push_back(sctp_adaptation_parameter(1));
+  Bytes chunks;
+  encode_sctp_init(init, chunks);
+  chunks[20 + 3] = 40;  // the adaptation parameter's length now runs past the chunk
+  const auto r = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  ASSERT_TRUE(r);
+  const auto back = decode_sctp_init(r->chunks[0]);
+  ASSERT_FALSE(back);
+  EXPECT_EQ(back.error().code, "sctp.param-length");
+  EXPECT_EQ(back.error().offset, 20u);
+  chunks[20 + 3] = 6;  // within the chunk, but an adaptation indication must be 8 octets
+  const auto r2 = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  ASSERT_TRUE(r2);
+  EXPECT_FALSE(decode_sctp_init(r2->chunks[0]));
+}
+
+TEST(SctpWire, SackCountsPastTheChunkAreMalformed) {
+  SctpSack sack;
+  sack.gap_blocks = {{1, 2}};
+  Bytes chunks;
+  encode_sctp_sack(sack, chunks);
+  chunks[4 + 11] = 9;  // nine duplicate TSNs promised, none present
+  const auto r = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  ASSERT_TRUE(r);
+  const auto s = decode_sctp_sack(r->chunks[0]);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, "sctp.sack-short");
+}
+
+TEST(SctpWire, ControlChunksEncodeTheirTypesFlagsAndLengths) {
+  Bytes chunks;
+  encode_sctp_abort(true, pattern(4), chunks);
+  encode_sctp_shutdown(0xABCDEF01, chunks);
+  encode_sctp_shutdown_ack(chunks);
+  encode_sctp_shutdown_complete(false, chunks);
+  encode_sctp_cookie_echo(pattern(6), chunks);
+  encode_sctp_cookie_ack(chunks);
+  const auto r = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->chunks.size(), 6u);
+  EXPECT_EQ(r->chunks[0].type, sctp_chunk::abort);
+  EXPECT_EQ(r->chunks[0].flags, kSctpFlagT);
+  EXPECT_EQ(r->chunks[0].length, 8);
+  const auto cum = decode_sctp_shutdown(r->chunks[1]);
+  ASSERT_TRUE(cum);
+  EXPECT_EQ(*cum, 0xABCDEF01u);
+  EXPECT_EQ(r->chunks[2].type, sctp_chunk::shutdown_ack);
+  EXPECT_EQ(r->chunks[3].type, sctp_chunk::shutdown_complete);
+  EXPECT_EQ(r->chunks[3].flags, 0);
+  EXPECT_EQ(r->chunks[4].type, sctp_chunk::cookie_echo);
+  EXPECT_EQ(r->chunks[4].length, 10);
+  EXPECT_EQ(r->chunks[5].type, sctp_chunk::cookie_ack);
+  EXPECT_EQ(sctp_chunk_name(sctp_chunk::init_ack), "INIT ACK");
+  EXPECT_TRUE(sctp_chunk_name(200).empty());
+  EXPECT_FALSE(decode_sctp_shutdown(r->chunks[2]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// DDP Stream Session Control (PPID 17)
+// ---------------------------------------------------------------------------------------------
+
+// The function-code numbering is unconfirmed (verify RFC 5043 §5.3, RFC 6581 §8).
+TEST(SctpWire, SessionControlFunctionCodes_unverified) {
+  EXPECT_EQ(ddp_session_fn::legacy_mode_unverified, 0x1);
+  EXPECT_EQ(ddp_session_fn::initiate_unverified, 0x2);
+  EXPECT_EQ(ddp_session_fn::accept_unverified, 0x3);
+  EXPECT_EQ(ddp_session_fn::reject_unverified, 0x4);
+  EXPECT_EQ(ddp_session_fn::terminate_unverified, 0x5);
+  EXPECT_EQ(ddp_session_kind(ddp_session_fn::enhanced_accept_unverified), DdpSessionKind::accept);
+  EXPECT_TRUE(ddp_session_is_enhanced(ddp_session_fn::enhanced_initiate_unverified));
+  EXPECT_FALSE(ddp_session_is_enhanced(ddp_session_fn::initiate_unverified));
+  EXPECT_EQ(ddp_session_kind(0x7777), DdpSessionKind::unknown);
+  EXPECT_EQ(ddp_session_function_name(ddp_session_fn::reject_unverified), "Session Reject");
+}
+
+TEST(SctpWire, SessionControlRoundTrip) {
+  DdpSessionControl m;
+  m.function_code = ddp_session_fn::initiate_unverified;
+  m.private_data = pattern(10);
+  const Bytes wire = encode_ddp_session_control(m);
+  ASSERT_EQ(wire.size(), 14u);
+  EXPECT_EQ(be16(wire, 0), ddp_session_fn::initiate_unverified);
+  EXPECT_EQ(be16(wire, 2), 10);
+  const auto back = decode_ddp_session_control(wire);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, m);
+  EXPECT_FALSE(back->enhanced_pd);
+  EXPECT_EQ(back->ulp_private_data().size(), 10u);
+}
+
+TEST(SctpWire, EnhancedSessionControlCarriesTheRfc6581Word_unverified) {
+  DdpSessionControl m;
+  m.function_code = ddp_session_fn::enhanced_accept_unverified;
+  MpaEnhancedPd pd;
+  pd.peer_to_peer = true;
+  pd.ird = 16;
+  pd.ord = 8;
+  pd.zero_length_write_rtr = true;
+  m.enhanced_pd = pd;
+  m.private_data = pattern(3);
+  const Bytes wire = encode_ddp_session_control(m);
+  ASSERT_EQ(wire.size(), 4u + 4u + 3u);
+  const auto back = decode_ddp_session_control(wire);
+  ASSERT_TRUE(back);
+  ASSERT_TRUE(back->enhanced_pd);
+  EXPECT_EQ(*back->enhanced_pd, pd);
+  EXPECT_EQ(back->private_data.size(), 7u);  // the whole PD, word included
+  const ByteView ulp = back->ulp_private_data();
+  EXPECT_EQ(Bytes(ulp.begin(), ulp.end()), pattern(3));
+}
+
+TEST(SctpWire, SessionControlShortOrTrailingIsMalformed) {
+  DdpSessionControl m;
+  m.function_code = ddp_session_fn::accept_unverified;
+  m.private_data = pattern(6);
+  Bytes wire = encode_ddp_session_control(m);
+  for (std::size_t n = 0; n < wire.size(); ++n) {
+    const auto r = decode_ddp_session_control(ByteView{wire}.first(n));
+    ASSERT_FALSE(r) << n;
+    EXPECT_EQ(r.error().code, "sctp.session-short");
+  }
+  wire.push_back(0);
+  const auto r = decode_ddp_session_control(wire);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "sctp.session-trailing");
+  EXPECT_EQ(r.error().offset, 10u);
+}
+
+TEST(SctpWire, SctpLlpTerminateCodes_unverified) {
+  const TerminateError e = term::sctp_llp(sctp_llp_code::invalid_ppid_unverified);
+  EXPECT_EQ(e.layer, 0x2);
+  EXPECT_EQ(e.etype, llp_etype::sctp_unverified);
+  EXPECT_NE(e.etype, llp_etype::mpa);
+  EXPECT_EQ(terminate_error_name(e),
+            "LLP / SCTP / Invalid SCTP Payload Protocol Identifier (verify RFC 5043)");
+}
+
+}  // namespace
+}  // namespace ddpscope::wire
