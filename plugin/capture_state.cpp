@@ -286,4 +286,97 @@ void CaptureState::on_pdu(const PduEvent& e) {
   pdus_.push_back(std::move(p));
 }
 
+// The DDP header and RDMAP body of one PPID 16 message with core's codecs, as the engine decodes
+// a PDU it shows (no analysis: placed false, no region or message).
+const PduRecord* CaptureState::sctp_segment(std::uint64_t frame, std::size_t nth,
+                                            ByteView message) noexcept {
+  const auto key = std::make_pair(frame, nth);
+  if (auto it = sctp_segment_index_.find(key); it != sctp_segment_index_.end())
+    return &sctp_segments_[it->second];
+  try {
+    PduRecord p;
+    p.sctp = true;
+    p.analysed = false;
+    p.completed_frame = frame;
+    p.raw.assign(message.begin(), message.end());
+    p.raw_size = message.size();
+    p.ulpdu_length = static_cast<std::uint16_t>(std::min<std::size_t>(message.size(), 0xFFFF));
+    auto seg = wire::decode_ddp_segment(message);
+    if (seg) {
+      p.ddp = seg->header;
+      p.payload_size = seg->payload.size();
+      const wire::DdpHeader& h = seg->header;
+      const ByteView body = seg->payload;
+      if (!h.control.tagged && h.mo == 0) {
+        switch (static_cast<wire::Opcode>(wire::RdmapControl::from_byte(h.rsvd_ulp0).opcode)) {
+          case wire::Opcode::read_request:
+            if (auto r = wire::decode_read_request(body)) p.read_request = r.value();
+            break;
+          case wire::Opcode::terminate:
+            if (auto t = wire::decode_terminate(body)) p.terminate = t.value();
+            break;
+          case wire::Opcode::atomic_request:
+            if (auto a = wire::decode_atomic_request(body)) p.atomic_request = a.value();
+            break;
+          case wire::Opcode::atomic_response:
+            if (auto a = wire::decode_atomic_response(body)) p.atomic_response = a.value();
+            break;
+          case wire::Opcode::immediate_data:
+          case wire::Opcode::immediate_data_se:
+            if (auto d = wire::decode_immediate_data(body)) p.immediate_data = d.value();
+            break;
+          default:
+            break;
+        }
+      }
+    }
+    if (p.terminate) {
+      const wire::TerminateControl& c = p.terminate->control;
+      p.term_layer_name = std::string(term_layer_name(c.layer));
+      p.term_etype_name = std::string(term_etype_name(c.layer, c.etype));
+      p.term_code_name = std::string(term_code_name(c.layer, c.etype, c.code));
+      p.quoted_term_name = terminate_error_name(c.layer, c.etype, c.code);
+    }
+    p.info = p.ddp ? describe_pdu(p)
+                   : "DDP segment too short (" + std::to_string(message.size()) + " octets)";
+    sctp_segment_index_[key] = sctp_segments_.size();
+    sctp_segments_.push_back(std::move(p));
+    return &sctp_segments_.back();
+  } catch (...) {
+    ++internal_errors_;
+    return nullptr;
+  }
+}
+
+const SessionControlRecord* CaptureState::sctp_session(std::uint64_t frame, std::size_t nth,
+                                                       ByteView message) noexcept {
+  const auto key = std::make_pair(frame, nth);
+  if (auto it = sctp_session_index_.find(key); it != sctp_session_index_.end())
+    return &sctp_sessions_[it->second];
+  try {
+    SessionControlRecord r;
+    auto d = wire::decode_ddp_session_control(message);
+    if (d) {
+      r.ok = true;
+      r.message = d.value();
+      const std::string_view name = wire::ddp_session_function_name(r.message.function_code);
+      r.function_name = name.empty() ? "Unknown function" : std::string(name);
+      r.info = "DDP Stream " + r.function_name;
+      if (r.message.enhanced_pd) {
+        r.info += " IRD=" + std::to_string(r.message.enhanced_pd->ird) +
+                  " ORD=" + std::to_string(r.message.enhanced_pd->ord);
+      }
+    } else {
+      r.error = d.error().message;
+      r.info = "Malformed DDP Stream Session Control: " + r.error;
+    }
+    sctp_session_index_[key] = sctp_sessions_.size();
+    sctp_sessions_.push_back(std::move(r));
+    return &sctp_sessions_.back();
+  } catch (...) {
+    ++internal_errors_;
+    return nullptr;
+  }
+}
+
 }  // namespace ddpscope::plugin

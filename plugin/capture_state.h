@@ -15,12 +15,17 @@
 #include <vector>
 
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/wire/sctp.h"
 
 namespace ddpscope::plugin {
 
 // One PDU as core framed and analysed it, owning copies of everything the tree shows.
 struct PduRecord {
   PduKind kind = PduKind::fpdu;
+  // sctp: one PPID 16 user message holding one DDP segment (RFC 5043), drawn without an MPA
+  // item; raw is the message.
+  bool sctp = false;
+  bool analysed = true;  // false: decoded only (no analysis subtree, nothing handed up)
   std::uint32_t stream = 0;
   int direction = 0;
   std::uint64_t stream_offset = 0;
@@ -94,6 +99,15 @@ struct FrameRecord {
   std::string info;  // info column when several PDUs complete here (else: the one PDU's info)
 };
 
+// One DDP Stream Session Control message (PPID 17, RFC 5043), decoded on the first pass.
+struct SessionControlRecord {
+  bool ok = false;
+  wire::DdpSessionControl message;
+  std::string function_name;  // "Enhanced Session Accept", ... ("Unknown" for other codes)
+  std::string error;          // !ok: why it did not decode
+  std::string info;
+};
+
 struct PluginOptions {
   AnalyzerOptions analyzer;
   std::optional<std::vector<RegionSpec>> regions;  // the regions file, when one is given
@@ -132,6 +146,14 @@ class CaptureState final : private AnalysisObserver {
     return finding < finding_reported_in_.size() ? finding_reported_in_[finding] : 0;
   }
 
+  // SCTP user messages Wireshark's SCTP dissector hands the plugin (PPID 16 and 17), decoded by
+  // core's codecs on the first pass (the n-th message of the frame) and found again on later
+  // visits; nullptr when not recorded. Decode only: the analysis of DDP over SCTP comes from
+  // the Analyzer's SCTP LLP, not from here.
+  const PduRecord* sctp_segment(std::uint64_t frame, std::size_t nth, ByteView message) noexcept;
+  const SessionControlRecord* sctp_session(std::uint64_t frame, std::size_t nth,
+                                           ByteView message) noexcept;
+
   const FrameRecord* frame(std::uint64_t n) const;
   FrameRecord& frame_mut(std::uint64_t n) { return frames_[n]; }
   const PduRecord& pdu(std::uint32_t i) const { return pdus_[i]; }
@@ -149,6 +171,10 @@ class CaptureState final : private AnalysisObserver {
   PluginOptions options_;
   Analyzer analyzer_;
   std::deque<PduRecord> pdus_;  // a deque: growing never copies the records already stored
+  std::deque<PduRecord> sctp_segments_;
+  std::deque<SessionControlRecord> sctp_sessions_;
+  std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> sctp_segment_index_;
+  std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> sctp_session_index_;
   std::map<std::uint64_t, FrameRecord> frames_;
   std::map<std::pair<net::Endpoint, net::Endpoint>, std::uint32_t> stream_index_;
   std::size_t streams_indexed_ = 0;

@@ -23,4 +23,12 @@ struct DrawContext {
 void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pinfo,
                 proto_tree* tree);
 
+// DDP over SCTP, decode only (RFC 5043): one PPID 16 user message (the tvb Wireshark's SCTP
+// dissector hands on) as a DDP segment and its RDMAP message, with the same iwarp.ddp.* and
+// iwarp.rdmap.* fields as over MPA; one PPID 17 message as DDP Stream Session Control.
+void draw_sctp_segment(const DrawContext& ctx, const PduRecord& p, tvbuff_t* message,
+                       packet_info* pinfo, proto_tree* tree);
+void draw_sctp_session(const SessionControlRecord& r, tvbuff_t* tvb, packet_info* pinfo,
+                       proto_tree* tree);
+
 }  // namespace ddpscope::plugin

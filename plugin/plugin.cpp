@@ -17,6 +17,7 @@
 #include <epan/packet.h>
 #include <epan/prefs.h>
 #include <epan/proto.h>
+#include <epan/proto_data.h>
 #include <epan/tap.h>
 #include <ws_version.h>
 
@@ -194,6 +195,47 @@ gboolean dissect_heur(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*
   return TRUE;
 }
 
+// DDP over SCTP (RFC 5043): Wireshark's SCTP dissector reassembles each user message and hands
+// it on by PPID. Decode only, through core's codecs on the first pass (capture_state): the
+// Analyzer has no SCTP LLP to feed yet. The n-th message of a PPID in the frame names the record
+// on later visits (a counter per dissection, kept in the packet's scope).
+std::size_t next_message_index(packet_info* pinfo, std::uint32_t ppid) {
+  auto* n = static_cast<std::size_t*>(p_get_proto_data(pinfo->pool, pinfo, proto.ddp, ppid));
+  if (n == nullptr) {
+    n = wmem_new0(pinfo->pool, std::size_t);
+    p_add_proto_data(pinfo->pool, pinfo, proto.ddp, ppid, n);
+  }
+  return (*n)++;
+}
+
+ByteView tvb_bytes(tvbuff_t* tvb) {
+  const guint n = tvb_captured_length(tvb);
+  return n == 0 ? ByteView() : ByteView(tvb_get_ptr(tvb, 0, static_cast<gint>(n)), n);
+}
+
+int dissect_sctp_ddp(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*data*/) {
+  if (!active || state == nullptr) return 0;
+  const std::size_t nth = next_message_index(pinfo, wire::kPpidDdpSegment);
+  const PduRecord* p = state->sctp_segment(pinfo->num, nth, tvb_bytes(tvb));
+  if (p == nullptr) return 0;
+  DrawContext ctx;
+  ctx.state = state;
+  ctx.frame_tvb = tvb;
+  ctx.upper_heuristics = upper_heuristics;
+  ctx.data_handle = data_handle;
+  draw_sctp_segment(ctx, *p, tvb, pinfo, tree);
+  return static_cast<int>(tvb_captured_length(tvb));
+}
+
+int dissect_sctp_session(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*data*/) {
+  if (!active || state == nullptr) return 0;
+  const std::size_t nth = next_message_index(pinfo, wire::kPpidDdpSessionControl);
+  const SessionControlRecord* r = state->sctp_session(pinfo->num, nth, tvb_bytes(tvb));
+  if (r == nullptr) return 0;
+  draw_sctp_session(*r, tvb, pinfo, tree);
+  return static_cast<int>(tvb_captured_length(tvb));
+}
+
 // Last occurrence of a field in the frame's tree (the innermost TCP layer).
 field_info* last_field(proto_tree* tree, int id) {
   if (tree == nullptr || id < 0) return nullptr;
@@ -369,6 +411,8 @@ void register_protocols() {
       proto_register_protocol("iWARP Direct Data Placement (ddpscope)", "iWARP-DDP", "iwarp.ddp");
   proto.rdmap = proto_register_protocol("iWARP Remote Direct Memory Access Protocol (ddpscope)",
                                         "iWARP-RDMAP", "iwarp.rdmap");
+  proto.sctp_session = proto_register_protocol("iWARP DDP Stream Session Control (ddpscope)",
+                                               "iWARP-SCTP-Session", "iwarp.sctp_session");
   register_fields();
 
   module_t* prefs = prefs_register_protocol(proto.mpa, nullptr);
@@ -412,6 +456,11 @@ void handoff() {
   dissector_add_for_decode_as("tcp.port", claim_handle);
   tcp_port_table = find_dissector_table("tcp.port");
   register_postdissector(post_handle);
+  // RFC 5043's two PPIDs (Wireshark 4.0 names them and decodes neither).
+  dissector_add_uint("sctp.ppi", wire::kPpidDdpSegment,
+                     create_dissector_handle(dissect_sctp_ddp, proto.ddp));
+  dissector_add_uint("sctp.ppi", wire::kPpidDdpSessionControl,
+                     create_dissector_handle(dissect_sctp_session, proto.sctp_session));
   data_handle = find_dissector("data");
   upper_heuristics = find_heur_dissector_list("iwarp_ddp_rdmap");
 
