@@ -6,6 +6,7 @@ needs root), captured on lo by `ddpscope live`; the capture is real SCTP as tsha
 (CRC32c good on every packet, the Adaptation Layer Indication in INIT and INIT-ACK, two session
 control messages on PPID 17, one PPID 16 message per DDP segment). `--sctp-stack kernel` where
 the kernel has no SCTP fails with a clear message."""
+import json
 import os
 import shutil
 import signal
@@ -15,7 +16,7 @@ import tempfile
 import time
 import unittest
 
-from ddpscope_cli import free_port, run, start  # noqa: E402
+from ddpscope_cli import free_port, run, start, wait_port_file  # noqa: E402
 
 TSHARK = shutil.which("tshark")
 PPID_DDP_SEGMENT = 16
@@ -142,6 +143,54 @@ class SctpRping(unittest.TestCase):
         ppids = [int(p) for r in rows if r[2] for p in r[2].split(",")]
         self.assertEqual(ppids.count(PPID_SESSION_CONTROL), 2, ppids)
         self.assertEqual(ppids.count(PPID_DDP_SEGMENT), 1 + 2 * 3 + 2 * 4, ppids)
+
+    def test_endpoint_script_over_sctp(self):
+        """`ddpscope endpoint listen/connect --llp sctp`: every operation of a script (Write,
+        Read, atomics, Immediate Data, Send) over usrsctp, on a port the stack picked."""
+        portfile = os.path.join(self.tmp.name, "port")
+        server_script = os.path.join(self.tmp.name, "server.json")
+        with open(server_script, "w") as f:
+            json.dump({"regions": [{"name": "buf", "size": 8192, "access": "rwa",
+                                    "fill": "pattern", "seed": 4}],
+                       "ops": [{"op": "advertise", "region": "buf"}, {"op": "wait_write"},
+                               {"op": "wait_recv"}]}, f)
+        client_script = os.path.join(self.tmp.name, "client.json")
+        with open(client_script, "w") as f:
+            json.dump({"regions": [{"name": "buf", "size": 8192}],
+                       "ops": [{"op": "wait_recv"},
+                               {"op": "write", "remote": 0, "offset": 16, "size": 4000},
+                               {"op": "read", "remote": 0, "offset": 0, "size": 8192,
+                                "into": "buf"},
+                               {"op": "fetch_add", "remote": 0, "offset": 8, "add": 3},
+                               {"op": "immediate", "value": 77},
+                               {"op": "send", "text": "bye", "se": True},
+                               {"op": "close"}]}, f)
+        server = start("endpoint", "listen", "-p", 0, "--port-file", portfile, "--script",
+                       server_script, "--llp", "sctp", "--sctp-stack", "user")
+        port = wait_port_file(portfile)
+        self.assertNotEqual(port, 0)
+        client = run("endpoint", "connect", "-p", port, "--script", client_script, "--llp",
+                     "sctp", "--sctp-stack", "user")
+        out, err = server.communicate(timeout=30)
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(server.returncode, 0, out + err)
+        self.assertIn("read_completed length=8192", client.stdout)
+        self.assertIn("atomic_completed", client.stdout)
+        self.assertIn("write_placed length=4000", out)
+        self.assertIn("immediate_received length=8 value=77", out)
+        self.assertIn("recv_completed length=3", out)
+
+    def test_endpoint_reject_over_sctp(self):
+        """A Session Reject with the responder's private data (RFC 5043's Reject)."""
+        portfile = os.path.join(self.tmp.name, "port")
+        server = start("endpoint", "listen", "-p", 0, "--port-file", portfile, "--reject",
+                       "--private-data", "busy", "--llp", "sctp", "--sctp-stack", "user")
+        port = wait_port_file(portfile)
+        client = run("endpoint", "connect", "-p", port, "--send", "x", "--llp", "sctp",
+                     "--sctp-stack", "user")
+        server.communicate(timeout=30)
+        self.assertEqual(client.returncode, 1)
+        self.assertIn("rejected", client.stdout)
 
     @unittest.skipIf(kernel_has_sctp(), "this kernel has SCTP")
     def test_kernel_stack_without_kernel_sctp_says_so(self):
