@@ -50,7 +50,13 @@ void Analyzer::feed_decoded(std::uint64_t frame, std::int64_t ts_ns, std::size_t
     case net::FrameStatus::tcp:
       feed_tcp(frame, ts_ns, d.tcp);
       break;
-    case net::FrameStatus::sctp:  // the SCTP LLP (engine_sctp.cpp) comes next
+    case net::FrameStatus::sctp:
+      if (!impl_->user_regions.empty()) {
+        impl_->ensure_ownerless_regions(d.sctp.src);
+        impl_->ensure_ownerless_regions(d.sctp.dst);
+      }
+      impl_->feed_sctp(frame, ts_ns, d.sctp);
+      break;
     case net::FrameStatus::not_tcp:
       m.frames_not_tcp++;
       break;

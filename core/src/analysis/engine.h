@@ -4,6 +4,9 @@
 //   engine_tcp.cpp   connections, TCP reassembly, capture loss, budgets across streams
 //   engine_mpa.cpp   the MPA LLP: handshake (mpa/negotiate.h), FPDU framing, CRC, markers,
 //                    MULPDU, setup order — hands each DDP segment over the LLP boundary
+//   engine_sctp.cpp  the SCTP LLP: associations, TSN-ordered reassembly of user messages per
+//                    direction, capture loss, DDP Stream Session Control (PPID 17) — hands each
+//                    PPID 16 message, one DDP segment, over the same LLP boundary
 //   engine_sink.cpp  each DDP segment through the Data Sink model (rdmap/data_sink.h) of its
 //                    direction: findings from its Violations, placement into shadow buffers,
 //                    message records and delivery, what completed RDMAP messages teach
@@ -26,6 +29,7 @@
 #include "ddpscope/rdmap/data_sink.h"
 #include "ddpscope/tcp/reassembly.h"
 #include "ddpscope/ulp/advert.h"
+#include "ddpscope/wire/sctp.h"
 #include "engine_ulp.h"
 
 namespace ddpscope {
@@ -78,6 +82,9 @@ struct DirectionEngine {
   Consequence last_loss = Consequence::none;  // what this direction last lost octets to
 };
 
+// A DDP stream, whatever its LLP: over MPA one TCP connection (its reassemblers and framers
+// used), over SCTP one SCTP stream of an association (engine_sctp.cpp feeds the DDP segments;
+// `reasm` and `framer` stay idle).
 struct Connection {
   Connection(const Limits& l, HistoryBudget* budget)
       : d{std::make_unique<DirectionEngine>(l, budget),
@@ -93,6 +100,58 @@ struct Connection {
   std::uint64_t reply_frame = 0;   // the MPA Reply's frame (0: none seen)
   bool replaced = false;           // a new connection on its 4-tuple began: it has ended
   std::unique_ptr<UlpStream> ulp;  // the upper layer's decoders and commands (engine_ulp.cpp)
+  // llp sctp: the association (index into Impl::assocs) and whether the stream's client is the
+  // association's second endpoint (stream direction = association direction XOR flipped).
+  Llp llp = Llp::mpa;
+  std::size_t assoc = kNoIndex;
+  bool flipped = false;
+};
+
+// ---- SCTP (engine_sctp.cpp) -----------------------------------------------------------------
+
+// A DATA chunk held until the TSNs before it arrive.
+struct SctpHeldChunk {
+  std::uint8_t flags = 0;
+  std::uint16_t stream_id = 0;
+  std::uint16_t ssn = 0;
+  std::uint32_t ppid = 0;
+  Bytes data;
+  FrameSlice slice;
+};
+
+// A user message being put together from its fragments (B ... E), per SCTP stream and U flag.
+struct SctpMessageBuild {
+  std::uint32_t ppid = 0;
+  Bytes data;
+  std::vector<FrameSlice> slices;
+  std::uint32_t chunks = 0;
+  bool oversize = false;  // past the cap: dropped until its E fragment
+};
+
+// One direction of an association: its sender's DATA chunks in TSN order (RFC 9260 §6.5).
+struct SctpDirection {
+  bool tsn_known = false;
+  std::uint32_t next_tsn = 0;                          // the TSN expected next
+  std::map<std::uint32_t, SctpHeldChunk> ahead;        // chunks past a hole, by TSN
+  std::size_t ahead_bytes = 0;                         // their octets plus kHeldOverhead each
+  std::map<std::uint32_t, SctpMessageBuild> building;  // by stream id | U << 16
+  // CRC32c of the last delivered chunks' data, by TSN: what a retransmission is compared with.
+  std::deque<std::pair<std::uint32_t, std::uint32_t>> recent;
+  bool ppid_reported = false;                       // sctp.ppid-invalid: once per direction
+  static constexpr std::size_t kHeldOverhead = 96;  // per held chunk: the map node and header
+  static constexpr std::size_t kRecent = 1024;
+};
+
+struct SctpAssociation {
+  std::array<net::Endpoint, 2> ep;      // ep[0]: the INIT's sender, or the first sender seen
+  bool provisional = true;              // ep[0] guessed, not proven by an INIT
+  bool setup_seen = false;              // the INIT or INIT ACK was captured
+  std::array<std::uint32_t, 2> vtag{};  // the tag packets from ep[i] carry
+  std::array<std::optional<std::uint32_t>, 2> adaptation;  // code point ep[i] announced
+  bool over_udp = false;
+  std::array<SctpDirection, 2> d;                // d[i]: what ep[i] sends
+  std::map<std::uint16_t, std::size_t> streams;  // SCTP stream id -> DDP stream (conns index)
+  bool closed = false;                           // ABORT or SHUTDOWN COMPLETE seen
 };
 
 struct ConnectionKey {
@@ -112,6 +171,9 @@ struct Analyzer::Impl {
   HistoryBudget history_budget{options.limits.max_history_total};
   std::map<ConnectionKey, std::size_t> conn_index;
   std::vector<std::unique_ptr<Connection>> conns;
+  std::map<ConnectionKey, std::size_t> assoc_index;
+  std::vector<std::unique_ptr<SctpAssociation>> assocs;
+  std::size_t sctp_held_total = 0;  // octets held by all associations' directions
   std::vector<RegionSpec> user_regions;
   bool regions_known = false;  // the user gave a regions file (even an empty one)
   std::set<std::string, std::less<>> limits_reported;
@@ -192,6 +254,27 @@ struct Analyzer::Impl {
     void on_raw_pdu(RawPdu& pdu) override;
   };
 
+  // ---- SCTP (engine_sctp.cpp) ----
+  void feed_sctp(std::uint64_t frame, std::int64_t ts, const net::SctpDatagram& dg);
+  // The association's index in `assocs` (kNoIndex past max_streams) and the sender's side.
+  std::size_t association_for(std::uint64_t frame, const net::SctpDatagram& dg,
+                              const wire::SctpCommonHeader& h, int& dir);
+  void sctp_data(SctpAssociation& a, std::size_t ai, int dir, const wire::SctpData& d,
+                 FrameSlice slice);
+  void sctp_deliver(SctpAssociation& a, std::size_t ai, int dir, SctpHeldChunk& chunk);
+  void sctp_acked(SctpAssociation& a, std::size_t ai, int dir, std::uint32_t cum_ack);
+  void sctp_gap_to(SctpAssociation& a, std::size_t ai, int dir, std::uint32_t tsn,
+                   std::uint64_t frame);
+  void sctp_drain(SctpAssociation& a, std::size_t ai, int dir);
+  void sctp_message(SctpAssociation& a, std::size_t ai, int dir, std::uint16_t stream_id,
+                    SctpMessageBuild& m);
+  Connection* sctp_stream(SctpAssociation& a, std::size_t ai, std::uint16_t stream_id,
+                          int client_dir);
+  void sctp_session(SctpAssociation& a, Connection& c, int dir, const wire::DdpSessionControl& m,
+                    const Ctx& ctx);
+  void sctp_segment(Connection& c, int dir, SctpMessageBuild& m, const Ctx& ctx);
+  void sctp_finish();
+
   // ---- MPA (engine_mpa.cpp) ----
   void on_raw_pdu(Connection& c, int dir, RawPdu& p);
   void on_not_mpa(Connection& c, int dir, const Ctx& ctx);
@@ -222,7 +305,9 @@ struct Analyzer::Impl {
   // ---- upper layers (engine_ulp.cpp) ----
   UlpStream& ulp_of(Connection& c);
   // The MPA Reply settled the stream: its Request's and Reply's private data to the decoders.
-  void ulp_setup(Connection& c);
+  void ulp_setup(Connection& c);  // MPA: the two frames' ULP private data
+  void ulp_setup(Connection& c, std::optional<ByteView> request_pd,
+                 std::optional<ByteView> reply_pd);
   // A complete Send: regions, commands and completions the decoders find in it.
   void advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t op, ByteView body,
                       std::uint64_t length, std::uint32_t invalidate_stag);

@@ -250,10 +250,16 @@ void Analyzer::Impl::on_gap(Connection& c, int dir, std::uint64_t offset, std::u
 // ---- end of input and the user's regions ---------------------------------------------------
 
 void Analyzer::Impl::finish() {
+  sctp_finish();  // chunks still held past a hole: gaps, then delivered (engine_sctp.cpp)
   for (auto& cp : conns) {
     Connection& c = *cp;
     const StreamModel& sm = model.streams[c.stream];
     if (sm.state == StreamState::not_iwarp || sm.state == StreamState::unknown) continue;
+    if (c.llp == Llp::sctp) {
+      for (int dir = 0; dir < 2; ++dir)
+        finish_direction(c, dir);
+      continue;
+    }
     for (int dir = 0; dir < 2; ++dir) {
       DirectionCallbacks callbacks{*this, c, dir};
       c.ds(dir).reasm.flush(callbacks);

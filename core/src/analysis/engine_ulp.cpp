@@ -66,17 +66,22 @@ UlpStream& Analyzer::Impl::ulp_of(Connection& c) {
 }
 
 void Analyzer::Impl::ulp_setup(Connection& c) {
+  const StreamModel& sm = model.streams[c.stream];
+  std::optional<ByteView> request, reply;
+  if (sm.dirs[0].mpa_frame) request = sm.dirs[0].mpa_frame->ulp_private_data();
+  if (sm.dirs[1].mpa_frame) reply = sm.dirs[1].mpa_frame->ulp_private_data();
+  ulp_setup(c, request, reply);
+}
+
+// The stream's set-up (an MPA Request/Reply, or SCTP's Session Initiate/Accept): the ULP part
+// of each side's private data, i.e. the RDMA CM private data.
+void Analyzer::Impl::ulp_setup(Connection& c, std::optional<ByteView> request_pd,
+                               std::optional<ByteView> reply_pd) {
   if (!options.decode_advertisements) return;
   StreamModel& sm = model.streams[c.stream];
   UlpSetup s;
-  if (sm.dirs[0].mpa_frame) {
-    const ByteView pd = sm.dirs[0].mpa_frame->ulp_private_data();
-    s.request = Bytes(pd.begin(), pd.end());
-  }
-  if (sm.dirs[1].mpa_frame) {
-    const ByteView pd = sm.dirs[1].mpa_frame->ulp_private_data();
-    s.reply = Bytes(pd.begin(), pd.end());
-  }
+  if (request_pd) s.request = Bytes(request_pd->begin(), request_pd->end());
+  if (reply_pd) s.reply = Bytes(reply_pd->begin(), reply_pd->end());
   s.initiator = sm.client;
   s.responder = sm.server;
   UlpStream& u = ulp_of(c);

@@ -18,8 +18,14 @@
 #include "ddpscope/net/packet.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
+#include "ddpscope/wire/sctp.h"
 
 namespace ddpscope {
+
+// The Lower Layer Protocol a DDP stream runs over (RFC 5041 §1): MPA over TCP (RFC 5044), or
+// one SCTP stream of an association (RFC 5043).
+enum class Llp : std::uint8_t { mpa, sctp };
+std::string_view to_string(Llp llp);  // "mpa", "sctp"
 
 // MPA parameters of one direction (what its sender does).
 struct MpaDirectionParams {
@@ -58,6 +64,31 @@ struct DirectionModel {
   std::array<OpcodeCounters, wire::kOpcodeCount> opcodes{};
   std::map<std::uint32_t, QueueStats> queues;
   std::uint64_t bytes_placed = 0;  // tagged octets placed at the peer
+  // SCTP (llp sctp): DATA chunks of this stream's user messages, and the user messages (PPID
+  // 16: DDP segments, PPID 17: session control).
+  std::uint64_t sctp_chunks = 0;
+  std::uint64_t sctp_messages = 0;
+};
+
+// One DDP Stream Session Control message (PPID 17, RFC 5043 §5) seen on an SCTP stream.
+struct SctpSessionRecord {
+  std::uint64_t frame = 0;  // the frame of its first DATA chunk
+  int direction = 0;        // of the stream (0: client->server)
+  wire::DdpSessionControl message;
+};
+
+// What an SCTP DDP stream is: one SCTP stream of an association (RFC 5043 §4).
+struct SctpStreamInfo {
+  std::uint16_t stream_id = 0;
+  // Both INIT and INIT ACK carried the DDP Adaptation Code Point (RFC 5043 §5.1). False when
+  // the association's setup was not in the capture.
+  bool adaptation = false;
+  std::array<std::uint16_t, 2> ports{};  // the client's, the server's
+  // The verification tag of packets client->server and server->client (0: none seen).
+  std::array<std::uint32_t, 2> vtags{};
+  bool over_udp = false;                   // RFC 6951 encapsulation
+  std::vector<SctpSessionRecord> session;  // session control messages, in order (first 16)
+  static constexpr std::size_t kMaxSessionRecords = 16;
 };
 
 enum class StreamState : std::uint8_t {
@@ -72,7 +103,9 @@ std::string_view to_string(StreamState s);
 
 struct StreamModel {
   std::uint32_t id = 0;
-  net::Endpoint client;  // initiator (sent the MPA Request, or the SYN)
+  Llp llp = Llp::mpa;
+  std::optional<SctpStreamInfo> sctp;  // llp sctp
+  net::Endpoint client;                // initiator (sent the MPA Request, or the SYN)
   net::Endpoint server;
   StreamState state = StreamState::unknown;
   bool mid_stream = false;  // analysed from a hint, no handshake seen
@@ -127,6 +160,7 @@ struct Model {
   std::vector<MessageRecord> messages;
   std::uint64_t frames = 0;
   std::uint64_t frames_not_tcp = 0;
+  std::uint64_t frames_sctp = 0;  // SCTP packets fed (over IP or UDP)
   std::uint64_t frames_unsupported = 0;
   std::uint64_t frames_malformed = 0;
   std::uint64_t bytes = 0;  // captured octets fed

@@ -56,10 +56,14 @@ struct SegmentAnalysis {
 struct PduEvent {
   std::uint32_t stream = 0;
   int direction = 0;
+  // fpdu: one DDP segment. Over MPA an FPDU; over SCTP (llp sctp) one PPID 16 user message,
+  // with no MPA fields (ulpdu is the whole message, crc_ok true, no markers).
   PduKind kind = PduKind::fpdu;
-  std::uint64_t stream_offset = 0;  // of raw[0] in the direction's byte stream
-  ByteView raw;                     // octets as on the wire (markers included); valid in callback
-  std::vector<FrameSlice> slices;   // where raw came from, in order
+  Llp llp = Llp::mpa;
+  std::uint16_t sctp_stream_id = 0;  // llp sctp
+  std::uint64_t stream_offset = 0;   // of raw[0] in the direction's byte stream
+  ByteView raw;                      // octets as on the wire (markers included); valid in callback
+  std::vector<FrameSlice> slices;    // where raw came from, in order
   // MPA Request/Reply
   const wire::MpaReqRep* reqrep = nullptr;
   // FPDU (markers removed): length, ULPDU, pad, CRC field

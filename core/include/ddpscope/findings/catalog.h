@@ -39,6 +39,13 @@ enum class FindingId : std::uint16_t {
   mpa_crc_detected,
   mpa_reserved_bits,
   mpa_private_data_long,
+  // SCTP, DDP's second LLP (RFC 5043)
+  sctp_checksum_mismatch,
+  sctp_gap,
+  sctp_retransmission_conflict,
+  sctp_ppid_invalid,
+  sctp_session_invalid,
+  sctp_session_rejected,
   // DDP
   ddp_version_invalid,
   ddp_reserved_nonzero,
@@ -83,7 +90,7 @@ struct FindingSpec {
   FindingId id;
   std::string_view code;  // stable dotted name, e.g. "ddp.tagged.bounds"
   Severity severity;
-  std::string_view layer;  // "tcp", "capture", "mpa", "ddp", "rdmap", "ulp", "engine"
+  std::string_view layer;  // "tcp", "capture", "mpa", "sctp", "ddp", "rdmap", "ulp", "engine"
   std::string_view rfc;    // the rule's home, e.g. "RFC 5041 §7.2"
   std::optional<TerminateError> terminate;  // what a compliant Data Sink sends
   std::string_view summary;                 // one line
@@ -97,7 +104,7 @@ std::optional<FindingId> finding_by_code(std::string_view code);
 // is not blamed on the peer (severity note).
 enum class Consequence : std::uint8_t {
   none,
-  gap,  // octets missing from the capture (tcp.gap, or a capture that ends first)
+  gap,  // octets missing from the capture (tcp.gap, sctp.gap, or a capture that ends first)
   crc,  // an FPDU dropped for its CRC (mpa.crc-mismatch, RFC 5044 §8: a sink never places it)
 };
 std::string_view to_string(Consequence c);
