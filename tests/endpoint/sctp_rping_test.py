@@ -4,8 +4,9 @@
 complete over 127.0.0.1 with verified data (usrsctp over raw IPv4 where the kernel has no SCTP:
 needs root), captured on lo by `ddpscope live`; the capture is real SCTP as tshark reads it
 (CRC32c good on every packet, the Adaptation Layer Indication in INIT and INIT-ACK, two session
-control messages on PPID 17, one PPID 16 message per DDP segment). `--sctp-stack kernel` where
-the kernel has no SCTP fails with a clear message."""
+control messages on PPID 17, one PPID 16 message per DDP segment), and the analyzer's SCTP LLP
+finds one DDP stream with every segment and message and no finding. `--sctp-stack kernel`
+where the kernel has no SCTP fails with a clear message."""
 import json
 import os
 import shutil
@@ -115,6 +116,19 @@ class SctpRping(unittest.TestCase):
         self.assertEqual(sorted(r[0] for r in ali), ["1", "2"], ali)
         for r in ali:
             self.assertEqual(int(r[1], 0), ADAPTATION_CODE_POINT_DDP, r)
+        # The analyzer's SCTP LLP: one DDP stream, every PPID 16 message one DDP segment, rping's
+        # messages (per iteration 2 + 1 and 1 + 1 + 2, and the RTR), no finding at all.
+        rep = json.loads(run("analyze", pcap, "--json").stdout)
+        self.assertEqual(rep["summary"]["frames_not_tcp"], 0)
+        self.assertEqual(len(rep["streams"]), 1, rep["streams"])
+        stream = rep["streams"][0]
+        if "llp" in stream:  # the report's LLP fields (branch sctp's JSON)
+            self.assertEqual(stream["llp"], "sctp")
+        segments = sum(o["segments"] for d in stream["directions"]
+                       for o in d["opcodes"].values())
+        self.assertEqual(segments, ppids.count(PPID_DDP_SEGMENT))
+        self.assertEqual(rep["summary"]["messages"], 1 + count * 3 + count * 4)
+        self.assertEqual(rep["findings"], [])
 
     @unittest.skipUnless(TSHARK, "tshark not installed")
     def test_rping_over_udp_encapsulation(self):
