@@ -125,6 +125,23 @@ void CaptureState::feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpS
   current_payload_ = {};
 }
 
+void CaptureState::feed_ip(std::uint64_t frame, std::int64_t ts_ns, ByteView ip_packet,
+                           std::uint32_t wire_length) noexcept {
+  if (finished_ || frame <= last_frame_) return;
+  current_frame_ = frame;
+  current_ts_ns_ = ts_ns;
+  current_payload_ = {};
+  last_frame_ = frame;
+  try {
+    analyzer_.feed_frame(frame, ts_ns, static_cast<std::uint32_t>(net::LinkType::raw), ip_packet,
+                         wire_length);
+    index_new_streams();
+    collect_new_findings();
+  } catch (...) {
+    ++internal_errors_;
+  }
+}
+
 void CaptureState::finish() noexcept {
   if (finished_) return;
   current_frame_ = last_frame_;
@@ -208,6 +225,7 @@ bool CaptureState::in_current_payload(const PduEvent& e) const {
 void CaptureState::on_pdu(const PduEvent& e) {
   PduRecord p;
   p.kind = e.kind;
+  p.sctp = e.llp == Llp::sctp;
   p.stream = e.stream;
   p.direction = e.direction;
   p.stream_offset = e.stream_offset;
@@ -286,68 +304,7 @@ void CaptureState::on_pdu(const PduEvent& e) {
   pdus_.push_back(std::move(p));
 }
 
-// The DDP header and RDMAP body of one PPID 16 message with core's codecs, as the engine decodes
-// a PDU it shows (no analysis: placed false, no region or message).
-const PduRecord* CaptureState::sctp_segment(std::uint64_t frame, std::size_t nth,
-                                            ByteView message) noexcept {
-  const auto key = std::make_pair(frame, nth);
-  if (auto it = sctp_segment_index_.find(key); it != sctp_segment_index_.end())
-    return &sctp_segments_[it->second];
-  try {
-    PduRecord p;
-    p.sctp = true;
-    p.analysed = false;
-    p.completed_frame = frame;
-    p.raw.assign(message.begin(), message.end());
-    p.raw_size = message.size();
-    p.ulpdu_length = static_cast<std::uint16_t>(std::min<std::size_t>(message.size(), 0xFFFF));
-    auto seg = wire::decode_ddp_segment(message);
-    if (seg) {
-      p.ddp = seg->header;
-      p.payload_size = seg->payload.size();
-      const wire::DdpHeader& h = seg->header;
-      const ByteView body = seg->payload;
-      if (!h.control.tagged && h.mo == 0) {
-        switch (static_cast<wire::Opcode>(wire::RdmapControl::from_byte(h.rsvd_ulp0).opcode)) {
-          case wire::Opcode::read_request:
-            if (auto r = wire::decode_read_request(body)) p.read_request = r.value();
-            break;
-          case wire::Opcode::terminate:
-            if (auto t = wire::decode_terminate(body)) p.terminate = t.value();
-            break;
-          case wire::Opcode::atomic_request:
-            if (auto a = wire::decode_atomic_request(body)) p.atomic_request = a.value();
-            break;
-          case wire::Opcode::atomic_response:
-            if (auto a = wire::decode_atomic_response(body)) p.atomic_response = a.value();
-            break;
-          case wire::Opcode::immediate_data:
-          case wire::Opcode::immediate_data_se:
-            if (auto d = wire::decode_immediate_data(body)) p.immediate_data = d.value();
-            break;
-          default:
-            break;
-        }
-      }
-    }
-    if (p.terminate) {
-      const wire::TerminateControl& c = p.terminate->control;
-      p.term_layer_name = std::string(term_layer_name(c.layer));
-      p.term_etype_name = std::string(term_etype_name(c.layer, c.etype));
-      p.term_code_name = std::string(term_code_name(c.layer, c.etype, c.code));
-      p.quoted_term_name = terminate_error_name(c.layer, c.etype, c.code);
-    }
-    p.info = p.ddp ? describe_pdu(p)
-                   : "DDP segment too short (" + std::to_string(message.size()) + " octets)";
-    sctp_segment_index_[key] = sctp_segments_.size();
-    sctp_segments_.push_back(std::move(p));
-    return &sctp_segments_.back();
-  } catch (...) {
-    ++internal_errors_;
-    return nullptr;
-  }
-}
-
+// One PPID 17 message through core's codec (the analysis keeps its own session records).
 const SessionControlRecord* CaptureState::sctp_session(std::uint64_t frame, std::size_t nth,
                                                        ByteView message) noexcept {
   const auto key = std::make_pair(frame, nth);

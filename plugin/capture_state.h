@@ -25,7 +25,6 @@ struct PduRecord {
   // sctp: one PPID 16 user message holding one DDP segment (RFC 5043), drawn without an MPA
   // item; raw is the message.
   bool sctp = false;
-  bool analysed = true;  // false: decoded only (no analysis subtree, nothing handed up)
   std::uint32_t stream = 0;
   int direction = 0;
   std::uint64_t stream_offset = 0;
@@ -126,6 +125,10 @@ class CaptureState final : private AnalysisObserver {
   // so PDUs in it need no copy.
   void feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment,
             bool payload_in_frame) noexcept;
+  // An SCTP frame (RFC 5043's LLP): its octets from the IP header on, for the Analyzer's SCTP
+  // LLP (which reassembles the user messages itself). First pass only, in frame order.
+  void feed_ip(std::uint64_t frame, std::int64_t ts_ns, ByteView ip_packet,
+               std::uint32_t wire_length) noexcept;
   // End of the sequential pass: flush core and attach end-of-capture findings.
   void finish() noexcept;
   bool finished() const { return finished_; }
@@ -146,11 +149,9 @@ class CaptureState final : private AnalysisObserver {
     return finding < finding_reported_in_.size() ? finding_reported_in_[finding] : 0;
   }
 
-  // SCTP user messages Wireshark's SCTP dissector hands the plugin (PPID 16 and 17), decoded by
-  // core's codecs on the first pass (the n-th message of the frame) and found again on later
-  // visits; nullptr when not recorded. Decode only: the analysis of DDP over SCTP comes from
-  // the Analyzer's SCTP LLP, not from here.
-  const PduRecord* sctp_segment(std::uint64_t frame, std::size_t nth, ByteView message) noexcept;
+  // A PPID 17 user message Wireshark's SCTP dissector hands the plugin, decoded by core's codec
+  // on the first pass (the n-th of the frame) and found again on later visits; nullptr on an
+  // internal error.
   const SessionControlRecord* sctp_session(std::uint64_t frame, std::size_t nth,
                                            ByteView message) noexcept;
 
@@ -171,9 +172,7 @@ class CaptureState final : private AnalysisObserver {
   PluginOptions options_;
   Analyzer analyzer_;
   std::deque<PduRecord> pdus_;  // a deque: growing never copies the records already stored
-  std::deque<PduRecord> sctp_segments_;
   std::deque<SessionControlRecord> sctp_sessions_;
-  std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> sctp_segment_index_;
   std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> sctp_session_index_;
   std::map<std::uint64_t, FrameRecord> frames_;
   std::map<std::pair<net::Endpoint, net::Endpoint>, std::uint32_t> stream_index_;

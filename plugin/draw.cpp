@@ -417,7 +417,7 @@ proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, tvbuff_t*
                                     "MPA CRC mismatch: the Data Sink drops the FPDU (RFC 5044 "
                                     "§8); header as received, not analysed"));
     generated(proto_tree_add_boolean(dt, hf.an_placed, nullptr, 0, 0, FALSE));
-  } else if (p.analysed) {
+  } else {
     draw_segment_analysis(ctx, dt, p);
   }
 
@@ -449,8 +449,7 @@ proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, tvbuff_t*
     tvbuff_t* payload = tvb_new_subset_length(ulpdu, hs, static_cast<gint>(p.payload_size));
     // Only Sends core could place go up (a Data Sink delivers nothing else to its ULP), and
     // only the segment that starts the message (MO 0), which holds the ULP's header.
-    if (!h.control.tagged && wire::opcode_is_send_family(op) && p.analysed && p.analysis.placed &&
-        h.mo == 0) {
+    if (!h.control.tagged && wire::opcode_is_send_family(op) && p.analysis.placed && h.mo == 0) {
       rdmap_info_t* info = wmem_new0(pinfo->pool, rdmap_info_t);
       info->opcode = op;
       info->last_flag = h.control.last;
@@ -661,20 +660,6 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
     auto* call = static_cast<UpperCall*>(wmem_list_frame_data(it));
     call_upper(ctx, call->payload, pinfo, tree, call->info);
   }
-}
-
-void draw_sctp_segment(const DrawContext& ctx, const PduRecord& p, tvbuff_t* message,
-                       packet_info* pinfo, proto_tree* tree) {
-  fallback_tvb = message;
-  pending_upper = wmem_list_new(pinfo->pool);
-  col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
-  col_add_str(pinfo->cinfo, COL_INFO, p.info.c_str());
-  if (!p.ddp) {
-    proto_item* di = proto_tree_add_item(tree, proto.ddp, message, 0, -1, ENC_NA);
-    proto_item_append_text(di, ", %s", p.info.c_str());
-    return;
-  }
-  draw_ddp_rdmap(ctx, p, message, pinfo, tree);
 }
 
 void draw_sctp_session(const SessionControlRecord& r, tvbuff_t* tvb, packet_info* pinfo,

@@ -23,11 +23,8 @@ struct DrawContext {
 void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pinfo,
                 proto_tree* tree);
 
-// DDP over SCTP, decode only (RFC 5043): one PPID 16 user message (the tvb Wireshark's SCTP
-// dissector hands on) as a DDP segment and its RDMAP message, with the same iwarp.ddp.* and
-// iwarp.rdmap.* fields as over MPA; one PPID 17 message as DDP Stream Session Control.
-void draw_sctp_segment(const DrawContext& ctx, const PduRecord& p, tvbuff_t* message,
-                       packet_info* pinfo, proto_tree* tree);
+// One PPID 17 user message as DDP Stream Session Control (RFC 5043), decode only. (PPID 16
+// messages are PDUs of the analysis, drawn by draw_frame without an MPA item.)
 void draw_sctp_session(const SessionControlRecord& r, tvbuff_t* tvb, packet_info* pinfo,
                        proto_tree* tree);
 

@@ -779,7 +779,8 @@ def sctp_counts(ts, cap):
     """Per frame: PPID 16 and 17 user messages, DDP segments and session control messages drawn,
     and whether the frame is Malformed."""
     rows = ts.fields(cap, ["sctp.data_payload_proto_id", "iwarp.ddp.dv",
-                           "iwarp.sctp_session.function", "iwarp.rdmap.opcode", "_ws.malformed"])
+                           "iwarp.sctp_session.function", "iwarp.rdmap.opcode", "_ws.malformed",
+                           "iwarp.ddp.placed", "iwarp.ddp.region"])
     out = {}
     for frame, r in rows.items():
         ppids = r["sctp.data_payload_proto_id"].split("|") if r["sctp.data_payload_proto_id"] \
@@ -792,15 +793,18 @@ def sctp_counts(ts, cap):
             "sessions": r["iwarp.sctp_session.function"].split("|")
             if r["iwarp.sctp_session.function"] else [],
             "malformed": bool(r["_ws.malformed"]),
+            "analysed": len(r["iwarp.ddp.placed"].split("|")) if r["iwarp.ddp.placed"] else 0,
+            "regions": len(r["iwarp.ddp.region"].split("|")) if r["iwarp.ddp.region"] else 0,
         }
     return out
 
 
 def test_sctp_ddp(ts, args):
     """DDP over SCTP (RFC 5043, issue 13): every PPID 16 user message is drawn as one DDP segment
-    with its RDMAP opcode (iwarp.ddp.* / iwarp.rdmap.*, the fields of MPA's segments), every
-    PPID 17 message as iwarp.sctp_session, and no frame is Malformed. The setup is one Session
-    Initiate, then one Accept."""
+    with its RDMAP opcode (iwarp.ddp.* / iwarp.rdmap.*, the fields of MPA's segments) and core's
+    analysis of it (the SCTP LLP fed from the frames), every PPID 17 message as
+    iwarp.sctp_session, and no frame is Malformed. The setup is one Session Initiate, then one
+    Accept; tagged segments land in regions rping advertised."""
     cap = ts.stage(args.capture)
     counts = sctp_counts(ts, cap)
     ddp_messages = sum(c["ddp_messages"] for c in counts.values())
@@ -812,17 +816,22 @@ def test_sctp_ddp(ts, args):
               f"frame {frame}: {c['ddp_messages']} PPID 16 messages, {c['ddp']} DDP segments drawn")
         check(c["opcodes"] == c["ddp_messages"],
               f"frame {frame}: {c['ddp_messages']} PPID 16 messages, {c['opcodes']} RDMAP opcodes")
+        check(c["analysed"] == c["ddp_messages"],
+              f"frame {frame}: {c['ddp_messages']} PPID 16 messages, {c['analysed']} analysed")
         check(len(c["sessions"]) == c["session_messages"],
               f"frame {frame}: {c['session_messages']} PPID 17 messages, "
               f"{len(c['sessions'])} session control messages drawn")
         sessions += c["sessions"]
     names = ts.fields(cap, ["iwarp.sctp_session.function"], ["-Y", "iwarp.sctp_session"])
+    regions = sum(c["regions"] for c in counts.values())
+    check(regions > 0, "no tagged segment placed in a known region")
     check(len(sessions) == 2, f"expected Initiate and Accept, got function codes {sessions}")
     out = ts.run(["-r", cap, "-Y", "iwarp.sctp_session", "-T", "fields", "-e", "_ws.col.Info"])
     infos = out.stdout.splitlines()
     check(len(infos) == 2 and "Initiate" in infos[0] and "Accept" in infos[1],
           f"session control in order Initiate, Accept: {infos}")
-    print(f"{ddp_messages} DDP segments over SCTP, {len(names)} session control messages")
+    print(f"{ddp_messages} DDP segments over SCTP ({regions} in regions), {len(names)} session "
+          "control messages")
 
 
 def test_both_llps(ts, args):
