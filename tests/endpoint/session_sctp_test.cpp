@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 
+#include "../unit/sctp_builders.h"
 #include "ddpscope/session/session.h"
 #include "ddpscope/wire/ddp.h"
 #include "ddpscope/wire/rdmap.h"
@@ -29,12 +30,16 @@ struct Side {
   std::vector<Message> sent;  // every user message this side gave the association
 };
 
-// Two sessions on one association: each pump moves whole messages both ways.
+// Two sessions on one association: each pump moves whole messages both ways. Every message is
+// also fed to core's Analyzer as a real SCTP packet (the unit tests' frame builder), which must
+// find what the sessions did without an error.
 class Association {
  public:
-  Association(Session& a, Session& b) {
+  Association(Session& a, Session& b) : frames_(analyzer_) {
     side_[0].s = &a;
     side_[1].s = &b;
+    frames_.stream_id = 0;
+    frames_.setup();
   }
   void pump(int max_rounds = 100000) {
     for (int round = 0; round < max_rounds; ++round) {
@@ -47,6 +52,8 @@ class Association {
         Message msg{m->ppid, m->stream_id, Bytes(m->data.begin(), m->data.end())};
         from.s->consume_output(msg.data.size());
         from.sent.push_back(msg);
+        frames_.message(d, msg.data, msg.ppid);
+        if (++unacked_ % 8 == 0) frames_.sack(1 - d);
         side_[1 - d].s->receive_message(msg.ppid, msg.stream_id, msg.data, 0);
         moved = true;
       }
@@ -66,9 +73,16 @@ class Association {
     return nullptr;
   }
   const std::vector<Message>& sent(int d) const { return side_[d].sent; }
+  const Model& finish() {
+    analyzer_.finish();
+    return analyzer_.model();
+  }
 
  private:
   Side side_[2];
+  Analyzer analyzer_{AnalyzerOptions{}};
+  sctptest::Association frames_;
+  std::size_t unacked_ = 0;
 };
 
 SessionConfig sctp_config(Role role, std::uint32_t pd) {
@@ -193,6 +207,22 @@ TEST_P(SctpSession, SetupBySessionControlThenEveryOperationOnePpid16MessagePerSe
   ini.close();
   a.pump();
   EXPECT_TRUE(ini.want_shutdown());
+
+  // The analyzer's SCTP LLP agrees: one DDP stream over SCTP, every PPID 16 message a segment,
+  // no warning or error (the endpoint and the analysis share the rule layer).
+  const Model& m = a.finish();
+  for (const auto& f : m.findings)
+    EXPECT_EQ(f.severity, Severity::note) << f.code() << ": " << f.message;
+  ASSERT_EQ(m.streams.size(), 1u);
+  EXPECT_EQ(m.streams[0].llp, ddpscope::Llp::sctp);
+  std::uint64_t segments = 0, ppid16 = 0;
+  for (const auto& d : m.streams[0].dirs)
+    for (const auto& c : d.opcodes)
+      segments += c.segments;
+  for (int d = 0; d < 2; ++d)
+    for (const auto& msg : a.sent(d))
+      ppid16 += msg.ppid == wire::kPpidDdpSegment;
+  EXPECT_EQ(segments, ppid16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Rtr, SctpSession,
