@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_wire fuzz_engine fuzz_frame fuzz_capture fuzz_ulp)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_wire fuzz_engine fuzz_frame fuzz_capture fuzz_ulp fuzz_sctp)
 
 if [ -n "${DDPSCOPE_FUZZ_DIR:-}" ]; then
   out="$DDPSCOPE_FUZZ_DIR"

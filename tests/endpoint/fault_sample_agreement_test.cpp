@@ -227,6 +227,8 @@ const std::map<std::string, std::string>& cannot_compare() {
   static const std::map<std::string, std::string> m = {
       {"fault-gap", "capture loss: octets the sink received but the capture lacks"},
       {"fault-gap-resync", "capture loss: octets the sink received but the capture lacks"},
+      // Until the Session speaks the SCTP LLP (issue 13, the endpoint part): remove then.
+      {"fault-sctp", "DDP over SCTP: the Session runs over MPA/TCP only"},
   };
   return m;
 }

@@ -35,7 +35,8 @@ class Association {
   std::array<std::uint32_t, 2> tsn{100, 9000};               // next TSN each side sends
   std::uint16_t stream_id = 1;
   std::uint64_t frame = 0;
-  bool corrupt_next = false;  // the next packet's checksum is wrong
+  bool corrupt_next = false;             // the next packet's checksum is wrong
+  std::vector<Bytes>* frames = nullptr;  // when set, every frame fed is also kept here
 
   // Feeds one packet from `dir` holding `chunks`; returns its frame number.
   std::uint64_t packet(int dir, const Bytes& chunks, std::uint32_t vtag_override = 0xFFFFFFFF) {
@@ -53,6 +54,7 @@ class Association {
     s.dst = addr_[1 - dir];
     s.over_udp = udp_;
     const Bytes f = net::encode_sctp_frame(s, p);
+    if (frames != nullptr) frames->push_back(f);
     ++frame;
     an_.feed_frame(frame, static_cast<std::int64_t>(frame) * 1000, 1, f,
                    static_cast<std::uint32_t>(f.size()));

@@ -122,18 +122,52 @@ json stream_json(const StreamModel& s, json stags) {
   if (!s.ulp.empty()) js["ulp"] = {{"name", s.ulp}, {"detail", s.ulp_detail}};
   js["first_frame"] = s.first_frame;
   js["last_frame"] = s.last_frame;
-  json mpa;
-  mpa["mid_stream"] = s.mid_stream;
-  if (s.revision) mpa["revision"] = *s.revision;
-  mpa["crc"] = s.dirs[0].mpa.crc || s.dirs[1].mpa.crc;
-  mpa["enhanced"] = s.enhanced;
-  mpa["peer_to_peer"] = s.peer_to_peer;
-  if (!s.rtr.empty()) mpa["rtr"] = s.rtr;
-  if (s.dirs[0].mpa_frame)
-    mpa["request"] = mpa_frame_json(*s.dirs[0].mpa_frame, s.dirs[0].mpa_frame_number);
-  if (s.dirs[1].mpa_frame)
-    mpa["reply"] = mpa_frame_json(*s.dirs[1].mpa_frame, s.dirs[1].mpa_frame_number);
-  js["mpa"] = mpa;
+  js["llp"] = std::string(to_string(s.llp));
+  if (s.llp == Llp::sctp && s.sctp) {
+    // The SCTP stream this DDP stream is (RFC 5043 §4) and its session control frames, where an
+    // MPA stream carries "mpa".
+    const SctpStreamInfo& x = *s.sctp;
+    json sctp;
+    sctp["stream_id"] = x.stream_id;
+    sctp["adaptation"] = x.adaptation;
+    sctp["ports"] = {x.ports[0], x.ports[1]};
+    sctp["vtags"] = {hex_word(x.vtags[0]), hex_word(x.vtags[1])};
+    sctp["over_udp"] = x.over_udp;
+    sctp["mid_stream"] = s.mid_stream;
+    sctp["enhanced"] = s.enhanced;
+    sctp["peer_to_peer"] = s.peer_to_peer;
+    if (!s.rtr.empty()) sctp["rtr"] = s.rtr;
+    json session = json::array();
+    for (const SctpSessionRecord& r : x.session) {
+      json jr;
+      jr["frame"] = r.frame;
+      jr["direction"] = dir_name(r.direction);
+      jr["function_code"] = r.message.function_code;
+      const std::string_view name = wire::ddp_session_function_name(r.message.function_code);
+      jr["function"] = name.empty() ? std::string("unknown") : std::string(name);
+      jr["private_data_length"] = r.message.private_data.size();
+      if (r.message.enhanced_pd) {
+        jr["ird"] = r.message.enhanced_pd->ird;
+        jr["ord"] = r.message.enhanced_pd->ord;
+      }
+      session.push_back(jr);
+    }
+    sctp["session"] = session;
+    js["sctp"] = sctp;
+  } else {
+    json mpa;
+    mpa["mid_stream"] = s.mid_stream;
+    if (s.revision) mpa["revision"] = *s.revision;
+    mpa["crc"] = s.dirs[0].mpa.crc || s.dirs[1].mpa.crc;
+    mpa["enhanced"] = s.enhanced;
+    mpa["peer_to_peer"] = s.peer_to_peer;
+    if (!s.rtr.empty()) mpa["rtr"] = s.rtr;
+    if (s.dirs[0].mpa_frame)
+      mpa["request"] = mpa_frame_json(*s.dirs[0].mpa_frame, s.dirs[0].mpa_frame_number);
+    if (s.dirs[1].mpa_frame)
+      mpa["reply"] = mpa_frame_json(*s.dirs[1].mpa_frame, s.dirs[1].mpa_frame_number);
+    js["mpa"] = mpa;
+  }
   json dirs = json::array();
   for (int d = 0; d < 2; ++d) {
     const auto& dm = s.dirs[d];
@@ -141,15 +175,20 @@ json stream_json(const StreamModel& s, json stags) {
     jd["direction"] = dir_name(d);
     jd["from"] = dm.from.to_string();
     jd["to"] = dm.to.to_string();
-    jd["markers"] = dm.mpa.markers;
-    if (dm.mpa.convention)
-      jd["marker_convention"] = std::string(wire::to_string(*dm.mpa.convention));
-    if (dm.mss) jd["mss"] = *dm.mss;
-    jd["tcp_bytes"] = dm.tcp_bytes;
-    jd["fpdus"] = dm.fpdus;
-    jd["crc_errors"] = dm.crc_errors;
-    jd["bytes_lost"] = dm.bytes_lost;
-    jd["bytes_unframed"] = dm.bytes_unframed;
+    if (s.llp == Llp::sctp) {
+      jd["sctp_chunks"] = dm.sctp_chunks;
+      jd["sctp_messages"] = dm.sctp_messages;
+    } else {
+      jd["markers"] = dm.mpa.markers;
+      if (dm.mpa.convention)
+        jd["marker_convention"] = std::string(wire::to_string(*dm.mpa.convention));
+      if (dm.mss) jd["mss"] = *dm.mss;
+      jd["tcp_bytes"] = dm.tcp_bytes;
+      jd["fpdus"] = dm.fpdus;
+      jd["crc_errors"] = dm.crc_errors;
+      jd["bytes_lost"] = dm.bytes_lost;
+      jd["bytes_unframed"] = dm.bytes_unframed;
+    }
     jd["bytes_placed"] = dm.bytes_placed;
     json ops = json::object();
     for (std::size_t op = 0; op < dm.opcodes.size(); ++op) {
@@ -316,28 +355,51 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
         << "  [" << to_string(s.state) << "] frames " << s.first_frame << "-" << s.last_frame
         << "\n";
     if (!s.ulp.empty()) out << "  ULP: " << s.ulp << " (" << s.ulp_detail << ")\n";
-    out << "  MPA: ";
-    if (s.mid_stream) out << "mid-stream (no handshake in capture) ";
-    if (s.revision) out << "rev " << int(*s.revision) << " ";
-    out << "CRC " << ((s.dirs[0].mpa.crc || s.dirs[1].mpa.crc) ? "on" : "off");
-    out << ", markers c->s " << (s.dirs[0].mpa.markers ? "on" : "off") << ", s->c "
-        << (s.dirs[1].mpa.markers ? "on" : "off");
-    if (s.enhanced) {
-      out << ", RFC 6581";
-      if (s.dirs[0].mpa_frame && s.dirs[0].mpa_frame->enhanced_pd)
-        out << " client IRD/ORD " << s.dirs[0].mpa_frame->enhanced_pd->ird << "/"
-            << s.dirs[0].mpa_frame->enhanced_pd->ord;
-      if (s.dirs[1].mpa_frame && s.dirs[1].mpa_frame->enhanced_pd)
-        out << " server IRD/ORD " << s.dirs[1].mpa_frame->enhanced_pd->ird << "/"
-            << s.dirs[1].mpa_frame->enhanced_pd->ord;
+    if (s.llp == Llp::sctp && s.sctp) {
+      const SctpStreamInfo& x = *s.sctp;
+      out << "  SCTP: stream " << x.stream_id << ", ports " << x.ports[0] << "/" << x.ports[1]
+          << ", vtags " << hex_word(x.vtags[0]) << "/" << hex_word(x.vtags[1])
+          << (x.adaptation ? ", DDP adaptation indicated" : ", no adaptation indication seen")
+          << (x.over_udp ? ", over UDP" : "");
+      if (s.mid_stream) out << ", mid-stream (no setup in capture)";
       if (s.peer_to_peer) out << ", peer-to-peer";
       if (!s.rtr.empty()) out << ", RTR " << s.rtr;
+      out << "\n";
+      for (const SctpSessionRecord& r : x.session) {
+        const std::string_view name = wire::ddp_session_function_name(r.message.function_code);
+        out << "    frame " << r.frame << " " << dir_name(r.direction) << ": "
+            << (name.empty() ? std::string("unknown function code") : std::string(name)) << ", "
+            << r.message.private_data.size() << " octets of private data\n";
+      }
+    } else {
+      out << "  MPA: ";
+      if (s.mid_stream) out << "mid-stream (no handshake in capture) ";
+      if (s.revision) out << "rev " << int(*s.revision) << " ";
+      out << "CRC " << ((s.dirs[0].mpa.crc || s.dirs[1].mpa.crc) ? "on" : "off");
+      out << ", markers c->s " << (s.dirs[0].mpa.markers ? "on" : "off") << ", s->c "
+          << (s.dirs[1].mpa.markers ? "on" : "off");
+      if (s.enhanced) {
+        out << ", RFC 6581";
+        if (s.dirs[0].mpa_frame && s.dirs[0].mpa_frame->enhanced_pd)
+          out << " client IRD/ORD " << s.dirs[0].mpa_frame->enhanced_pd->ird << "/"
+              << s.dirs[0].mpa_frame->enhanced_pd->ord;
+        if (s.dirs[1].mpa_frame && s.dirs[1].mpa_frame->enhanced_pd)
+          out << " server IRD/ORD " << s.dirs[1].mpa_frame->enhanced_pd->ird << "/"
+              << s.dirs[1].mpa_frame->enhanced_pd->ord;
+        if (s.peer_to_peer) out << ", peer-to-peer";
+        if (!s.rtr.empty()) out << ", RTR " << s.rtr;
+      }
+      out << "\n";
     }
-    out << "\n";
     for (int d = 0; d < 2; ++d) {
       const auto& dm = s.dirs[d];
-      out << "  " << dir_name(d) << ": " << dm.tcp_bytes << " TCP octets, " << dm.fpdus
-          << " FPDUs, " << dm.bytes_placed << " octets placed";
+      if (s.llp == Llp::sctp) {
+        out << "  " << dir_name(d) << ": " << dm.sctp_messages << " SCTP user messages in "
+            << dm.sctp_chunks << " DATA chunks, " << dm.bytes_placed << " octets placed";
+      } else {
+        out << "  " << dir_name(d) << ": " << dm.tcp_bytes << " TCP octets, " << dm.fpdus
+            << " FPDUs, " << dm.bytes_placed << " octets placed";
+      }
       if (dm.bytes_lost) out << ", " << dm.bytes_lost << " lost";
       if (dm.crc_errors)
         out << ", " << dm.crc_errors << (dm.crc_errors == 1 ? " CRC error" : " CRC errors");

@@ -138,6 +138,7 @@ struct SctpDirection {
   // CRC32c of the last delivered chunks' data, by TSN: what a retransmission is compared with.
   std::deque<std::pair<std::uint32_t, std::uint32_t>> recent;
   bool ppid_reported = false;                       // sctp.ppid-invalid: once per direction
+  bool truncated_reported = false;                  // capture.truncated-frame: once per direction
   static constexpr std::size_t kHeldOverhead = 96;  // per held chunk: the map node and header
   static constexpr std::size_t kRecent = 1024;
 };
@@ -263,15 +264,13 @@ struct Analyzer::Impl {
                  FrameSlice slice);
   void sctp_deliver(SctpAssociation& a, std::size_t ai, int dir, SctpHeldChunk& chunk);
   void sctp_acked(SctpAssociation& a, std::size_t ai, int dir, std::uint32_t cum_ack);
-  void sctp_gap_to(SctpAssociation& a, std::size_t ai, int dir, std::uint32_t tsn,
-                   std::uint64_t frame);
+  void sctp_gap_to(SctpAssociation& a, int dir, std::uint32_t tsn, std::uint64_t frame);
   void sctp_drain(SctpAssociation& a, std::size_t ai, int dir);
   void sctp_message(SctpAssociation& a, std::size_t ai, int dir, std::uint16_t stream_id,
                     SctpMessageBuild& m);
   Connection* sctp_stream(SctpAssociation& a, std::size_t ai, std::uint16_t stream_id,
                           int client_dir);
-  void sctp_session(SctpAssociation& a, Connection& c, int dir, const wire::DdpSessionControl& m,
-                    const Ctx& ctx);
+  void sctp_session(Connection& c, int dir, const wire::DdpSessionControl& m, const Ctx& ctx);
   void sctp_segment(Connection& c, int dir, SctpMessageBuild& m, const Ctx& ctx);
   void sctp_finish();
 

@@ -104,10 +104,13 @@ void Analyzer::Impl::feed_sctp(std::uint64_t frame, std::int64_t ts, const net::
   };
 
   if (dg.truncated()) {
-    report(FindingId::capture_truncated_frame, packet_ctx(),
-           std::to_string(dg.packet_length - dg.packet.size()) +
-               " octets of this SCTP packet were not captured (snaplen); its cut chunks are "
-               "treated as lost");
+    if (!a.d[dir].truncated_reported) {
+      a.d[dir].truncated_reported = true;
+      report(FindingId::capture_truncated_frame, packet_ctx(),
+             std::to_string(dg.packet_length - dg.packet.size()) +
+                 " octets of this SCTP packet were not captured (snaplen); its cut chunks are "
+                 "treated as lost (later truncated packets of this direction are not reported)");
+    }
   } else if (options.check_crc && !wire::sctp_checksum_ok(dg.packet)) {
     // RFC 9260 §6.8: the receiver discards the packet; the sender retransmits what it held.
     report(FindingId::sctp_checksum_mismatch, packet_ctx(),
@@ -148,7 +151,8 @@ void Analyzer::Impl::feed_sctp(std::uint64_t frame, std::int64_t ts, const net::
         // Packets to the sender of an INIT / INIT ACK carry its Initiate Tag (RFC 9260 §8.5).
         a.vtag[1 - dir] = init->initiate_tag;
         SctpDirection& sd = a.d[dir];
-        if (!sd.tsn_known || sd.ahead.empty()) {
+        // An INIT repeated after data flowed does not move the order back.
+        if (!sd.tsn_known || (sd.ahead.empty() && sd.recent.empty())) {
           sd.tsn_known = true;
           sd.next_tsn = init->initial_tsn;
         }
@@ -253,13 +257,13 @@ void Analyzer::Impl::sctp_data(SctpAssociation& a, std::size_t ai, int dir, cons
   sctp_held_total += cost;
   if (sd.ahead_bytes > options.limits.reassembly_window) {
     // The hole is not filled within the window: capture loss.
-    sctp_gap_to(a, ai, dir, lowest_ahead(sd)->first, slice.frame);
+    sctp_gap_to(a, dir, lowest_ahead(sd)->first, slice.frame);
     sctp_drain(a, ai, dir);
   }
   if (sctp_held_total > options.limits.max_pending_total) {
     limit_reached("max_pending_total", Ctx{UINT32_MAX, -1, slice.frame, {}});
     while (!sd.ahead.empty()) {
-      sctp_gap_to(a, ai, dir, lowest_ahead(sd)->first, slice.frame);
+      sctp_gap_to(a, dir, lowest_ahead(sd)->first, slice.frame);
       sctp_drain(a, ai, dir);
     }
   }
@@ -295,14 +299,13 @@ void Analyzer::Impl::sctp_acked(SctpAssociation& a, std::size_t ai, int dir,
       const std::uint32_t low = lowest_ahead(sd)->first;
       if (tsn_before(low, end)) to = low;
     }
-    if (to != sd.next_tsn) sctp_gap_to(a, ai, dir, to, cur_frame);
+    if (to != sd.next_tsn) sctp_gap_to(a, dir, to, cur_frame);
     sctp_drain(a, ai, dir);
   }
 }
 
-void Analyzer::Impl::sctp_gap_to(SctpAssociation& a, std::size_t ai, int dir, std::uint32_t tsn,
+void Analyzer::Impl::sctp_gap_to(SctpAssociation& a, int dir, std::uint32_t tsn,
                                  std::uint64_t frame) {
-  (void)ai;
   SctpDirection& sd = a.d[dir];
   const std::uint32_t lost = tsn - sd.next_tsn;
   if (lost == 0) return;
@@ -448,8 +451,10 @@ void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
     // Another protocol's message: DDP-looking data on the wrong PPID is worth a finding
     // (RFC 5043 §5: DDP segments travel on PPID 16 only), anything else is ignored.
     const auto seg = wire::decode_ddp_segment(m.data);
-    const bool looks_ddp = seg && seg->header.control.version == wire::kDdpVersion &&
-                           (a.streams.count(stream_id) != 0 || a.adaptation[0] || a.adaptation[1]);
+    const bool looks_ddp =
+        seg && seg->header.control.version == wire::kDdpVersion &&
+        (a.streams.count(stream_id) != 0 || a.adaptation[0] == wire::kAdaptationCodePointDdp ||
+         a.adaptation[1] == wire::kAdaptationCodePointDdp);
     if (!looks_ddp || a.d[dir].ppid_reported) return;
     a.d[dir].ppid_reported = true;
   }
@@ -486,7 +491,7 @@ void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
              sctp_term(sctp_llp_code::invalid_session_control_unverified));
       return;
     }
-    sctp_session(a, c, sdir, *sc, ctx);
+    sctp_session(c, sdir, *sc, ctx);
     return;
   }
   sctp_segment(c, sdir, m, ctx);
@@ -494,9 +499,8 @@ void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
 
 // ---- DDP Stream Session Control (RFC 5043 §5, RFC 6581 §8) ---------------------------------
 
-void Analyzer::Impl::sctp_session(SctpAssociation& a, Connection& c, int dir,
-                                  const wire::DdpSessionControl& m, const Ctx& ctx_in) {
-  (void)a;
+void Analyzer::Impl::sctp_session(Connection& c, int dir, const wire::DdpSessionControl& m,
+                                  const Ctx& ctx_in) {
   StreamModel& sm = model.streams[c.stream];
   Ctx ctx = ctx_in;
   const auto invalid = [&](const std::string& why) {
@@ -675,7 +679,7 @@ void Analyzer::Impl::sctp_finish() {
     for (int dir = 0; dir < 2; ++dir) {
       SctpDirection& sd = a.d[dir];
       while (!sd.ahead.empty()) {
-        sctp_gap_to(a, ai, dir, lowest_ahead(sd)->first, cur_frame);
+        sctp_gap_to(a, dir, lowest_ahead(sd)->first, cur_frame);
         sctp_drain(a, ai, dir);
       }
       sd.building.clear();

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Writes the builder-made SCTP samples (samples/synthetic/clean-sctp*.pcap, fault-sctp.pcap) and
+// checks the committed ones are what the builders write now, octet for octet; with
+// DDPSCOPE_UPDATE_GOLDEN=1 it rewrites them. Their analyses are pinned by their golden reports
+// (tests/capture, capture.NAME). They stand in for `ddpscope synth` scenarios with "llp": "sctp"
+// until the generator speaks SCTP.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "ddpscope/capture/file_writer.h"
+#include "unit/sctp_builders.h"
+
+namespace ddpscope {
+namespace {
+
+using sctptest::Association;
+using wire::Opcode;
+
+Bytes pattern(std::size_t n, std::uint8_t seed) {
+  Bytes b(n);
+  for (std::size_t i = 0; i < n; ++i)
+    b[i] = static_cast<std::uint8_t>(seed + i * 13);
+  return b;
+}
+
+Bytes read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), {});
+}
+
+void check_sample(const std::string& name, const std::vector<Bytes>& frames) {
+  const std::string committed = std::string(DDPSCOPE_SOURCE_DIR) + "/samples/synthetic/" + name;
+  const char* update = std::getenv("DDPSCOPE_UPDATE_GOLDEN");
+  const bool rewrite = update != nullptr && std::string(update) == "1";
+  const std::string path = rewrite ? committed : std::string(DDPSCOPE_IO_TMP_DIR) + "/" + name;
+  std::string error;
+  auto w = capture::CaptureWriter::open(path, 1, error);
+  ASSERT_TRUE(w) << error;
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    w->write(1700000000LL * 1000000000LL + static_cast<std::int64_t>(i) * 20000, frames[i]);
+  ASSERT_TRUE(w->close(error)) << error;
+  if (rewrite) return;
+  EXPECT_EQ(read_file(path), read_file(committed))
+      << name << " differs from what the builders write: regenerate with DDPSCOPE_UPDATE_GOLDEN=1";
+  std::filesystem::remove(path);
+}
+
+// IPv4: setup with the DDP adaptation indication, Session Initiate / Accept, Sends in bundled
+// and fragmented messages, a reordered pair, a retransmission, an RDMA Write and a Read, SACKs.
+TEST(SctpSamples, CleanSctp) {
+  Analyzer an;
+  std::vector<Bytes> frames;
+  Association a(an);
+  a.frames = &frames;
+  a.setup();
+  a.session_setup();
+  a.send(0, 1, pattern(200, 1));
+  a.send(1, 1, pattern(64, 2));
+  a.send(0, 2, pattern(4000, 3), 3);  // one message in three bundled fragments
+  a.sack(1);
+  // Two messages, the second one's chunk captured first, the first one retransmitted.
+  const Bytes m3 =
+      sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 3, 0, true), pattern(100, 4));
+  const Bytes m4 =
+      sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 4, 0, true), pattern(100, 5));
+  const Bytes c3 = a.data_chunk(0, m3, wire::kPpidDdpSegment);
+  const Bytes c4 = a.data_chunk(0, m4, wire::kPpidDdpSegment);
+  a.packet(0, c4);
+  a.packet(0, c3);
+  a.packet(0, c3);
+  a.sack(1);
+  // An RDMA Write of two segments, then a Read Request and its Response.
+  const Bytes w1 = sctptest::ulpdu(wire::tagged_header(Opcode::rdma_write, 0x1234, 0x10000, false),
+                                   pattern(512, 6));
+  const Bytes w2 = sctptest::ulpdu(
+      wire::tagged_header(Opcode::rdma_write, 0x1234, 0x10000 + 512, true), pattern(512, 7));
+  Bytes both = a.data_chunk(0, w1, wire::kPpidDdpSegment);
+  const Bytes second = a.data_chunk(0, w2, wire::kPpidDdpSegment);
+  both.insert(both.end(), second.begin(), second.end());
+  a.packet(0, both);
+  wire::ReadRequest rr;
+  rr.sink_stag = 0x5678;
+  rr.sink_to = 0x2000;
+  rr.size = 256;
+  rr.source_stag = 0x9ABC;
+  rr.source_to = 0x40000;
+  Bytes rrb;
+  ByteWriter rw(rrb);
+  wire::encode_read_request(rr, rw);
+  a.message(0, sctptest::ulpdu(wire::untagged_header(Opcode::read_request, 1, 1, 0, true), rrb));
+  a.message(1, sctptest::ulpdu(wire::tagged_header(Opcode::read_response, 0x5678, 0x2000, true),
+                               pattern(256, 8)));
+  a.sack(1);
+  a.sack(0);
+  Bytes sd;
+  wire::encode_sctp_shutdown(a.tsn[1] - 1, sd);
+  a.packet(0, sd);
+  Bytes sda;
+  wire::encode_sctp_shutdown_ack(sda);
+  a.packet(1, sda);
+  Bytes sdc;
+  wire::encode_sctp_shutdown_complete(false, sdc);
+  a.packet(0, sdc);
+  an.finish();
+  EXPECT_TRUE(an.model().findings.empty()) << ::testing::PrintToString(sctptest::codes(an.model()));
+  check_sample("clean-sctp.pcap", frames);
+}
+
+// IPv6 in UDP (RFC 6951), two DDP streams on SCTP streams 1 and 2 of one association.
+TEST(SctpSamples, CleanSctpV6Udp) {
+  Analyzer an;
+  std::vector<Bytes> frames;
+  Association a(an, true, true);
+  a.frames = &frames;
+  a.setup();
+  a.session_setup();
+  a.stream_id = 2;
+  a.session_setup();
+  a.stream_id = 1;
+  a.send(0, 1, pattern(300, 9));
+  a.stream_id = 2;
+  a.send(0, 1, pattern(300, 10), 2);
+  a.send(1, 1, pattern(30, 11));
+  a.sack(1);
+  a.sack(0);
+  an.finish();
+  EXPECT_TRUE(an.model().findings.empty()) << ::testing::PrintToString(sctptest::codes(an.model()));
+  EXPECT_EQ(an.model().streams.size(), 2u);
+  check_sample("clean-sctp-v6-udp.pcap", frames);
+}
+
+// Every SCTP finding at a known frame, and a DDP fault (MSN gap) over SCTP.
+TEST(SctpSamples, FaultSctp) {
+  Analyzer an;
+  std::vector<Bytes> frames;
+  Association a(an);
+  a.frames = &frames;
+  a.setup();                     // frames 1-4
+  a.session_setup();             // 5-6
+  a.send(0, 1, pattern(50, 1));  // 7
+  a.corrupt_next = true;
+  const Bytes m2 =
+      sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 2, 0, true), pattern(50, 2));
+  const Bytes c2 = a.data_chunk(0, m2, wire::kPpidDdpSegment);
+  a.packet(0, c2);                                         // 8: sctp.checksum-mismatch
+  a.packet(0, c2);                                         // 9: its retransmission
+  a.data_chunk(0, pattern(40, 3), wire::kPpidDdpSegment);  // a TSN never captured
+  a.send(0, 4, pattern(50, 4));  // 10: sctp.gap (first frame past the hole)
+  a.sack(1);                     // 11
+  a.send(0, 6, pattern(50, 5));  // 12: ddp.untagged.msn-gap (MSN 5 skipped)
+  a.message(0, sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 7, 0, true), pattern(8, 6)),
+            51);                 // 13: sctp.ppid-invalid (DDP on PPID 51)
+  a.message(0, Bytes(5, 0xEE));  // 14: sctp.ppid-invalid (PPID 16, not DDP)
+  a.stream_id = 2;
+  a.session(0, wire::ddp_session_fn::initiate_unverified);  // 15
+  a.send(0, 1, pattern(20, 7));  // 16: sctp.session-invalid (before the Accept)
+  a.session(1, wire::ddp_session_fn::reject_unverified);          // 17: sctp.session-rejected
+  a.message(0, Bytes{0, 3, 0, 9}, wire::kPpidDdpSessionControl);  // 18: sctp.session-invalid
+  a.stream_id = 1;
+  const Bytes m7 =
+      sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 7, 0, true), pattern(30, 8));
+  const Bytes c7 = a.data_chunk(0, m7, wire::kPpidDdpSegment);
+  a.packet(0, c7);  // 19
+  Bytes altered = c7;
+  altered[wire::kSctpDataHeaderSize + 20] ^= 0x01;
+  a.packet(0, altered);  // 20: sctp.retransmission-conflict
+  a.sack(1);
+  an.finish();
+  std::vector<std::pair<std::string, std::uint64_t>> got;
+  for (const auto& f : an.model().findings)
+    if (!f.consequence()) got.emplace_back(std::string(f.code()), f.frame);
+  const std::vector<std::pair<std::string, std::uint64_t>> want{
+      {"sctp.checksum-mismatch", 8},       {"sctp.gap", 10},
+      {"ddp.untagged.msn-gap", 12},        {"sctp.ppid-invalid", 13},
+      {"sctp.ppid-invalid", 14},           {"sctp.session-invalid", 16},
+      {"sctp.session-rejected", 17},       {"sctp.session-invalid", 18},
+      {"sctp.retransmission-conflict", 20}};
+  EXPECT_EQ(got, want);
+  check_sample("fault-sctp.pcap", frames);
+}
+
+}  // namespace
+}  // namespace ddpscope
