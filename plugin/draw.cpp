@@ -501,7 +501,17 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pi
       proto_item_append_text(di, ", %s", p.info.c_str());
       return di;
     }
-    return draw_ddp_rdmap(ctx, p, pdu_tvb, pinfo, tree);
+    proto_item* ri = draw_ddp_rdmap(ctx, p, pdu_tvb, pinfo, tree);
+    // As for FPDUs: a message held behind a TSN hole (reordering, loss) that a later frame let
+    // go, or one flushed at the end, is drawn in its own last frame and says so.
+    if (p.end_of_capture) {
+      generated(proto_tree_add_boolean(tree, hf.an_pdu_end_of_capture, nullptr, 0, 0, TRUE));
+    }
+    if (p.released_frame != 0) {
+      generated(proto_tree_add_uint(tree, hf.an_pdu_released_in, nullptr, 0, 0,
+                                    static_cast<std::uint32_t>(p.released_frame)));
+    }
+    return ri;
   }
   if (pdu_tvb == nullptr && p.raw_stored()) {
     pdu_tvb = child_tvb(ctx, pinfo, p.raw,
