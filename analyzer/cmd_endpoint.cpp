@@ -34,6 +34,7 @@ struct EndpointArgs {
   int timeout_s = 30;
   std::string port_file;
   MpaFlags mpa;
+  LlpFlags llp;
   bool reject = false;
   bool quiet = false;
   std::size_t max_connections = 0;  // 0: the process default (endpoint::max_connections())
@@ -327,6 +328,7 @@ int run_endpoint(const EndpointArgs& a) {
   cfg.pd = mem.alloc_pd();
   cfg.mpa.reject = a.reject;
   endpoint::Loop loop(mem);
+  if (!apply_llp_flags(loop, a.llp, "endpoint")) return 1;
   std::map<endpoint::Connection*, std::unique_ptr<ScriptRunner>> runners;
   int finished = 0;
   bool any_failed = false;
@@ -427,6 +429,7 @@ void add_endpoint_command(CLI::App& app, std::function<int()>& run) {
           ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
     }
     add_mpa_flags(sc, a->mpa);
+    add_llp_flags(sc, a->llp);
     sc->callback([a, listen, &run] {
       a->listen = listen;
       run = [a] { return run_endpoint(*a); };

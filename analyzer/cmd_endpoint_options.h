@@ -5,8 +5,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <string>
 
+#include "ddpscope/endpoint/endpoint.h"
 #include "ddpscope/session/session.h"
 
 namespace ddpscope::cli {
@@ -83,6 +85,46 @@ inline session::SessionConfig make_session_config(const MpaFlags& f) {
   c.limits.stall_timeout_ns = f.stall_timeout_ms * 1'000'000;
   c.limits.teardown_timeout_ns = f.teardown_timeout_ms * 1'000'000;
   return c;
+}
+
+// The LLP under the session (RFC 5041 §2.4): MPA over TCP, or SCTP (RFC 5043) on the kernel's
+// stack or on usrsctp.
+struct LlpFlags {
+  std::string llp = "mpa";
+  std::string stack = "auto";
+  std::uint16_t udp_port = 0;
+  std::uint16_t peer_udp_port = 0;
+};
+
+inline void add_llp_flags(CLI::App* app, LlpFlags& f) {
+  app->add_option("--llp", f.llp, "lower layer protocol: mpa (MPA over TCP, default) or sctp")
+      ->check(CLI::IsMember({"mpa", "sctp"}));
+  app->add_option("--sctp-stack", f.stack,
+                  "SCTP stack: kernel (Linux SCTP), user (usrsctp) or auto (default: kernel when "
+                  "this kernel has SCTP, else user)")
+      ->check(CLI::IsMember({"kernel", "user", "auto"}));
+  app->add_option("--sctp-udp-port", f.udp_port,
+                  "usrsctp: SCTP over UDP (RFC 6951) from this local UDP port instead of native "
+                  "SCTP over raw IP (which needs root)");
+  app->add_option("--sctp-peer-udp-port", f.peer_udp_port,
+                  "usrsctp client over UDP: the peer's UDP port (default 9899, RFC 6951)");
+}
+
+// Sets the loop's transport; false (with the message printed as `who: ...`) when it cannot run.
+inline bool apply_llp_flags(endpoint::Loop& loop, const LlpFlags& f, const char* who) {
+  endpoint::Transport t;
+  t.llp = f.llp == "sctp" ? session::Llp::sctp : session::Llp::mpa;
+  t.stack = f.stack == "kernel" ? endpoint::SctpStack::kernel
+            : f.stack == "user" ? endpoint::SctpStack::user
+                                : endpoint::SctpStack::automatic;
+  t.udp_port = f.udp_port;
+  t.remote_udp_port = f.udp_port ? (f.peer_udp_port ? f.peer_udp_port : 9899) : 0;
+  std::string err;
+  if (!loop.set_transport(t, err)) {
+    std::fprintf(stderr, "%s: %s\n", who, err.c_str());
+    return false;
+  }
+  return true;
 }
 
 }  // namespace ddpscope::cli

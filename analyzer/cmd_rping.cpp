@@ -36,6 +36,7 @@ struct RpingArgs {
   int timeout_s = 60;
   int start_delay_ms = kDefaultStartDelayMs;  // client: before the first SEND
   MpaFlags mpa;
+  LlpFlags llp;
 };
 
 constexpr std::size_t kAdvSize = ulp::RpingInfo::kSize;
@@ -78,6 +79,7 @@ int run_client(const RpingArgs& a) {
       mem.register_region(cfg.pd, rdma_buf, addr_of(rdma_buf),
                           session::access::remote_write | session::access::local_write);
   endpoint::Loop loop(mem);
+  if (!apply_llp_flags(loop, a.llp, "rping")) return 1;
   enum class St {
     connecting,
     starting,  // established, waiting start_delay_ms before the first SEND
@@ -183,6 +185,7 @@ int run_server(const RpingArgs& a) {
       mem.register_region(cfg.pd, rdma_buf, addr_of(rdma_buf),
                           session::access::local_write | session::access::remote_read);
   endpoint::Loop loop(mem);
+  if (!apply_llp_flags(loop, a.llp, "rping")) return 1;
   enum class St {
     wait_conn,
     wait_read_adv,
@@ -317,6 +320,7 @@ void add_rping_command(CLI::App& app, std::function<int()>& run) {
   sc->add_option("--timeout", a->timeout_s, "give up after this many seconds (default 60)");
   add_start_delay_flag(sc, a->start_delay_ms);
   add_mpa_flags(sc, a->mpa);
+  add_llp_flags(sc, a->llp);
   sc->callback([a, &run] {
     run = [a] {
       if (a->server == a->client) {

@@ -125,6 +125,23 @@ void CaptureState::feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpS
   current_payload_ = {};
 }
 
+void CaptureState::feed_ip(std::uint64_t frame, std::int64_t ts_ns, ByteView ip_packet,
+                           std::uint32_t wire_length) noexcept {
+  if (finished_ || frame <= last_frame_) return;
+  current_frame_ = frame;
+  current_ts_ns_ = ts_ns;
+  current_payload_ = {};
+  last_frame_ = frame;
+  try {
+    analyzer_.feed_frame(frame, ts_ns, static_cast<std::uint32_t>(net::LinkType::raw), ip_packet,
+                         wire_length);
+    index_new_streams();
+    collect_new_findings();
+  } catch (...) {
+    ++internal_errors_;
+  }
+}
+
 void CaptureState::finish() noexcept {
   if (finished_) return;
   current_frame_ = last_frame_;
@@ -208,6 +225,7 @@ bool CaptureState::in_current_payload(const PduEvent& e) const {
 void CaptureState::on_pdu(const PduEvent& e) {
   PduRecord p;
   p.kind = e.kind;
+  p.sctp = e.llp == Llp::sctp;
   p.stream = e.stream;
   p.direction = e.direction;
   p.stream_offset = e.stream_offset;
@@ -284,6 +302,38 @@ void CaptureState::on_pdu(const PduEvent& e) {
     if (std::find(cont.begin(), cont.end(), index) == cont.end()) cont.push_back(index);
   }
   pdus_.push_back(std::move(p));
+}
+
+// One PPID 17 message through core's codec (the analysis keeps its own session records).
+const SessionControlRecord* CaptureState::sctp_session(std::uint64_t frame, std::size_t nth,
+                                                       ByteView message) noexcept {
+  const auto key = std::make_pair(frame, nth);
+  if (auto it = sctp_session_index_.find(key); it != sctp_session_index_.end())
+    return &sctp_sessions_[it->second];
+  try {
+    SessionControlRecord r;
+    auto d = wire::decode_ddp_session_control(message);
+    if (d) {
+      r.ok = true;
+      r.message = d.value();
+      const std::string_view name = wire::ddp_session_function_name(r.message.function_code);
+      r.function_name = name.empty() ? "Unknown function" : std::string(name);
+      r.info = "DDP Stream " + r.function_name;
+      if (r.message.enhanced_pd) {
+        r.info += " IRD=" + std::to_string(r.message.enhanced_pd->ird) +
+                  " ORD=" + std::to_string(r.message.enhanced_pd->ord);
+      }
+    } else {
+      r.error = d.error().message;
+      r.info = "Malformed DDP Stream Session Control: " + r.error;
+    }
+    sctp_session_index_[key] = sctp_sessions_.size();
+    sctp_sessions_.push_back(std::move(r));
+    return &sctp_sessions_.back();
+  } catch (...) {
+    ++internal_errors_;
+    return nullptr;
+  }
 }
 
 }  // namespace ddpscope::plugin

@@ -15,12 +15,16 @@
 #include <vector>
 
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/wire/sctp.h"
 
 namespace ddpscope::plugin {
 
 // One PDU as core framed and analysed it, owning copies of everything the tree shows.
 struct PduRecord {
   PduKind kind = PduKind::fpdu;
+  // sctp: one PPID 16 user message holding one DDP segment (RFC 5043), drawn without an MPA
+  // item; raw is the message.
+  bool sctp = false;
   std::uint32_t stream = 0;
   int direction = 0;
   std::uint64_t stream_offset = 0;
@@ -94,6 +98,15 @@ struct FrameRecord {
   std::string info;  // info column when several PDUs complete here (else: the one PDU's info)
 };
 
+// One DDP Stream Session Control message (PPID 17, RFC 5043), decoded on the first pass.
+struct SessionControlRecord {
+  bool ok = false;
+  wire::DdpSessionControl message;
+  std::string function_name;  // "Enhanced Session Accept", ... ("Unknown" for other codes)
+  std::string error;          // !ok: why it did not decode
+  std::string info;
+};
+
 struct PluginOptions {
   AnalyzerOptions analyzer;
   std::optional<std::vector<RegionSpec>> regions;  // the regions file, when one is given
@@ -112,6 +125,10 @@ class CaptureState final : private AnalysisObserver {
   // so PDUs in it need no copy.
   void feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment,
             bool payload_in_frame) noexcept;
+  // An SCTP frame (RFC 5043's LLP): its octets from the IP header on, for the Analyzer's SCTP
+  // LLP (which reassembles the user messages itself). First pass only, in frame order.
+  void feed_ip(std::uint64_t frame, std::int64_t ts_ns, ByteView ip_packet,
+               std::uint32_t wire_length) noexcept;
   // End of the sequential pass: flush core and attach end-of-capture findings.
   void finish() noexcept;
   bool finished() const { return finished_; }
@@ -132,6 +149,12 @@ class CaptureState final : private AnalysisObserver {
     return finding < finding_reported_in_.size() ? finding_reported_in_[finding] : 0;
   }
 
+  // A PPID 17 user message Wireshark's SCTP dissector hands the plugin, decoded by core's codec
+  // on the first pass (the n-th of the frame) and found again on later visits; nullptr on an
+  // internal error.
+  const SessionControlRecord* sctp_session(std::uint64_t frame, std::size_t nth,
+                                           ByteView message) noexcept;
+
   const FrameRecord* frame(std::uint64_t n) const;
   FrameRecord& frame_mut(std::uint64_t n) { return frames_[n]; }
   const PduRecord& pdu(std::uint32_t i) const { return pdus_[i]; }
@@ -149,6 +172,8 @@ class CaptureState final : private AnalysisObserver {
   PluginOptions options_;
   Analyzer analyzer_;
   std::deque<PduRecord> pdus_;  // a deque: growing never copies the records already stored
+  std::deque<SessionControlRecord> sctp_sessions_;
+  std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> sctp_session_index_;
   std::map<std::uint64_t, FrameRecord> frames_;
   std::map<std::pair<net::Endpoint, net::Endpoint>, std::uint32_t> stream_index_;
   std::size_t streams_indexed_ = 0;

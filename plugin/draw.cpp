@@ -331,6 +331,9 @@ void call_upper(const DrawContext& ctx, tvbuff_t* payload, packet_info* pinfo, p
   if (!done && ctx.data_handle != nullptr) call_dissector(ctx.data_handle, payload, pinfo, tree);
 }
 
+proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, tvbuff_t* ulpdu,
+                           packet_info* pinfo, proto_tree* tree);
+
 proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_tvb,
                       packet_info* pinfo, proto_tree* tree, proto_tree* mt) {
   // The FPDU without markers: the real octets when there were none.
@@ -384,13 +387,19 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_
     generated(proto_tree_add_uint64(mt, hf.mpa_resync_skipped, nullptr, 0, 0, p.resync_skipped));
   }
   if (!p.ddp) return nullptr;
-
-  // DDP (RFC 5041 §4)
   const std::size_t ulpdu_off = wire::fpdu_field::ulpdu;
   tvbuff_t* ulpdu =
       at(fpdu_tvb, ulpdu_off, p.ulpdu_length).tvb != nullptr
           ? tvb_new_subset_length(fpdu_tvb, static_cast<gint>(ulpdu_off), p.ulpdu_length)
           : nullptr;
+  return draw_ddp_rdmap(ctx, p, ulpdu, pinfo, tree);
+}
+
+// The DDP segment and its RDMAP message from the ULPDU's octets, the same over both LLPs (an
+// MPA FPDU's ULPDU, or one SCTP user message on PPID 16).
+proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, tvbuff_t* ulpdu,
+                           packet_info* pinfo, proto_tree* tree) {
+  // DDP (RFC 5041 §4)
   const wire::DdpHeader& h = *p.ddp;
   const std::size_t hs = h.size();
   const At da = or_empty(at(ulpdu, 0, hs));
@@ -482,6 +491,28 @@ const std::uint8_t* raw_octets(const PduRecord& p, tvbuff_t* pdu_tvb) {
 proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pinfo,
                      proto_tree* tree) {
   tvbuff_t* pdu_tvb = frame_pdu_tvb(ctx, p);
+  if (p.sctp) {
+    // RFC 5043: the user message is the ULPDU, no MPA framing around it.
+    if (pdu_tvb == nullptr && p.raw_stored())
+      pdu_tvb = child_tvb(ctx, pinfo, p.raw, "DDP segment (SCTP user message)");
+    if (!p.ddp) {
+      const At a = pdu_tvb != nullptr ? At{pdu_tvb, 0, -1} : At{ctx.frame_tvb, 0, 0};
+      proto_item* di = proto_tree_add_item(tree, proto.ddp, a.tvb, a.off, a.len, ENC_NA);
+      proto_item_append_text(di, ", %s", p.info.c_str());
+      return di;
+    }
+    proto_item* ri = draw_ddp_rdmap(ctx, p, pdu_tvb, pinfo, tree);
+    // As for FPDUs: a message held behind a TSN hole (reordering, loss) that a later frame let
+    // go, or one flushed at the end, is drawn in its own last frame and says so.
+    if (p.end_of_capture) {
+      generated(proto_tree_add_boolean(tree, hf.an_pdu_end_of_capture, nullptr, 0, 0, TRUE));
+    }
+    if (p.released_frame != 0) {
+      generated(proto_tree_add_uint(tree, hf.an_pdu_released_in, nullptr, 0, 0,
+                                    static_cast<std::uint32_t>(p.released_frame)));
+    }
+    return ri;
+  }
   if (pdu_tvb == nullptr && p.raw_stored()) {
     pdu_tvb = child_tvb(ctx, pinfo, p.raw,
                         p.kind == PduKind::fpdu ? "Reassembled FPDU" : "Reassembled MPA octets");
@@ -639,6 +670,59 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
     auto* call = static_cast<UpperCall*>(wmem_list_frame_data(it));
     call_upper(ctx, call->payload, pinfo, tree, call->info);
   }
+}
+
+void draw_sctp_session(const SessionControlRecord& r, tvbuff_t* tvb, packet_info* pinfo,
+                       proto_tree* tree) {
+  fallback_tvb = tvb;
+  col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
+  col_add_str(pinfo->cinfo, COL_INFO, r.info.c_str());
+  proto_item* si = proto_tree_add_item(tree, proto.sctp_session, tvb, 0, -1, ENC_NA);
+  proto_item_append_text(si, ", %s", r.info.c_str());
+  proto_tree* st = proto_item_add_subtree(si, ett.sctp_session);
+  if (!r.ok) {
+    generated(proto_tree_add_string(st, hf.ss_error, nullptr, 0, 0, r.error.c_str()));
+    return;
+  }
+  namespace field = wire::ddp_session_field;
+  const wire::DdpSessionControl& m = r.message;
+  proto_tree_add_uint_format_value(st, hf.ss_function,
+                                   or_empty(at(tvb, 0, field::function_code)).tvb,
+                                   or_empty(at(tvb, 0, field::function_code)).off,
+                                   or_empty(at(tvb, 0, field::function_code)).len, m.function_code,
+                                   "%s (0x%04x)", r.function_name.c_str(), m.function_code);
+  add_uint(st, hf.ss_pd_length, at(tvb, 0, field::pd_length),
+           static_cast<std::uint32_t>(m.private_data.size()));
+  const std::size_t pd = field::private_data;
+  if (m.private_data.empty()) return;
+  add_bytes(st, hf.ss_private_data, at(tvb, pd, m.private_data.size()), m.private_data.data(),
+            m.private_data.size());
+  std::size_t ulp_off = pd;
+  if (m.enhanced_pd) {
+    // RFC 6581: the same IRD/ORD/RTR word as in an enhanced MPA Request/Reply.
+    const wire::MpaEnhancedPd& e = *m.enhanced_pd;
+    const std::uint32_t w1 = e.ird_word();
+    const std::uint32_t w2 = e.ord_word();
+    const At ea = or_empty(at(tvb, pd, wire::MpaEnhancedPd::kSize));
+    proto_tree* et = proto_tree_add_subtree(st, ea.tvb, ea.off, ea.len, ett.mpa_enhanced, nullptr,
+                                            "RFC 6581 enhanced private data");
+    const At ia = at(tvb, pd, wire::mpa_enhanced_field::ird_word);
+    proto_item* w = add_uint(et, hf.mpa_ird_word, ia, w1);
+    proto_tree* wt = proto_item_add_subtree(w, ett.mpa_enhanced);
+    add_bool(wt, hf.mpa_a, ia, w1);
+    add_bool(wt, hf.mpa_b, ia, w1);
+    add_uint(wt, hf.mpa_ird, ia, w1);
+    const At oa = at(tvb, pd, wire::mpa_enhanced_field::ord_word);
+    w = add_uint(et, hf.mpa_ord_word, oa, w2);
+    wt = proto_item_add_subtree(w, ett.mpa_enhanced);
+    add_bool(wt, hf.mpa_c, oa, w2);
+    add_bool(wt, hf.mpa_d, oa, w2);
+    add_uint(wt, hf.mpa_ord, oa, w2);
+    ulp_off += wire::MpaEnhancedPd::kSize;
+  }
+  const ByteView ulp = m.ulp_private_data();
+  if (!ulp.empty())
+    add_bytes(st, hf.ss_ulp_private_data, at(tvb, ulp_off, ulp.size()), ulp.data(), ulp.size());
 }
 
 }  // namespace ddpscope::plugin

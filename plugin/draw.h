@@ -23,4 +23,9 @@ struct DrawContext {
 void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pinfo,
                 proto_tree* tree);
 
+// One PPID 17 user message as DDP Stream Session Control (RFC 5043), decode only. (PPID 16
+// messages are PDUs of the analysis, drawn by draw_frame without an MPA item.)
+void draw_sctp_session(const SessionControlRecord& r, tvbuff_t* tvb, packet_info* pinfo,
+                       proto_tree* tree);
+
 }  // namespace ddpscope::plugin

@@ -15,6 +15,7 @@ struct Protocols {
   int mpa = -1;
   int ddp = -1;
   int rdmap = -1;
+  int sctp_session = -1;  // DDP Stream Session Control (PPID 17, RFC 5043)
 };
 extern Protocols proto;
 
@@ -61,6 +62,9 @@ struct HeaderFields {
   // Frame-level analysis
   int an_pdu_end_of_capture = -1, an_pdu_released_in = -1;
   int an_finding = -1, an_finding_reported_in = -1, an_finding_end_of_capture = -1;
+  // DDP Stream Session Control (iwarp.sctp_session.*)
+  int ss_function = -1, ss_pd_length = -1, ss_private_data = -1, ss_ulp_private_data = -1,
+      ss_error = -1;
 };
 extern HeaderFields hf;
 
@@ -68,7 +72,7 @@ struct Subtrees {
   int mpa = -1, mpa_flags = -1, mpa_enhanced = -1, mpa_marker = -1, mpa_fragments = -1, ddp = -1,
       ddp_control = -1, ddp_analysis = -1, rdmap = -1, rdmap_control = -1, rdmap_body = -1,
       term_control = -1, term_ddp = -1, term_ddp_control = -1, term_rdmap = -1, rdmap_analysis = -1,
-      analysis = -1;
+      analysis = -1, sctp_session = -1;
 };
 extern Subtrees ett;
 

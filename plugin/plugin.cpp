@@ -17,6 +17,7 @@
 #include <epan/packet.h>
 #include <epan/prefs.h>
 #include <epan/proto.h>
+#include <epan/proto_data.h>
 #include <epan/tap.h>
 #include <ws_version.h>
 
@@ -103,6 +104,10 @@ struct TcpFieldIds {
   int srcport = -1, dstport = -1, seq_raw = -1, ack_raw = -1, flags = -1, window = -1, mss = -1,
       len = -1, payload = -1, hdr_len = -1, tsval = -1;
 } tcpf;
+// IP and SCTP fields: where an SCTP frame's IP packet starts (DDP over SCTP, RFC 5043).
+struct SctpFieldIds {
+  int ip = -1, ipv6 = -1, sctp_port = -1;
+} sctpf;
 
 // Per-capture state (created by the init routine, destroyed by the cleanup routine).
 CaptureState* state = nullptr;
@@ -194,6 +199,40 @@ gboolean dissect_heur(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*
   return TRUE;
 }
 
+// DDP over SCTP (RFC 5043): Wireshark's SCTP dissector reassembles each user message and hands
+// it on by PPID. PPID 16 is claimed (drawn by the postdissector from core's analysis); PPID 17
+// is decoded by core's codec on the first pass (capture_state). The n-th message of a PPID in
+// the frame names the record on later visits (a counter per dissection, in the packet's scope).
+std::size_t next_message_index(packet_info* pinfo, std::uint32_t ppid) {
+  auto* n = static_cast<std::size_t*>(p_get_proto_data(pinfo->pool, pinfo, proto.ddp, ppid));
+  if (n == nullptr) {
+    n = wmem_new0(pinfo->pool, std::size_t);
+    p_add_proto_data(pinfo->pool, pinfo, proto.ddp, ppid, n);
+  }
+  return (*n)++;
+}
+
+ByteView tvb_bytes(tvbuff_t* tvb) {
+  const guint n = tvb_captured_length(tvb);
+  return n == 0 ? ByteView() : ByteView(tvb_get_ptr(tvb, 0, static_cast<gint>(n)), n);
+}
+
+int dissect_sctp_ddp(tvbuff_t* tvb, packet_info* pinfo, proto_tree* /*tree*/, void* /*data*/) {
+  // Ours, drawn by the postdissector from the Analyzer's SCTP LLP (as TCP payload is claimed).
+  if (!active || state == nullptr) return 0;
+  col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
+  return static_cast<int>(tvb_captured_length(tvb));
+}
+
+int dissect_sctp_session(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*data*/) {
+  if (!active || state == nullptr) return 0;
+  const std::size_t nth = next_message_index(pinfo, wire::kPpidDdpSessionControl);
+  const SessionControlRecord* r = state->sctp_session(pinfo->num, nth, tvb_bytes(tvb));
+  if (r == nullptr) return 0;
+  draw_sctp_session(*r, tvb, pinfo, tree);
+  return static_cast<int>(tvb_captured_length(tvb));
+}
+
 // Last occurrence of a field in the frame's tree (the innermost TCP layer).
 field_info* last_field(proto_tree* tree, int id) {
   if (tree == nullptr || id < 0) return nullptr;
@@ -258,6 +297,33 @@ void probe_conversation(packet_info* pinfo, const net::TcpSegment& seg) {
   }
 }
 
+// An SCTP frame goes to the Analyzer whole from its (outermost) IP header, native or over UDP
+// (RFC 6951): core's SCTP LLP reassembles the user messages and runs the DDP/RDMAP rules.
+void feed_sctp_frame(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree) {
+  if (tree == nullptr || last_field(tree, sctpf.sctp_port) == nullptr) return;
+  if (proto_is_frame_protocol(pinfo->layers, "icmp") ||
+      proto_is_frame_protocol(pinfo->layers, "icmpv6")) {
+    return;
+  }
+  field_info* ip = nullptr;
+  for (int id : {sctpf.ip, sctpf.ipv6}) {
+    if (id < 0) continue;
+    GPtrArray* a = proto_get_finfo_ptr_array(tree, id);
+    if (a == nullptr || a->len == 0) continue;
+    auto* fi = static_cast<field_info*>(g_ptr_array_index(a, 0));
+    if (fi->ds_tvb == tvb && fi->start >= 0 && (ip == nullptr || fi->start < ip->start)) ip = fi;
+  }
+  if (ip == nullptr) return;
+  const gint have = tvb_captured_length_remaining(tvb, ip->start);
+  const gint wire = tvb_reported_length_remaining(tvb, ip->start);
+  if (have <= 0) return;
+  const std::int64_t ts_ns =
+      static_cast<std::int64_t>(pinfo->abs_ts.secs) * 1000000000 + pinfo->abs_ts.nsecs;
+  state->feed_ip(pinfo->num, ts_ns,
+                 ByteView(tvb_get_ptr(tvb, ip->start, have), static_cast<std::size_t>(have)),
+                 static_cast<std::uint32_t>(std::max(wire, have)));
+}
+
 int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*data*/) {
   if (pref_use_builtin || !active || state == nullptr) return 0;
   net::TcpSegment seg;  // trivially destructible: safe across Wireshark's longjmps
@@ -280,6 +346,7 @@ int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*da
       }
     }
   }
+  if (!tcp && !PINFO_FD_VISITED(pinfo)) feed_sctp_frame(tvb, pinfo, tree);
   const FrameRecord* rec = state->frame(pinfo->num);
   if (rec == nullptr) return 0;
   DrawContext ctx;
@@ -307,9 +374,9 @@ void apply_builtin_choice() {
   GArray* wanted = nullptr;
   if (ours) {
     wanted = g_array_new(FALSE, FALSE, sizeof(int));
-    const int ids[] = {tcpf.srcport, tcpf.dstport, tcpf.seq_raw, tcpf.ack_raw,
-                       tcpf.flags,   tcpf.window,  tcpf.mss,     tcpf.len,
-                       tcpf.payload, tcpf.hdr_len, tcpf.tsval};
+    const int ids[] = {tcpf.srcport, tcpf.dstport, tcpf.seq_raw, tcpf.ack_raw,   tcpf.flags,
+                       tcpf.window,  tcpf.mss,     tcpf.len,     tcpf.payload,   tcpf.hdr_len,
+                       tcpf.tsval,   sctpf.ip,     sctpf.ipv6,   sctpf.sctp_port};
     for (int id : ids) {
       if (id >= 0) g_array_append_val(wanted, id);
     }
@@ -369,6 +436,8 @@ void register_protocols() {
       proto_register_protocol("iWARP Direct Data Placement (ddpscope)", "iWARP-DDP", "iwarp.ddp");
   proto.rdmap = proto_register_protocol("iWARP Remote Direct Memory Access Protocol (ddpscope)",
                                         "iWARP-RDMAP", "iwarp.rdmap");
+  proto.sctp_session = proto_register_protocol("iWARP DDP Stream Session Control (ddpscope)",
+                                               "iWARP-SCTP-Session", "iwarp.sctp_session");
   register_fields();
 
   module_t* prefs = prefs_register_protocol(proto.mpa, nullptr);
@@ -412,6 +481,11 @@ void handoff() {
   dissector_add_for_decode_as("tcp.port", claim_handle);
   tcp_port_table = find_dissector_table("tcp.port");
   register_postdissector(post_handle);
+  // RFC 5043's two PPIDs (Wireshark 4.0 names them and decodes neither).
+  dissector_add_uint("sctp.ppi", wire::kPpidDdpSegment,
+                     create_dissector_handle(dissect_sctp_ddp, proto.ddp));
+  dissector_add_uint("sctp.ppi", wire::kPpidDdpSessionControl,
+                     create_dissector_handle(dissect_sctp_session, proto.sctp_session));
   data_handle = find_dissector("data");
   upper_heuristics = find_heur_dissector_list("iwarp_ddp_rdmap");
 
@@ -432,6 +506,9 @@ void handoff() {
   for (std::size_t i = 0; i < G_N_ELEMENTS(names); ++i) {
     *ids[i] = proto_registrar_get_id_byname(names[i]);
   }
+  sctpf.ip = proto_registrar_get_id_byname("ip");
+  sctpf.ipv6 = proto_registrar_get_id_byname("ipv6");
+  sctpf.sctp_port = proto_registrar_get_id_byname("sctp.srcport");
   apply_builtin_choice();
 }
 

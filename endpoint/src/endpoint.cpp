@@ -16,6 +16,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "sctp_socket.h"
+
 namespace ddpscope::endpoint {
 
 namespace {
@@ -70,6 +72,7 @@ bool resolve(const std::string& host, std::uint16_t port, sockaddr_storage& ss, 
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
   addrinfo* res = nullptr;
   const int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
   if (rc != 0 || !res) {
@@ -81,7 +84,26 @@ bool resolve(const std::string& host, std::uint16_t port, sockaddr_storage& ss, 
   freeaddrinfo(res);
   return true;
 }
+
+detail::Address address_of(const sockaddr_storage& ss, socklen_t len) {
+  detail::Address a;
+  a.ss = ss;
+  a.len = len;
+  return a;
+}
 }  // namespace
+
+std::string_view to_string(SctpStack s) {
+  switch (s) {
+    case SctpStack::kernel:
+      return "kernel";
+    case SctpStack::user:
+      return "user";
+    case SctpStack::automatic:
+      return "auto";
+  }
+  return "?";
+}
 
 std::int64_t now_ns() {
   timespec ts{};
@@ -121,14 +143,16 @@ bool split_host_port(const std::string& s, std::string& host, std::uint16_t& por
 
 Connection::~Connection() {
   if (fd_ >= 0) {
-    ::close(fd_);
+    if (!sctp_) ::close(fd_);  // an SCTP socket closes its own descriptors
     --g_open;
   }
 }
 
 void Connection::abort() {
   if (session_) session_->abort();
-  if (fd_ >= 0) {
+  if (sctp_ && fd_ >= 0) {
+    sctp_->abort();  // SCTP ABORT (RFC 5040 §5.4's reset)
+  } else if (fd_ >= 0) {
     linger l{1, 0};
     setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
   }
@@ -139,7 +163,10 @@ void Connection::finish() {
   // The socket goes as soon as the connection is done: its slot under the per-process cap is
   // free again even if the application reaps later.
   if (fd_ >= 0) {
-    ::close(fd_);
+    if (sctp_)
+      sctp_.reset();
+    else
+      ::close(fd_);
     fd_ = -1;
     --g_open;
   }
@@ -149,12 +176,41 @@ void Connection::finish() {
 Loop::Loop(session::MemoryTable& memory) : memory_(memory), rbuf_(1u << 20) {}
 
 Loop::~Loop() {
+  conns_.clear();  // before the SCTP stack they use
   stop_listening();
 }
 
 void Loop::stop_listening() {
-  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (sctp_listener_)
+    sctp_listener_.reset();
+  else if (listen_fd_ >= 0)
+    ::close(listen_fd_);
   listen_fd_ = -1;
+}
+
+bool Loop::set_transport(const Transport& transport, std::string& error) {
+  Transport t = transport;
+  if (t.llp == session::Llp::sctp) {
+    std::string why;
+    if (t.stack == SctpStack::automatic)
+      t.stack = detail::kernel_available(why) ? SctpStack::kernel : SctpStack::user;
+    if (t.stack == SctpStack::kernel) {
+      if (!detail::kernel_available(why)) {
+        error = "--sctp-stack kernel: " + why;
+        return false;
+      }
+    } else if (!detail::user_start(t.udp_port, error)) {
+      return false;
+    }
+  }
+  transport_ = t;
+  return true;
+}
+
+std::string Loop::transport_name() const {
+  if (!sctp()) return "tcp";
+  if (transport_.stack == SctpStack::kernel) return "sctp (kernel)";
+  return transport_.udp_port ? "sctp (usrsctp over UDP)" : "sctp (usrsctp)";
 }
 
 bool Loop::listen(const std::string& addr, std::uint16_t port, const session::SessionConfig& config,
@@ -162,6 +218,21 @@ bool Loop::listen(const std::string& addr, std::uint16_t port, const session::Se
   sockaddr_storage ss{};
   socklen_t len = 0;
   if (!resolve(addr, port, ss, len, error)) return false;
+  listen_config_ = config;
+  listen_config_.role = session::Role::responder;
+  listen_config_.llp = transport_.llp;
+  if (sctp()) {
+    const detail::Address at = address_of(ss, len);
+    sctp_listener_ = transport_.stack == SctpStack::kernel ? detail::kernel_listen(at, error)
+                                                           : detail::user_listen(at, error);
+    if (!sctp_listener_) {
+      error = "listen on " + addr + ":" + std::to_string(port) + ": " + error;
+      return false;
+    }
+    listen_fd_ = sctp_listener_->poll_fd();
+    listen_port_ = sctp_listener_->port();
+    return true;
+  }
   const int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     error = std::string("socket: ") + std::strerror(errno);
@@ -177,8 +248,6 @@ bool Loop::listen(const std::string& addr, std::uint16_t port, const session::Se
   }
   listen_fd_ = fd;
   listen_port_ = local_port_of(fd);
-  listen_config_ = config;
-  listen_config_.role = session::Role::responder;
   return true;
 }
 
@@ -192,6 +261,38 @@ Connection* Loop::connect(const std::string& host, std::uint16_t port,
   sockaddr_storage ss{};
   socklen_t len = 0;
   if (!resolve(host, port, ss, len, error)) return nullptr;
+  if (sctp()) {
+    detail::Address src;
+    if (!source.empty()) {
+      if (!resolve(source, 0, src.ss, src.len, error)) return nullptr;
+      if (src.ss.ss_family != ss.ss_family) {
+        error = "source address " + source + " is not of the peer's address family";
+        return nullptr;
+      }
+    }
+    const detail::Address to = address_of(ss, len);
+    const detail::Address* from = source.empty() ? nullptr : &src;
+    auto sock = transport_.stack == SctpStack::kernel
+                    ? detail::kernel_connect(to, from, error)
+                    : detail::user_connect(to, from, transport_.remote_udp_port, error);
+    if (!sock) {
+      error = "connect to " + peer_name(ss) + ": " + error;
+      return nullptr;
+    }
+    auto c = std::unique_ptr<Connection>(new Connection());
+    c->fd_ = sock->poll_fd();
+    c->sctp_ = std::move(sock);
+    ++g_open;
+    c->peer_ = peer_name(ss);
+    session::SessionConfig cfg = config;
+    cfg.role = session::Role::initiator;
+    cfg.llp = transport_.llp;
+    c->session_ = std::make_unique<session::Session>(memory_, cfg);
+    c->connecting_ = true;
+    Connection* raw = c.get();
+    conns_.push_back(std::move(c));
+    return raw;
+  }
   const int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     error = std::string("socket: ") + std::strerror(errno);
@@ -233,14 +334,37 @@ Connection* Loop::connect(const std::string& host, std::uint16_t port,
 }
 
 void Loop::start_session(Connection& c) {
-  c.local_port_ = local_port_of(c.fd_);
-  c.session_->set_emss(emss_of(c.fd_));
+  if (c.sctp_) {
+    c.local_port_ = c.sctp_->local_port();
+    // RFC 5043: MULPDU from the association's path MTU.
+    if (const std::uint32_t mtu = c.sctp_->path_mtu())
+      c.session_->set_path_mtu(mtu, c.peer_.find('.') == std::string::npos);
+  } else {
+    c.local_port_ = local_port_of(c.fd_);
+    c.session_->set_emss(emss_of(c.fd_));
+  }
   if (on_connection) on_connection(c);
   c.session_->start(now_ns());
   c.started_ = true;
 }
 
 void Loop::finish_connect(Connection& c) {
+  if (c.sctp_) {
+    std::string why;
+    const int st = c.sctp_->connect_status(why);
+    if (st == 0) return;  // INIT / COOKIE still on their way
+    c.connecting_ = false;
+    if (st < 0) {
+      session::Event e;
+      e.kind = session::EventKind::error;
+      e.message = "connect to " + c.peer_ + ": " + why;
+      c.finish();
+      if (on_event) on_event(c, e);
+      return;
+    }
+    start_session(c);
+    return;
+  }
   int err = 0;
   socklen_t len = sizeof err;
   getsockopt(c.fd_, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -257,6 +381,28 @@ void Loop::finish_connect(Connection& c) {
 }
 
 void Loop::accept_all() {
+  if (sctp_listener_) {
+    sctp_listener_->drain_wakeups();
+    for (;;) {
+      detail::Address peer;
+      auto sock = sctp_listener_->accept(peer);
+      if (!sock) return;
+      if (g_open >= g_max) {
+        sock->abort();  // over the per-process cap: an ABORT, as TCP's reset
+        ++refused_;
+        continue;
+      }
+      auto c = std::unique_ptr<Connection>(new Connection());
+      c->fd_ = sock->poll_fd();
+      c->sctp_ = std::move(sock);
+      ++g_open;
+      c->peer_ = peer_name(peer.ss);
+      c->session_ = std::make_unique<session::Session>(memory_, listen_config_);
+      Connection* raw = c.get();
+      conns_.push_back(std::move(c));
+      start_session(*raw);
+    }
+  }
   while (listen_fd_ >= 0) {
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
@@ -291,7 +437,73 @@ bool Loop::wants_input(const Connection& c) const {
   return !c.eof_ && !c.session_->input_paused();
 }
 
+// SCTP: whole user messages with their PPID and stream id into the session (RFC 5043).
+void Loop::read_messages(Connection& c) {
+  constexpr std::size_t kMaxMessage = 16u << 20;  // far above any MULPDU: a hostile peer
+  for (int i = 0; i < 256 && c.fd_ >= 0 && wants_input(c); ++i) {
+    std::size_t n = 0;
+    std::uint32_t ppid = 0;
+    std::uint16_t sid = 0;
+    bool eor = true;
+    std::string why;
+    const detail::Io io = c.sctp_->recv(rbuf_.data(), rbuf_.size(), n, ppid, sid, eor, why);
+    if (io == detail::Io::would_block) return;
+    if (io != detail::Io::ok) {
+      c.eof_ = true;
+      c.session_->receive_eof();
+      dispatch(c);
+      return;
+    }
+    c.bytes_in_ += n;
+    ByteView msg(rbuf_.data(), n);
+    if (!eor || !c.rx_message_.empty()) {
+      if (c.rx_message_.size() + n > kMaxMessage) {
+        c.abort();
+        return;
+      }
+      c.rx_message_.insert(c.rx_message_.end(), msg.begin(), msg.end());
+      if (!eor) continue;
+      msg = c.rx_message_;
+    }
+    c.session_->receive_message(ppid, sid, msg, now_ns());
+    c.rx_message_.clear();
+    dispatch(c);
+    while (c.session_->input_paused()) {
+      c.session_->resume_input();
+      dispatch(c);
+    }
+    write_to(c);
+  }
+}
+
+void Loop::write_messages(Connection& c) {
+  while (auto m = c.session_->next_message()) {
+    std::string why;
+    const detail::Io io = c.sctp_->send(m->data, m->ppid, m->stream_id, why);
+    if (io == detail::Io::would_block) return;
+    if (io != detail::Io::ok) {
+      c.eof_ = true;
+      c.session_->receive_eof();
+      dispatch(c);
+      c.finish();
+      return;
+    }
+    c.bytes_out_ += m->data.size();
+    c.session_->consume_output(m->data.size());
+    dispatch(c);
+    if (c.fd_ < 0) return;
+  }
+  if (c.session_->want_shutdown() && !c.shut_wr_ && c.session_->output_size() == 0) {
+    c.sctp_->shutdown_write();
+    c.shut_wr_ = true;
+  }
+}
+
 void Loop::read_from(Connection& c) {
+  if (c.sctp_) {
+    read_messages(c);
+    return;
+  }
   for (int i = 0; i < 64 && c.fd_ >= 0 && wants_input(c); ++i) {
     const ssize_t n = ::recv(c.fd_, rbuf_.data(), rbuf_.size(), 0);
     if (n > 0) {
@@ -318,6 +530,10 @@ void Loop::read_from(Connection& c) {
 
 void Loop::write_to(Connection& c) {
   if (c.fd_ < 0 || c.connecting_) return;
+  if (c.sctp_) {
+    write_messages(c);
+    return;
+  }
   while (c.session_->output_size() > 0) {
     const ByteView out = c.session_->output();
     const ssize_t n = ::send(c.fd_, out.data(), out.size(), MSG_NOSIGNAL);
@@ -347,6 +563,17 @@ void Loop::dispatch(Connection& c) {
 
 void Loop::service(Connection& c, short revents) {
   if (c.fd_ < 0 || c.done_) return;  // finished earlier in this round
+  if (c.sctp_) {
+    // Whatever woke us (the upcall signals reads, writes and state changes alike): try both.
+    c.sctp_->drain_wakeups();
+    if (c.connecting_) {
+      finish_connect(c);
+      if (c.connecting_ || c.done_) return;
+    }
+    read_from(c);
+    if (c.fd_ >= 0) write_to(c);
+    return;
+  }
   if (c.connecting_) {
     if (revents & (POLLOUT | POLLERR | POLLHUP)) finish_connect(c);
     if (c.connecting_ || c.done_) return;
@@ -378,7 +605,15 @@ void Loop::poll_once(int timeout_ms) {
   for (auto& c : conns_) {
     if (c->done_ || c->fd_ < 0) continue;
     short ev = 0;
-    if (c->connecting_) {
+    if (c->sctp_) {
+      ev = c->sctp_->poll_events(wants_input(*c), c->session_->output_size() > 0, c->connecting_);
+      if (!c->connecting_) {
+        if (auto d = c->session_->deadline()) {
+          const std::int64_t ms = std::max<std::int64_t>(0, (*d - now) / 1'000'000 + 1);
+          timeout_ms = static_cast<int>(std::min<std::int64_t>(timeout_ms, ms));
+        }
+      }
+    } else if (c->connecting_) {
       ev = POLLOUT;
     } else {
       if (wants_input(*c)) ev |= POLLIN;

@@ -805,6 +805,95 @@ def test_twin_names(ts, args):
           f"the captures should hold findings of both causes: {dict(by_cause)}")
     print(f"twins checked: {dict(by_cause)}")
 
+PPID_DDP_SEGMENT = "16"
+PPID_SESSION_CONTROL = "17"
+
+
+def sctp_counts(ts, cap):
+    """Per frame: PPID 16 and 17 user messages, DDP segments and session control messages drawn,
+    and whether the frame is Malformed."""
+    rows = ts.fields(cap, ["sctp.data_payload_proto_id", "iwarp.ddp.dv",
+                           "iwarp.sctp_session.function", "iwarp.rdmap.opcode", "_ws.malformed",
+                           "iwarp.ddp.placed", "iwarp.ddp.region"])
+    out = {}
+    for frame, r in rows.items():
+        ppids = r["sctp.data_payload_proto_id"].split("|") if r["sctp.data_payload_proto_id"] \
+            else []
+        out[frame] = {
+            "ddp_messages": ppids.count(PPID_DDP_SEGMENT),
+            "session_messages": ppids.count(PPID_SESSION_CONTROL),
+            "ddp": len(r["iwarp.ddp.dv"].split("|")) if r["iwarp.ddp.dv"] else 0,
+            "opcodes": len(r["iwarp.rdmap.opcode"].split("|")) if r["iwarp.rdmap.opcode"] else 0,
+            "sessions": r["iwarp.sctp_session.function"].split("|")
+            if r["iwarp.sctp_session.function"] else [],
+            "malformed": bool(r["_ws.malformed"]),
+            "analysed": len(r["iwarp.ddp.placed"].split("|")) if r["iwarp.ddp.placed"] else 0,
+            "regions": len(r["iwarp.ddp.region"].split("|")) if r["iwarp.ddp.region"] else 0,
+        }
+    return out
+
+
+def test_sctp_ddp(ts, args):
+    """DDP over SCTP (RFC 5043, issue 13): every PPID 16 user message is drawn as one DDP segment
+    with its RDMAP opcode (iwarp.ddp.* / iwarp.rdmap.*, the fields of MPA's segments) and core's
+    analysis of it (the SCTP LLP fed from the frames), every PPID 17 message as
+    iwarp.sctp_session, and no frame is Malformed. The setup is one Session Initiate, then one
+    Accept; tagged segments land in regions rping advertised."""
+    cap = ts.stage(args.capture)
+    counts = sctp_counts(ts, cap)
+    ddp_messages = sum(c["ddp_messages"] for c in counts.values())
+    check(ddp_messages > 0, "no PPID 16 user message in the capture")
+    sessions = []
+    for frame, c in sorted(counts.items()):
+        check(not c["malformed"], f"frame {frame}: Malformed")
+        check(c["ddp"] == c["ddp_messages"],
+              f"frame {frame}: {c['ddp_messages']} PPID 16 messages, {c['ddp']} DDP segments drawn")
+        check(c["opcodes"] == c["ddp_messages"],
+              f"frame {frame}: {c['ddp_messages']} PPID 16 messages, {c['opcodes']} RDMAP opcodes")
+        check(c["analysed"] == c["ddp_messages"],
+              f"frame {frame}: {c['ddp_messages']} PPID 16 messages, {c['analysed']} analysed")
+        check(len(c["sessions"]) == c["session_messages"],
+              f"frame {frame}: {c['session_messages']} PPID 17 messages, "
+              f"{len(c['sessions'])} session control messages drawn")
+        sessions += c["sessions"]
+    names = ts.fields(cap, ["iwarp.sctp_session.function"], ["-Y", "iwarp.sctp_session"])
+    regions = sum(c["regions"] for c in counts.values())
+    check(regions > 0, "no tagged segment placed in a known region")
+    check(len(sessions) == 2, f"expected Initiate and Accept, got function codes {sessions}")
+    out = ts.run(["-r", cap, "-Y", "iwarp.sctp_session", "-T", "fields", "-e", "_ws.col.Info"])
+    infos = out.stdout.splitlines()
+    check(len(infos) == 2 and "Initiate" in infos[0] and "Accept" in infos[1],
+          f"session control in order Initiate, Accept: {infos}")
+    print(f"{ddp_messages} DDP segments over SCTP ({regions} in regions), {len(names)} session "
+          "control messages")
+
+
+def test_both_llps(ts, args):
+    """A capture holding both LLPs (an MPA capture merged with an SCTP one): each LLP's DDP
+    segments are drawn as in its own capture."""
+    mpa, sctp = (ts.stage(c) for c in args.captures[:2])
+    merged = os.path.join(ts.tmp, "both-llps.pcapng")
+    mergecap = shutil.which("mergecap") or "mergecap"
+    subprocess.run([mergecap, "-w", merged, mpa, sctp], check=True)
+    os.chmod(merged, 0o644)
+
+    def ddp_total(cap):
+        rows = ts.fields(cap, ["iwarp.ddp.dv", "iwarp.mpa.ulpdu_length", "_ws.malformed"])
+        check(not any(r["_ws.malformed"] for r in rows.values()), f"{cap}: Malformed frames")
+        return (sum(len(r["iwarp.ddp.dv"].split("|")) for r in rows.values() if r["iwarp.ddp.dv"]),
+                sum(len(r["iwarp.mpa.ulpdu_length"].split("|"))
+                    for r in rows.values() if r["iwarp.mpa.ulpdu_length"]))
+    mpa_ddp, mpa_fpdus = ddp_total(mpa)
+    sctp_ddp, sctp_fpdus = ddp_total(sctp)
+    both_ddp, both_fpdus = ddp_total(merged)
+    check(mpa_ddp > 0 and sctp_ddp > 0, f"DDP segments: MPA {mpa_ddp}, SCTP {sctp_ddp}")
+    check(sctp_fpdus == 0, f"{sctp_fpdus} MPA FPDUs in the SCTP capture")
+    check(both_ddp == mpa_ddp + sctp_ddp,
+          f"merged: {both_ddp} DDP segments, alone {mpa_ddp} + {sctp_ddp}")
+    check(both_fpdus == mpa_fpdus, f"merged: {both_fpdus} FPDUs, alone {mpa_fpdus}")
+    print(f"merged: {mpa_ddp} DDP segments over MPA + {sctp_ddp} over SCTP")
+
+
 TESTS = {
     "limit_pref": test_limit_pref,
     "loads": test_loads,
@@ -825,6 +914,8 @@ TESTS = {
     "rpcrdma_fields": test_rpcrdma_fields,
     "siw_nfs_fields": test_siw_nfs_fields,
     "smbdirect_fields": test_smbdirect_fields,
+    "sctp_ddp": test_sctp_ddp,
+    "both_llps": test_both_llps,
 }
 
 

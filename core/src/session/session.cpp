@@ -18,6 +18,10 @@ constexpr std::uint32_t kRtrStag = 1;  // siw's zero-length RTR STag (STag 0 is 
 constexpr std::uint32_t kMinMulpdu = 128;
 }  // namespace
 
+std::string_view to_string(Llp l) {
+  return l == Llp::sctp ? "sctp" : "mpa";
+}
+
 std::string_view to_string(EventKind k) {
   switch (k) {
     case EventKind::connected:
@@ -98,11 +102,21 @@ Session::Session(MemoryTable& memory, SessionConfig config)
   sc.rfc7306 = config_.rfc7306;
   sink_ = rdmap::DataSink(sc);
   set_emss(config_.emss);
+  set_path_mtu(1500);  // SCTP until the host knows the association's path MTU
 }
 
 void Session::set_emss(std::uint32_t emss) {
   config_.emss = emss;
+  if (config_.llp == Llp::sctp) return;  // SCTP: set_path_mtu
   neg_.mulpdu = std::clamp<std::uint32_t>(wire::mulpdu(emss, neg_.tx_markers), kMinMulpdu, 65535);
+}
+
+void Session::set_path_mtu(std::uint32_t pmtu, bool ipv6) {
+  if (config_.llp != Llp::sctp) return;
+  // IP header, SCTP common header (12), DATA chunk header (16): what is left of one packet.
+  const std::uint32_t overhead = (ipv6 ? 40u : 20u) + 12u + 16u;
+  const std::uint32_t room = pmtu > overhead ? pmtu - overhead : 0;
+  neg_.mulpdu = std::clamp<std::uint32_t>(room, kMinMulpdu, 65535);
 }
 
 void Session::push(Event e) {
@@ -160,7 +174,10 @@ void Session::start(std::int64_t now_ns) {
   now_ = now_ns;
   deadline_ = now_ns + config_.limits.handshake_timeout_ns;
   if (config_.role == Role::initiator) {
-    queue_reqrep(false);
+    if (config_.llp == Llp::sctp)
+      queue_session_control(false);
+    else
+      queue_reqrep(false);
     state_ = State::mpa_wait_reply;
   } else {
     state_ = State::mpa_wait_request;
@@ -173,7 +190,8 @@ void Session::on_timer(std::int64_t now_ns) {
     deadline_.reset();
     if (state_ == State::mpa_wait_request || state_ == State::mpa_wait_reply ||
         state_ == State::wait_rtr)
-      fail("MPA handshake timed out");
+      fail(config_.llp == Llp::sctp ? "DDP Stream session setup timed out"
+                                    : "MPA handshake timed out");
   }
   if (stall_deadline_ && now_ >= *stall_deadline_) {
     stall_deadline_.reset();
@@ -325,8 +343,23 @@ bool Session::handle_request(const wire::MpaReqRep& req) {
   neg_.tx_markers = req.markers;
   neg_.rx_markers = config_.mpa.markers;
   set_emss(config_.emss);
-  if (neg_.enhanced) {
-    const auto& pd = *req.enhanced_pd;
+  settle_as_responder(neg_.enhanced ? req.enhanced_pd : std::nullopt);
+  if (config_.mpa.reject) {
+    queue_reqrep(true);
+    reject_locally(req.ulp_private_data());
+    return false;
+  }
+  queue_reqrep(false);
+  setup_gate_ = tx_taken_ + output_size();
+  accept_peer();
+  return true;
+}
+
+// The responder's half of the RFC 6581 settlement, the same over both LLPs: IRD/ORD and the RTR
+// from the initiator's enhanced word (nullopt: not enhanced).
+void Session::settle_as_responder(const std::optional<wire::MpaEnhancedPd>& peer) {
+  if (peer) {
+    const auto& pd = *peer;
     neg_.peer_enhanced = pd;
     // RFC 6581 §9.1: our IRD serves the peer's ORD and our ORD may not exceed its IRD.
     neg_.ird = std::min<std::uint16_t>(pd.ord, config_.mpa.ird);
@@ -348,29 +381,28 @@ bool Session::handle_request(const wire::MpaReqRep& req) {
     neg_.ord = config_.mpa.ord;
   }
   sink_.set_ird(neg_.ird);
-  if (config_.mpa.reject) {
-    queue_reqrep(true);
-    state_ = State::failed;
-    deadline_.reset();
-    start_teardown_timer();
-    want_shutdown_ = true;
-    Event e;
-    e.kind = EventKind::rejected;
-    e.message = "rejected by local configuration";
-    const ByteView upd = req.ulp_private_data();
-    e.private_data.assign(upd.begin(), upd.end());
-    push(std::move(e));
-    return false;
-  }
-  queue_reqrep(false);
-  setup_gate_ = tx_taken_ + output_size();
+}
+
+void Session::reject_locally(ByteView peer_private_data) {
+  state_ = State::failed;
+  deadline_.reset();
+  start_teardown_timer();
+  want_shutdown_ = true;
+  Event e;
+  e.kind = EventKind::rejected;
+  e.message = "rejected by local configuration";
+  e.private_data.assign(peer_private_data.begin(), peer_private_data.end());
+  push(std::move(e));
+}
+
+// The responder accepted: peer-to-peer waits for the RTR (RFC 6581 §9.2), else Full Operation.
+void Session::accept_peer() {
   if (neg_.peer_to_peer) {
     state_ = State::wait_rtr;
     sink_.expect_rtr(neg_.rtr);
   } else {
     enter_full_operation();
   }
-  return true;
 }
 
 bool Session::handle_reply(const wire::MpaReqRep& rep) {
@@ -383,16 +415,7 @@ bool Session::handle_reply(const wire::MpaReqRep& rep) {
   const auto checks = mpa::check_frame(rep, frame_policy(config_.mpa.revision));
   if (const Violation* v = mpa::first_fatal(checks)) return bad(*v);
   if (rep.reject) {
-    state_ = State::failed;
-    deadline_.reset();
-    start_teardown_timer();
-    want_shutdown_ = true;
-    Event e;
-    e.kind = EventKind::rejected;
-    e.message = "peer rejected the connection";
-    const ByteView upd = rep.ulp_private_data();
-    e.private_data.assign(upd.begin(), upd.end());
-    push(std::move(e));
+    rejected_by_peer(rep.ulp_private_data());
     return false;
   }
   const mpa::Settlement s = mpa::settle(own_frame_, rep);
@@ -421,6 +444,18 @@ bool Session::handle_reply(const wire::MpaReqRep& rep) {
   return true;
 }
 
+void Session::rejected_by_peer(ByteView peer_private_data) {
+  state_ = State::failed;
+  deadline_.reset();
+  start_teardown_timer();
+  want_shutdown_ = true;
+  Event e;
+  e.kind = EventKind::rejected;
+  e.message = "peer rejected the connection";
+  e.private_data.assign(peer_private_data.begin(), peer_private_data.end());
+  push(std::move(e));
+}
+
 void Session::enter_full_operation() {
   state_ = State::established;
   deadline_.reset();
@@ -429,6 +464,8 @@ void Session::enter_full_operation() {
   if (peer_frame_) {
     const ByteView upd = peer_frame_->ulp_private_data();
     e.private_data.assign(upd.begin(), upd.end());
+  } else if (config_.llp == Llp::sctp) {
+    e.private_data = peer_private_data_;
   }
   push(std::move(e));
 }
@@ -505,6 +542,8 @@ void Session::abort() {
   drop_partial_input();
   tx_.clear();
   tx_head_ = 0;
+  tx_msgs_.clear();
+  tx_msg_taken_ = 0;
   want_shutdown_ = true;
 }
 

@@ -9,6 +9,8 @@
 #include "ddpscope/mpa/fpdu_walker.h"
 #include "ddpscope/mpa/rules.h"
 #include "ddpscope/session/session.h"
+#include "ddpscope/wire/sctp.h"
+#include "sctp_violations.h"
 
 namespace ddpscope::session {
 
@@ -42,6 +44,7 @@ void Session::receive(ByteView data, std::int64_t now_ns) {
 }
 
 void Session::receive(ByteView data) {
+  if (config_.llp == Llp::sctp) return;  // receive_message
   if (state_ == State::idle || state_ == State::terminated || state_ == State::failed ||
       state_ == State::closed)
     return;
@@ -111,10 +114,48 @@ void Session::receive_framed(ByteView data) {
   direct_ = {};
 }
 
+// SCTP (RFC 5043): the association delivers whole user messages, so nothing is buffered here.
+// Session control (PPID 17) sets the DDP Stream up; after that every PPID 16 message is one DDP
+// segment for the Data Sink model, exactly as an MPA FPDU's ULPDU.
+void Session::receive_message(std::uint32_t ppid, std::uint16_t stream_id, ByteView data,
+                              std::int64_t now_ns) {
+  now_ = std::max(now_, now_ns);
+  if (config_.llp != Llp::sctp || state_ == State::idle || state_ == State::terminated ||
+      state_ == State::failed || state_ == State::closed)
+    return;
+  const std::uint64_t before = fpdus_in_;
+  if (stream_id != config_.sctp_stream) {
+    // One DDP Stream per SCTP stream (RFC 5043): another stream is not ours to read.
+    fatal(sctp::session_invalid("a DDP segment or session control message on SCTP stream " +
+                                std::to_string(stream_id) + ", not this DDP Stream's " +
+                                std::to_string(config_.sctp_stream)),
+          nullptr, {});
+  } else if (ppid == wire::kPpidDdpSessionControl) {
+    handle_session_control(data);
+  } else if (ppid != wire::kPpidDdpSegment) {
+    fatal(sctp::ppid_invalid("a user message with PPID " + std::to_string(ppid) +
+                             " on a DDP Stream (RFC 5043: 16 or 17)"),
+          nullptr, {});
+  } else if (!rx_full_) {
+    // A DDP segment before the session was accepted (RFC 5043; verify the section).
+    if (config_.role == Role::initiator)
+      fatal(sctp::session_invalid("a DDP segment before the DDP Stream Session Accept"), nullptr,
+            {});
+    else
+      fail("a DDP segment before the DDP Stream Session Initiate");
+  } else {
+    handle_ulpdu(data);
+    ++fpdus_in_;
+  }
+  if (receiving() && events_.size() >= config_.limits.max_pending_events) input_paused_ = true;
+  update_stall_timer(fpdus_in_ != before);
+  note_usage();
+}
+
 void Session::resume_input() {
   if (!input_paused_ || events_.size() >= config_.limits.max_pending_events) return;
   input_paused_ = false;
-  if (!receiving()) return;
+  if (!receiving() || config_.llp == Llp::sctp) return;
   const std::uint64_t fpdus_before = fpdus_in_;
   process_fpdus();
   if (rx_head_ == rx_.size()) {
@@ -147,7 +188,8 @@ void Session::receive_eof() {
     case State::mpa_wait_reply:
     case State::mpa_wait_request:
     case State::wait_rtr:
-      fail("peer closed during the MPA handshake");
+      fail(config_.llp == Llp::sctp ? "peer closed during the DDP Stream session setup"
+                                    : "peer closed during the MPA handshake");
       return;
     case State::established:
     case State::closing: {
@@ -222,6 +264,7 @@ void Session::handle_ulpdu(ByteView ulpdu) {
     fatal(ddp::header_too_short(ulpdu.size()), nullptr, ulpdu);
     return;
   }
+  if (setup_gate_ && config_.llp == Llp::sctp) setup_gate_.reset();
   if (setup_gate_) {
     const auto from =
         config_.role == Role::responder ? mpa::Sender::initiator : mpa::Sender::responder;

@@ -7,6 +7,7 @@
 
 #include "ddpscope/common/crc32c.h"
 #include "ddpscope/session/session.h"
+#include "ddpscope/wire/sctp.h"
 
 namespace ddpscope::session {
 
@@ -23,9 +24,29 @@ std::uint32_t Session::payload_room(bool tagged) const {
                                                          : wire::kDdpUntaggedHeaderSize);
 }
 
-// One FPDU holding ULPDU = hdr + payload (RFC 5044 §4.1), CRC and markers as negotiated.
+void Session::note_tx_message(std::size_t start, std::uint32_t ppid) {
+  tx_msgs_.push_back(TxMessage{tx_.size() - start, ppid});
+  if (output_size() > peak_.tx_bytes) note_usage();
+}
+
+std::optional<OutMessage> Session::next_message() const {
+  if (tx_msgs_.empty()) return std::nullopt;
+  const TxMessage& m = tx_msgs_.front();
+  return OutMessage{output().first(m.length - tx_msg_taken_), m.ppid, config_.sctp_stream};
+}
+
+// One FPDU holding ULPDU = hdr + payload (RFC 5044 §4.1), CRC and markers as negotiated. SCTP:
+// the ULPDU alone is one user message on PPID 16 (RFC 5043: SCTP frames it and its CRC32c covers
+// the packet).
 void Session::emit_fpdu_header_and(ByteView hdr, ByteView payload) {
   const std::size_t len = hdr.size() + payload.size();
+  if (config_.llp == Llp::sctp) {
+    const std::size_t start = tx_.size();
+    tx_.insert(tx_.end(), hdr.begin(), hdr.end());
+    tx_.insert(tx_.end(), payload.begin(), payload.end());
+    note_tx_message(start, wire::kPpidDdpSegment);
+    return;
+  }
   if (neg_.tx_markers) {
     Bytes ulpdu;
     ulpdu.reserve(len);
@@ -120,6 +141,16 @@ void Session::consume_output(std::size_t n) {
   const std::size_t taken = std::min(n, output_size());
   tx_head_ += taken;
   tx_taken_ += taken;
+  for (std::size_t left = taken; left > 0 && !tx_msgs_.empty();) {
+    const std::size_t rest = tx_msgs_.front().length - tx_msg_taken_;
+    if (left < rest) {
+      tx_msg_taken_ += left;
+      break;
+    }
+    left -= rest;
+    tx_msgs_.pop_front();
+    tx_msg_taken_ = 0;
+  }
   if (tx_head_ == tx_.size()) {
     tx_head_ = 0;
     if (tx_.capacity() > 2 * config_.limits.max_tx_bytes)

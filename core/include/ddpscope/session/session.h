@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The I/O-free iWARP endpoint engine: one RDMAP/DDP/MPA stream (RFC 5040, 5041, 5044, 6581,
-// 7306). It consumes received octets and produces octets to send, events and a deadline; a host
-// (the socket layer in endpoint/, or a test in memory) moves the octets. See docs/session.md.
+// The I/O-free iWARP endpoint engine: one RDMAP/DDP stream (RFC 5040, 5041, 6581, 7306) over
+// one of DDP's two LLPs (RFC 5041 §2.4): MPA over TCP (RFC 5044), a byte stream in and out, or
+// SCTP (RFC 5043), one DDP segment per user message. It consumes what was received and produces
+// what to send, events and a deadline; a host (the socket layer in endpoint/, or a test in
+// memory) moves them. See docs/session.md.
 //
 //   idle ─start─▶ mpa_wait_request / mpa_wait_reply ─Req/Rep─▶ [wait_rtr] ─▶ established
 //                      │ bad frame, reject                                    │ close()
@@ -38,6 +40,10 @@ namespace ddpscope::session {
 // ---------------------------------------------------------------------------------------------
 
 enum class Role : std::uint8_t { initiator, responder };
+// The LLP under DDP (RFC 5041 §2.4). Only connection setup and framing differ: the Data Sink
+// model and the operations are the same for both.
+enum class Llp : std::uint8_t { mpa, sctp };
+std::string_view to_string(Llp l);
 using RtrType = llp::RtrType;
 using llp::to_string;
 namespace rtr_offer = mpa::rtr_offer;
@@ -94,7 +100,12 @@ struct SessionConfig {
   SessionLimits limits;
   std::uint32_t pd = 0;       // protection domain of this stream (MemoryTable::alloc_pd)
   std::uint32_t emss = 1460;  // effective MSS: MULPDU follows from it (RFC 5044 §8)
-  bool rfc7306 = true;        // accept atomics and immediate data (siw does not)
+  // SCTP (RFC 5043): no MPA framing, markers or CRC; each DDP segment is one user message on
+  // PPID 16 and the stream is set up by DDP Stream Session Control messages (PPID 17) carrying
+  // `mpa`'s private data, IRD/ORD and RTR choice (revision, crc and markers do not apply).
+  Llp llp = Llp::mpa;
+  std::uint16_t sctp_stream = 0;  // the SCTP stream this DDP Stream maps to (RFC 5041 §2.4)
+  bool rfc7306 = true;            // accept atomics and immediate data (siw does not)
   // The Terminate layout to send (siw's little-endian bit fields, for interop tests only).
   wire::TerminateLayout terminate_layout = wire::TerminateLayout::rfc;
 };
@@ -159,6 +170,14 @@ struct Negotiated {
   std::optional<wire::MpaEnhancedPd> peer_enhanced;
 };
 
+// SCTP: one user message of output() (RFC 5043: PPID 16 for a DDP segment, 17 for session
+// control), to be sent whole on `stream_id`.
+struct OutMessage {
+  ByteView data;
+  std::uint32_t ppid = 0;
+  std::uint16_t stream_id = 0;
+};
+
 // ---------------------------------------------------------------------------------------------
 // The session
 // ---------------------------------------------------------------------------------------------
@@ -185,6 +204,10 @@ class Session {
   void start(std::int64_t now_ns = 0);
   // The transport's MSS may change before the handshake ends (RFC 5044 §8).
   void set_emss(std::uint32_t emss);
+  // SCTP: MULPDU from the association's path MTU, so that a DDP segment fills one DATA chunk of
+  // one packet: the IP, SCTP common and DATA chunk headers taken off (RFC 5043: verify that it
+  // sizes MULPDU this way).
+  void set_path_mtu(std::uint32_t pmtu, bool ipv6 = false);
 
   // Octets received from the transport, in order. Never throws; hostile input is expected.
   void receive(ByteView data);
@@ -194,13 +217,19 @@ class Session {
   // then call resume_input() (and read no more from the transport meanwhile).
   bool input_paused() const { return input_paused_; }
   void resume_input();
-  // The peer closed its sending side (FIN) or the transport failed.
+  // SCTP: one whole user message as the association delivered it (its PPID and stream id).
+  // Input pauses (input_paused()) at max_pending_events as for MPA.
+  void receive_message(std::uint32_t ppid, std::uint16_t stream_id, ByteView data,
+                       std::int64_t now_ns);
+  // The peer closed its sending side (FIN, SCTP SHUTDOWN) or the transport failed.
   void receive_eof();
 
-  // Octets to send: a view valid until the next call on the session.
+  // Octets to send: a view valid until the next call on the session. SCTP: the user messages
+  // one after the other; next_message() names the first, and the host consumes whole messages.
   ByteView output() const { return ByteView(tx_).subspan(tx_head_); }
   std::size_t output_size() const { return tx_.size() - tx_head_; }
   void consume_output(std::size_t n);
+  std::optional<OutMessage> next_message() const;
   // True when the transport should send FIN after output() is drained (graceful close done).
   bool want_shutdown() const { return want_shutdown_; }
 
@@ -253,8 +282,9 @@ class Session {
   std::uint64_t stream_id() const { return stream_id_; }
   std::uint32_t pd() const { return config_.pd; }
   const SessionConfig& config() const { return config_; }
-  // The peer's Request or Reply, once received.
+  // The peer's Request or Reply, once received (MPA).
   const std::optional<wire::MpaReqRep>& peer_frame() const { return peer_frame_; }
+  Llp llp() const { return config_.llp; }
   std::size_t outstanding_reads() const { return sink_.orq().size(); }
   std::size_t posted_recvs() const { return recvs_.size(); }
   bool idle() const;  // nothing queued or outstanding
@@ -290,9 +320,17 @@ class Session {
 
   void queue_reqrep(bool reject);
   void handle_handshake();
+  // SCTP connection setup (session_sctp.cpp): the DDP Stream Session Control messages.
+  void queue_session_control(bool reject);
+  void handle_session_control(ByteView msg);
+  void note_tx_message(std::size_t start, std::uint32_t ppid);
   bool handle_request(const wire::MpaReqRep& req);
   bool handle_reply(const wire::MpaReqRep& rep);
   mpa::Policy frame_policy(std::uint8_t max_revision) const;
+  void settle_as_responder(const std::optional<wire::MpaEnhancedPd>& peer);
+  void reject_locally(ByteView peer_private_data);
+  void rejected_by_peer(ByteView peer_private_data);
+  void accept_peer();
   void enter_full_operation();
   void send_rtr();
   void process_fpdus();
@@ -339,6 +377,7 @@ class Session {
   std::uint64_t stream_id_ = 0;
   Negotiated neg_;
   std::optional<wire::MpaReqRep> peer_frame_;
+  Bytes peer_private_data_;  // SCTP: the ULP private data of the peer's Initiate / Accept
   std::optional<std::int64_t> deadline_;           // handshake
   std::optional<std::int64_t> stall_deadline_;     // partial FPDU / message
   std::optional<std::int64_t> teardown_deadline_;  // after Terminate or close
@@ -379,6 +418,13 @@ class Session {
   std::uint64_t tx_pos_ = 0;    // our stream position from S0 (markers)
   std::uint64_t tx_taken_ = 0;  // octets the transport took (consume_output), in all
   bool tx_full_ = false;        // S0 passed
+  // SCTP: the user messages queued in tx_ from tx_head_, in order (length, PPID).
+  struct TxMessage {
+    std::size_t length;
+    std::uint32_t ppid;
+  };
+  std::deque<TxMessage> tx_msgs_;
+  std::size_t tx_msg_taken_ = 0;  // octets of tx_msgs_.front() already consumed
   std::uint32_t tx_msn_[5] = {1, 1, 1, 1, 1};
   bool want_shutdown_ = false;
   std::uint64_t bytes_placed_ = 0;

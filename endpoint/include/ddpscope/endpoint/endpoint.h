@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The endpoint's socket layer: nonblocking TCP sockets and a poll(2) loop that moves octets
-// between the kernel and core's session engine, fires its timers and hands its events to the
-// application. Single-threaded; listens on 127.0.0.1 unless told otherwise.
+// The endpoint's socket layer: nonblocking sockets and a poll(2) loop that moves what the
+// session engine sends and receives between the transport and core's session engine, fires its
+// timers and hands its events to the application. The transport is TCP (MPA, the default) or
+// SCTP (RFC 5043) on the kernel's stack or on usrsctp. Single-threaded (usrsctp runs its own
+// threads behind its sockets); listens on 127.0.0.1 unless told otherwise.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,22 @@ std::size_t max_connections();
 std::size_t open_connections();
 
 class Loop;
+namespace detail {
+class SctpSocket;
+class SctpListener;
+}  // namespace detail
+
+// The LLP under the sessions of one Loop.
+enum class SctpStack : std::uint8_t { kernel, user, automatic };
+std::string_view to_string(SctpStack s);
+struct Transport {
+  session::Llp llp = session::Llp::mpa;
+  SctpStack stack = SctpStack::automatic;  // automatic: the kernel's when it has SCTP, else user
+  // usrsctp only: SCTP over UDP (RFC 6951) from this local UDP port (0: native SCTP over raw
+  // IP, which needs root), and the peer's UDP port to send to (a client; 0: native).
+  std::uint16_t udp_port = 0;
+  std::uint16_t remote_udp_port = 0;
+};
 
 class Connection {
  public:
@@ -61,6 +79,8 @@ class Connection {
   std::uint16_t local_port_ = 0;
   std::uint64_t bytes_in_ = 0;
   std::uint64_t bytes_out_ = 0;
+  std::unique_ptr<detail::SctpSocket> sctp_;  // SCTP: the association (fd_ is its poll fd)
+  Bytes rx_message_;                          // SCTP: a user message larger than one read
 };
 
 class Loop {
@@ -69,6 +89,14 @@ class Loop {
   ~Loop();
   Loop(const Loop&) = delete;
   Loop& operator=(const Loop&) = delete;
+
+  // Before listen()/connect(): the LLP of every session of this loop (default MPA over TCP).
+  // SCTP picks its stack (automatic: the kernel's when socket(IPPROTO_SCTP) works, else
+  // usrsctp); false with the reason when the stack asked for cannot run here.
+  bool set_transport(const Transport& transport, std::string& error);
+  const Transport& transport() const { return transport_; }
+  // "tcp", "sctp (kernel)", "sctp (usrsctp)", "sctp (usrsctp over UDP)".
+  std::string transport_name() const;
 
   // Listens on addr:port (port 0: the kernel picks; see listen_port()). Each accepted
   // connection gets a responder session with `config` (its pd as given).
@@ -111,8 +139,13 @@ class Loop {
   void finish_connect(Connection& c);
   void start_session(Connection& c);
   bool wants_input(const Connection& c) const;
+  void read_messages(Connection& c);
+  void write_messages(Connection& c);
+  bool sctp() const { return transport_.llp == session::Llp::sctp; }
 
   session::MemoryTable& memory_;
+  Transport transport_;
+  std::unique_ptr<detail::SctpListener> sctp_listener_;
   int listen_fd_ = -1;
   std::uint16_t listen_port_ = 0;
   session::SessionConfig listen_config_;

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Issue 13's acceptance line over a real SCTP stack: `ddpscope rping --llp sctp -s` and `-c`
+complete over 127.0.0.1 with verified data (usrsctp over raw IPv4 where the kernel has no SCTP:
+needs root), captured on lo by `ddpscope live`; the capture is real SCTP as tshark reads it
+(CRC32c good on every packet, the Adaptation Layer Indication in INIT and INIT-ACK, two session
+control messages on PPID 17, one PPID 16 message per DDP segment), and the analyzer's SCTP LLP
+finds one DDP stream with every segment and message and no finding. `--sctp-stack kernel`
+where the kernel has no SCTP fails with a clear message."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+from ddpscope_cli import free_port, run, start, wait_port_file  # noqa: E402
+
+TSHARK = shutil.which("tshark")
+PPID_DDP_SEGMENT = 16
+PPID_SESSION_CONTROL = 17
+ADAPTATION_CODE_POINT_DDP = 1  # wire::kAdaptationCodePointDdp (verify RFC 5043)
+
+
+def kernel_has_sctp():
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132).close()
+        return True
+    except OSError:
+        return False
+
+
+def tshark_fields(pcap, *fields, display_filter=None):
+    cmd = [TSHARK, "-r", pcap, "-o", "sctp.checksum:CRC-32C", "-T", "fields"]
+    if display_filter:
+        cmd += ["-Y", display_filter]
+    for f in fields:
+        cmd += ["-e", f]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise AssertionError(out.stderr)
+    return [line.split("\t") for line in out.stdout.splitlines()]
+
+
+@unittest.skipUnless(os.geteuid() == 0, "usrsctp over raw IP and the capture on lo need root")
+class SctpRping(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def rping(self, *extra, count=3, size=1000, pcap=None):
+        """rping -s / -c over SCTP; with `pcap`, captured by `ddpscope live -f sctp`."""
+        port = free_port()
+        live = None
+        if pcap:
+            live = start("live", "-i", "lo", "-f", f"sctp port {port}", "--write", pcap,
+                         "--duration", "60", "-q")
+            time.sleep(0.5)  # the capture is open before the first INIT
+        server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", count, "--llp",
+                       "sctp", *extra)
+        time.sleep(0.3)
+        client = run("rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", count, "-S", size,
+                     "-v", "--llp", "sctp", *extra, timeout=60)
+        _, serr = server.communicate(timeout=30)
+        if live:
+            time.sleep(0.5)  # SHUTDOWN ... SHUTDOWN COMPLETE
+            live.send_signal(signal.SIGINT)
+            live.communicate(timeout=30)
+        return client, server.returncode, serr
+
+    def test_rping_completes_with_verified_data(self):
+        for stack in ("user", "auto"):
+            with self.subTest(stack=stack):
+                client, server_rc, serr = self.rping("--sctp-stack", stack)
+                self.assertEqual(client.returncode, 0, client.stderr)
+                self.assertEqual(server_rc, 0, serr)
+                for i in range(3):
+                    self.assertIn(f"ping data: rdma-ping-{i}: ", client.stdout)
+
+    def test_large_buffers_segment_to_the_path_mtu(self):
+        client, server_rc, serr = self.rping("--sctp-stack", "user", count=2, size=200000)
+        self.assertEqual(client.returncode, 0, client.stderr)
+        self.assertEqual(server_rc, 0, serr)
+        self.assertIn("rping: 2 iterations verified", client.stdout)
+
+    @unittest.skipUnless(TSHARK, "tshark not installed")
+    def test_capture_is_real_sctp(self):
+        pcap = os.path.join(self.tmp.name, "rping-sctp.pcap")
+        count = 3
+        client, server_rc, serr = self.rping("--sctp-stack", "user", count=count, pcap=pcap)
+        self.assertEqual(client.returncode, 0, client.stderr)
+        self.assertEqual(server_rc, 0, serr)
+        rows = tshark_fields(pcap, "sctp.checksum.status", "sctp.chunk_type",
+                             "sctp.data_payload_proto_id")
+        self.assertTrue(rows, "nothing captured")
+        # Every packet's CRC32c verifies (usrsctp computes it on loopback too).
+        self.assertEqual({r[0] for r in rows}, {"1"}, rows[:5])
+        chunk_types = [t for r in rows for t in r[1].split(",")]
+        for t in ("1", "2", "10", "11", "0", "3", "7"):  # INIT .. DATA SACK SHUTDOWN
+            self.assertIn(t, chunk_types)
+        ppids = [int(p) for r in rows if r[2] for p in r[2].split(",")]
+        # Session control: one Initiate, one Accept. DDP segments (size 1000 < MULPDU, one
+        # segment per message): the initiator's Write RTR, per iteration its two advertisement
+        # Sends and one Read Response; the responder's Read Request, RDMA Write, two go-aheads.
+        self.assertEqual(ppids.count(PPID_SESSION_CONTROL), 2, ppids)
+        self.assertEqual(ppids.count(PPID_DDP_SEGMENT), 1 + count * 3 + count * 4, ppids)
+        self.assertEqual(set(ppids), {PPID_DDP_SEGMENT, PPID_SESSION_CONTROL})
+        # The Adaptation Layer Indication in INIT and INIT-ACK (RFC 5061), DDP's code point.
+        ali = tshark_fields(pcap, "sctp.chunk_type", "sctp.adaptation_layer_indication",
+                            display_filter="sctp.chunk_type == 1 || sctp.chunk_type == 2")
+        self.assertEqual(sorted(r[0] for r in ali), ["1", "2"], ali)
+        for r in ali:
+            self.assertEqual(int(r[1], 0), ADAPTATION_CODE_POINT_DDP, r)
+        # The analyzer's SCTP LLP: one DDP stream, every PPID 16 message one DDP segment, rping's
+        # messages (per iteration 2 + 1 and 1 + 1 + 2, and the RTR), no finding at all.
+        rep = json.loads(run("analyze", pcap, "--json").stdout)
+        self.assertEqual(rep["summary"]["frames_not_tcp"], 0)
+        self.assertEqual(len(rep["streams"]), 1, rep["streams"])
+        stream = rep["streams"][0]
+        if "llp" in stream:  # the report's LLP fields (branch sctp's JSON)
+            self.assertEqual(stream["llp"], "sctp")
+        segments = sum(o["segments"] for d in stream["directions"]
+                       for o in d["opcodes"].values())
+        self.assertEqual(segments, ppids.count(PPID_DDP_SEGMENT))
+        self.assertEqual(rep["summary"]["messages"], 1 + count * 3 + count * 4)
+        self.assertEqual(rep["findings"], [])
+
+    @unittest.skipUnless(TSHARK, "tshark not installed")
+    def test_rping_over_udp_encapsulation(self):
+        """usrsctp's fallback: SCTP over UDP (RFC 6951), the server on 9899, the client on another
+        UDP port (one host)."""
+        pcap = os.path.join(self.tmp.name, "rping-sctp-udp.pcap")
+        port = free_port()
+        live = start("live", "-i", "lo", "-f", "udp port 9899", "--write", pcap, "--duration",
+                     "60", "-q")
+        time.sleep(0.5)
+        server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 2, "--llp", "sctp",
+                       "--sctp-udp-port", 9899)
+        time.sleep(0.3)
+        client = run("rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", 2, "-v", "--llp", "sctp",
+                     "--sctp-udp-port", 9898, "--sctp-peer-udp-port", 9899, timeout=60)
+        _, serr = server.communicate(timeout=30)
+        time.sleep(0.5)
+        live.send_signal(signal.SIGINT)
+        live.communicate(timeout=30)
+        self.assertEqual(client.returncode, 0, client.stderr)
+        self.assertEqual(server.returncode, 0, serr)
+        rows = tshark_fields(pcap, "udp.port", "sctp.checksum.status",
+                             "sctp.data_payload_proto_id", display_filter="sctp")
+        self.assertTrue(rows, "no SCTP over UDP captured")
+        self.assertEqual({r[1] for r in rows}, {"1"})
+        ppids = [int(p) for r in rows if r[2] for p in r[2].split(",")]
+        self.assertEqual(ppids.count(PPID_SESSION_CONTROL), 2, ppids)
+        self.assertEqual(ppids.count(PPID_DDP_SEGMENT), 1 + 2 * 3 + 2 * 4, ppids)
+
+    def test_endpoint_script_over_sctp(self):
+        """`ddpscope endpoint listen/connect --llp sctp`: every operation of a script (Write,
+        Read, atomics, Immediate Data, Send) over usrsctp, on a port the stack picked."""
+        portfile = os.path.join(self.tmp.name, "port")
+        server_script = os.path.join(self.tmp.name, "server.json")
+        with open(server_script, "w") as f:
+            json.dump({"regions": [{"name": "buf", "size": 8192, "access": "rwa",
+                                    "fill": "pattern", "seed": 4}],
+                       "ops": [{"op": "advertise", "region": "buf"}, {"op": "wait_write"},
+                               {"op": "wait_recv"}]}, f)
+        client_script = os.path.join(self.tmp.name, "client.json")
+        with open(client_script, "w") as f:
+            json.dump({"regions": [{"name": "buf", "size": 8192}],
+                       "ops": [{"op": "wait_recv"},
+                               {"op": "write", "remote": 0, "offset": 16, "size": 4000},
+                               {"op": "read", "remote": 0, "offset": 0, "size": 8192,
+                                "into": "buf"},
+                               {"op": "fetch_add", "remote": 0, "offset": 8, "add": 3},
+                               {"op": "immediate", "value": 77},
+                               {"op": "send", "text": "bye", "se": True},
+                               {"op": "close"}]}, f)
+        server = start("endpoint", "listen", "-p", 0, "--port-file", portfile, "--script",
+                       server_script, "--llp", "sctp", "--sctp-stack", "user")
+        port = wait_port_file(portfile)
+        self.assertNotEqual(port, 0)
+        client = run("endpoint", "connect", "-p", port, "--script", client_script, "--llp",
+                     "sctp", "--sctp-stack", "user")
+        out, err = server.communicate(timeout=30)
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(server.returncode, 0, out + err)
+        self.assertIn("read_completed length=8192", client.stdout)
+        self.assertIn("atomic_completed", client.stdout)
+        self.assertIn("write_placed length=4000", out)
+        self.assertIn("immediate_received length=8 value=77", out)
+        self.assertIn("recv_completed length=3", out)
+
+    def test_endpoint_reject_over_sctp(self):
+        """A Session Reject with the responder's private data (RFC 5043's Reject)."""
+        portfile = os.path.join(self.tmp.name, "port")
+        server = start("endpoint", "listen", "-p", 0, "--port-file", portfile, "--reject",
+                       "--private-data", "busy", "--llp", "sctp", "--sctp-stack", "user")
+        port = wait_port_file(portfile)
+        client = run("endpoint", "connect", "-p", port, "--send", "x", "--llp", "sctp",
+                     "--sctp-stack", "user")
+        server.communicate(timeout=30)
+        self.assertEqual(client.returncode, 1)
+        self.assertIn("rejected", client.stdout)
+
+    @unittest.skipIf(kernel_has_sctp(), "this kernel has SCTP")
+    def test_kernel_stack_without_kernel_sctp_says_so(self):
+        out = run("rping", "-c", "-a", "127.0.0.1", "-p", free_port(), "-C", 1, "--llp", "sctp",
+                  "--sctp-stack", "kernel", timeout=20)
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("--sctp-stack kernel: this kernel has no SCTP", out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
