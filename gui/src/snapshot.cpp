@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "ddpscope/capture/feed.h"
+#include "ddpscope/esp/layer.h"
 
 namespace ddpscope::gui {
 
@@ -190,7 +191,11 @@ SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb
   auto last_progress = clock::now();
   auto last_snapshot = clock::now();
   auto interval = std::chrono::milliseconds(std::max(cb.snapshot_interval_ms, 1));
+  // The ESP layer, as `ddpscope analyze` always runs it: without keys (the GUI takes none
+  // yet) ESP traffic is reported as esp.unknown-spi, so both show the same findings.
+  esp::EspLayer esp_layer{esp::EspOptions{}};
   capture::FeedOptions feed_options;
+  feed_options.layer = &esp_layer;
   // Cancel is checked every 64 frames.
   feed_options.progress_every = 64;
   feed_options.progress = [&](const capture::FeedProgress& at) {
