@@ -380,8 +380,25 @@ def esp_keys(ts, capture):
     and Wireshark's own ESP decryption (the esp_sa table in the profile). None for other
     captures. ESN samples get no keys on either side (a Wireshark 4.0 table cannot say ESN)."""
     base = re.sub(r"\.pcap$", "", capture)
-    if not os.path.exists(base + ".esp_sa") or not os.path.exists(base + ".expected.json"):
+    if not os.path.exists(base + ".esp_sa"):
         return None
+
+    def wireshark_table():
+        conf = os.path.join(ts.home, ".config", "wireshark")
+        os.makedirs(conf, exist_ok=True)
+        for d in (os.path.join(ts.home, ".config"), conf):
+            os.chmod(d, 0o755)
+        shutil.copy(base + ".esp_sa", os.path.join(conf, "esp_sa"))
+        os.chmod(os.path.join(conf, "esp_sa"), 0o644)
+        return ["-o", "esp.enable_encryption_decode:TRUE",
+                "-o", "esp.enable_authentication_check:TRUE"]
+
+    if not os.path.exists(base + ".expected.json"):
+        # A real capture with its keys (samples/ipsec/lab-esp-*): the kernel's SAs as
+        # `ip -s xfrm state` printed them for the analyzer, the same keys in Wireshark's table.
+        if not os.path.exists(base + ".xfrm"):
+            return None
+        return ["--xfrm", base + ".xfrm"], wireshark_table()
     exp = json.load(open(base + ".expected.json"))
     scen = json.load(open(base + ".json"))
     if scen["esp"].get("esn"):
@@ -389,14 +406,7 @@ def esp_keys(ts, capture):
     analyzer = canon.esp_args(exp, os.path.dirname(capture))
     tshark = []
     if exp.get("esp_sa_file") or exp.get("xfrm_file"):
-        conf = os.path.join(ts.home, ".config", "wireshark")
-        os.makedirs(conf, exist_ok=True)
-        for d in (os.path.join(ts.home, ".config"), conf):
-            os.chmod(d, 0o755)
-        shutil.copy(base + ".esp_sa", os.path.join(conf, "esp_sa"))
-        os.chmod(os.path.join(conf, "esp_sa"), 0o644)
-        tshark = ["-o", "esp.enable_encryption_decode:TRUE",
-                  "-o", "esp.enable_authentication_check:TRUE"]
+        tshark = wireshark_table()
     return analyzer, tshark
 
 
