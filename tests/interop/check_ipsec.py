@@ -6,13 +6,16 @@
 #   - tshark with NAME.esp_sa as its ESP SA table decrypts every ESP frame to TCP (the keys are
 #     the capture's, and the capture is real ESP);
 #   - when `ddpscope analyze` takes --xfrm (issue 17): the ESP capture with NAME.xfrm analyses
-#     like the clear one (streams, per-opcode segment and message counts, finding codes).
+#     like the clear one (streams, per-opcode segment and message counts, finding codes), and a
+#     copy with a replayed ESP packet and a flipped ICV bit draws esp.replay and
+#     esp.icv-mismatch at those frames.
 #   check_ipsec.py DDPSCOPE DIR
 import collections
 import glob
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -59,6 +62,51 @@ def tshark_decrypts(pcap, esp_sa):
         return counts
 
 
+def esp_frames(path):
+    """The pcap's global header and records; for each record whether it is IPv4 ESP (Ethernet)
+    and its source address."""
+    with open(path, "rb") as f:
+        data = f.read()
+    endian = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    records, at = [], 24
+    while at + 16 <= len(data):
+        incl = struct.unpack(endian + "I", data[at + 8:at + 12])[0]
+        rec = bytearray(data[at:at + 16 + incl])
+        pkt = rec[16:]
+        esp = len(pkt) > 34 and pkt[12:14] == b"\x08\x00" and pkt[23] == 50
+        records.append((rec, esp, bytes(pkt[26:30]) if esp else None))
+        at += 16 + incl
+    return data[:24], records
+
+
+def injected_faults(ddpscope, run):
+    """A copy of the ESP capture with one ESP packet of 192.0.2.2 -> 192.0.2.1 sent twice (that
+    SA's replay window is 32; the other direction's, seen from its sender, is 0) and one ICV bit
+    of a 192.0.2.1 -> 192.0.2.2 packet flipped: esp.replay and esp.icv-mismatch at those frames."""
+    header, records = esp_frames(run + ".pcap")
+    from_b = [i for i, (_, esp, src) in enumerate(records) if esp and src == bytes([192, 0, 2, 2])]
+    from_a = [i for i, (_, esp, src) in enumerate(records) if esp and src == bytes([192, 0, 2, 1])]
+    dup, flip = from_b[10], from_a[5]
+    out = []
+    for i, (rec, _, _) in enumerate(records):
+        if i == flip:
+            rec = bytearray(rec)
+            rec[-1] ^= 0x01
+        out.append(bytes(rec))
+        if i == dup:
+            out.append(bytes(rec))
+    replay_frame = dup + 2  # frames count from 1; the copy follows its original
+    icv_frame = flip + 1 + (1 if flip > dup else 0)
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "faults.pcap")
+        with open(copy, "wb") as f:
+            f.write(header + b"".join(out))
+        r = analyze(ddpscope, copy, "--xfrm", run + ".xfrm")
+    got = {(f["code"], f["frame"]) for f in r["findings"] if f["code"].startswith("esp.")}
+    want = {("esp.replay", replay_frame), ("esp.icv-mismatch", icv_frame)}
+    return want, got
+
+
 def main():
     ddpscope, folder = sys.argv[1], sys.argv[2]
     has_xfrm = "--xfrm" in subprocess.run([ddpscope, "analyze", "--help"], capture_output=True,
@@ -89,6 +137,13 @@ def main():
                 failed += 1
             else:
                 print(f"{name}: decrypted analysis equals the clear one")
+            want, got = injected_faults(ddpscope, run)
+            if got != want:
+                print(f"FAIL {name}: injected replay and ICV flip: esp findings {sorted(got)}, "
+                      f"expected {sorted(want)}")
+                failed += 1
+            else:
+                print(f"{name}: a replayed packet and a flipped ICV bit: {sorted(got)}")
         else:
             print(f"{name}: (ddpscope analyze has no --xfrm yet: decrypted analysis not compared)")
     return 1 if failed else 0
