@@ -4,6 +4,7 @@
 // (whole or fragmented user messages), SACK, SHUTDOWN, and DDP Stream Session Control.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -36,6 +37,7 @@ class Association {
   std::uint16_t stream_id = 1;
   std::uint64_t frame = 0;
   bool corrupt_next = false;             // the next packet's checksum is wrong
+  bool zero_checksum = false;            // packets carry checksum 0 (offload, sender's capture)
   std::vector<Bytes>* frames = nullptr;  // when set, every frame fed is also kept here
 
   // Feeds one packet from `dir` holding `chunks`; returns its frame number.
@@ -49,6 +51,7 @@ class Association {
       p.back() ^= 0x40;
       corrupt_next = false;
     }
+    if (zero_checksum) std::fill(p.begin() + 8, p.begin() + 12, std::uint8_t{0});
     net::SctpFrameSpec s;
     s.src = addr_[dir];
     s.dst = addr_[1 - dir];

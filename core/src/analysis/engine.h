@@ -139,6 +139,7 @@ struct SctpDirection {
   std::deque<std::pair<std::uint32_t, std::uint32_t>> recent;
   bool ppid_reported = false;                       // sctp.ppid-invalid: once per direction
   bool truncated_reported = false;                  // capture.truncated-frame: once per direction
+  bool zero_checksum_reported = false;              // sctp.checksum-unfilled: once per direction
   static constexpr std::size_t kHeldOverhead = 96;  // per held chunk: the map node and header
   static constexpr std::size_t kRecent = 1024;
 };

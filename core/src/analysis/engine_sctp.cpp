@@ -111,6 +111,17 @@ void Analyzer::Impl::feed_sctp(std::uint64_t frame, std::int64_t ts, const net::
                  " octets of this SCTP packet were not captured (snaplen); its cut chunks are "
                  "treated as lost (later truncated packets of this direction are not reported)");
     }
+  } else if (options.check_crc && pk->header.checksum == 0 && !wire::sctp_checksum_ok(dg.packet)) {
+    // A zero CRC32c is what a capture on the sending host shows when the NIC (or veth) fills
+    // the checksum in later: taken as not filled in, not as corruption (that would discard
+    // every packet of the direction). Said once per direction; the packet is analysed.
+    if (!a.d[dir].zero_checksum_reported) {
+      a.d[dir].zero_checksum_reported = true;
+      report(FindingId::sctp_checksum_unfilled, packet_ctx(),
+             "checksum 0 (computed " + hex_word(wire::sctp_checksum(dg.packet)) +
+                 "): checksum offload on the capturing host, most likely; packets of this "
+                 "direction with a zero checksum are analysed without checking it");
+    }
   } else if (options.check_crc && !wire::sctp_checksum_ok(dg.packet)) {
     // RFC 9260 §6.8: the receiver discards the packet; the sender retransmits what it held.
     report(FindingId::sctp_checksum_mismatch, packet_ctx(),

@@ -58,6 +58,9 @@ constexpr std::array<FindingSpec, kFindingCount> kCatalog{{
     {F::sctp_checksum_mismatch, "sctp.checksum-mismatch", S::error, "sctp",
      "RFC 9260 §6.8, RFC 5043 §4", kNone,
      "SCTP packet CRC32c does not match its contents (a receiver discards the packet)"},
+    {F::sctp_checksum_unfilled, "sctp.checksum-unfilled", S::note, "sctp", "RFC 9260 §6.8", kNone,
+     "SCTP packets with a zero CRC32c, as a capture on the sending host shows them under "
+     "checksum offload: analysed, their checksum not checked"},
     {F::sctp_gap, "sctp.gap", S::warning, "sctp", "capture loss", kNone,
      "DATA chunks (TSNs) of the association are missing from the capture"},
     {F::sctp_retransmission_conflict, "sctp.retransmission-conflict", S::warning, "sctp",

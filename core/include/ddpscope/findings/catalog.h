@@ -41,6 +41,7 @@ enum class FindingId : std::uint16_t {
   mpa_private_data_long,
   // SCTP, DDP's second LLP (RFC 5043)
   sctp_checksum_mismatch,
+  sctp_checksum_unfilled,
   sctp_gap,
   sctp_retransmission_conflict,
   sctp_ppid_invalid,
