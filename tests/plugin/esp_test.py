@@ -41,6 +41,10 @@ def test_esp_decrypt(ts, args):
     for pcap in args.captures:
         base = pcap[: -len(".pcap")]
         name = os.path.basename(base)
+        if not os.path.exists(base + ".json"):
+            # A real capture (samples/ipsec/lab-esp-*: no scenario to make its clear twin from);
+            # capture.ipsec-lab and its findings_match check it against the recorded clear one.
+            continue
         scen = json.load(open(base + ".json"))
         if scen["esp"].get("esn") or scen["esp"].get("keys_given") is False:
             continue
