@@ -155,7 +155,8 @@ TEST(SctpWire, DataFlagsRoundTrip) {
   EXPECT_EQ(d.flags(), kSctpDataFlagE | kSctpDataFlagU | kSctpDataFlagI);
   Bytes chunks;
   encode_sctp_data(d, chunks);
-  const auto r = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  const Bytes r_wire = encode_sctp_packet(header(), chunks);  // kept: the views point into it
+  const auto r = decode_sctp_packet(r_wire);
   ASSERT_TRUE(r);
   const auto back = decode_sctp_data(r->chunks[0]);
   ASSERT_TRUE(back);
@@ -166,7 +167,8 @@ TEST(SctpWire, DataFlagsRoundTrip) {
 TEST(SctpWire, DataShorterThanItsHeaderIsMalformed) {
   Bytes chunks;
   encode_sctp_chunk(sctp_chunk::data, 3, pattern(8), chunks);
-  const auto r = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  const Bytes r_wire = encode_sctp_packet(header(), chunks);  // kept: the views point into it
+  const auto r = decode_sctp_packet(r_wire);
   ASSERT_TRUE(r);
   const auto d = decode_sctp_data(r->chunks[0]);
   ASSERT_FALSE(d);
@@ -209,7 +211,8 @@ TEST(SctpWire, InitAckCarriesStateCookieAndNoAdaptation) {
   ack.parameters.push_back({sctp_param::state_cookie, pattern(13)});  // last one: unpadded len
   Bytes chunks;
   encode_sctp_init(ack, chunks);
-  const auto r = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  const Bytes r_wire = encode_sctp_packet(header(), chunks);  // kept: the views point into it
+  const auto r = decode_sctp_packet(r_wire);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->chunks[0].length, 20 + 4 + 13);
   const auto back = decode_sctp_init(r->chunks[0]);
@@ -225,14 +228,16 @@ TEST(SctpWire, InitParameterPastTheChunkIsMalformed) {
   Bytes chunks;
   encode_sctp_init(init, chunks);
   chunks[20 + 3] = 40;  // the adaptation parameter's length now runs past the chunk
-  const auto r = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  const Bytes r_wire = encode_sctp_packet(header(), chunks);  // kept: the views point into it
+  const auto r = decode_sctp_packet(r_wire);
   ASSERT_TRUE(r);
   const auto back = decode_sctp_init(r->chunks[0]);
   ASSERT_FALSE(back);
   EXPECT_EQ(back.error().code, "sctp.param-length");
   EXPECT_EQ(back.error().offset, 20u);
   chunks[20 + 3] = 6;  // within the chunk, but an adaptation indication must be 8 octets
-  const auto r2 = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  const Bytes r2_wire = encode_sctp_packet(header(), chunks);  // kept: the views point into it
+  const auto r2 = decode_sctp_packet(r2_wire);
   ASSERT_TRUE(r2);
   EXPECT_FALSE(decode_sctp_init(r2->chunks[0]));
 }
@@ -243,7 +248,8 @@ TEST(SctpWire, SackCountsPastTheChunkAreMalformed) {
   Bytes chunks;
   encode_sctp_sack(sack, chunks);
   chunks[4 + 11] = 9;  // nine duplicate TSNs promised, none present
-  const auto r = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  const Bytes r_wire = encode_sctp_packet(header(), chunks);  // kept: the views point into it
+  const auto r = decode_sctp_packet(r_wire);
   ASSERT_TRUE(r);
   const auto s = decode_sctp_sack(r->chunks[0]);
   ASSERT_FALSE(s);
@@ -258,7 +264,8 @@ TEST(SctpWire, ControlChunksEncodeTheirTypesFlagsAndLengths) {
   encode_sctp_shutdown_complete(false, chunks);
   encode_sctp_cookie_echo(pattern(6), chunks);
   encode_sctp_cookie_ack(chunks);
-  const auto r = decode_sctp_packet(encode_sctp_packet(header(), chunks));
+  const Bytes r_wire = encode_sctp_packet(header(), chunks);  // kept: the views point into it
+  const auto r = decode_sctp_packet(r_wire);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->chunks.size(), 6u);
   EXPECT_EQ(r->chunks[0].type, sctp_chunk::abort);
