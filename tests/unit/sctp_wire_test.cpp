@@ -149,7 +149,8 @@ TEST(SctpWire, ChunkLengthBelowFourIsMalformed) {
 }
 
 TEST(SctpWire, DataFlagsRoundTrip) {
-  SctpData d = data_chunk(0xFFFFFFFF, pattern(1), false, true);
+  const Bytes payload = pattern(1);  // the chunk's user data is a view of it
+  SctpData d = data_chunk(0xFFFFFFFF, payload, false, true);
   d.unordered = true;
   d.immediate = true;
   EXPECT_EQ(d.flags(), kSctpDataFlagE | kSctpDataFlagU | kSctpDataFlagI);
