@@ -61,6 +61,29 @@ proto_item* add_u64(proto_tree* t, int hf_id, At a, std::uint64_t v) {
 proto_item* add_bool(proto_tree* t, int hf_id, At a, std::uint64_t v) {
   return proto_tree_add_boolean(t, hf_id, a.tvb, a.off, a.len, v);
 }
+
+// The RFC 6581 IRD/ORD/RTR words at `pd` (an MPA Request/Reply's or an SCTP session control
+// message's private data): one subtree, the same fields over both LLPs.
+void draw_enhanced_pd(proto_tree* parent, tvbuff_t* tvb, std::size_t pd,
+                      const wire::MpaEnhancedPd& e) {
+  const std::uint32_t w1 = e.ird_word();
+  const std::uint32_t w2 = e.ord_word();
+  const At ea = or_empty(at(tvb, pd, wire::MpaEnhancedPd::kSize));
+  proto_tree* et = proto_tree_add_subtree(parent, ea.tvb, ea.off, ea.len, ett.mpa_enhanced, nullptr,
+                                          "RFC 6581 enhanced private data");
+  const At ia = at(tvb, pd, wire::mpa_enhanced_field::ird_word);
+  proto_item* w = add_uint(et, hf.mpa_ird_word, ia, w1);
+  proto_tree* wt = proto_item_add_subtree(w, ett.mpa_enhanced);
+  add_bool(wt, hf.mpa_a, ia, w1);
+  add_bool(wt, hf.mpa_b, ia, w1);
+  add_uint(wt, hf.mpa_ird, ia, w1);
+  const At oa = at(tvb, pd, wire::mpa_enhanced_field::ord_word);
+  w = add_uint(et, hf.mpa_ord_word, oa, w2);
+  wt = proto_item_add_subtree(w, ett.mpa_enhanced);
+  add_bool(wt, hf.mpa_c, oa, w2);
+  add_bool(wt, hf.mpa_d, oa, w2);
+  add_uint(wt, hf.mpa_ord, oa, w2);
+}
 proto_item* add_bytes(proto_tree* t, int hf_id, At a, const std::uint8_t* data, std::size_t n) {
   return proto_tree_add_bytes(t, hf_id, a.tvb, a.off, a.len, n ? data : nullptr);
 }
@@ -104,23 +127,7 @@ void draw_reqrep(proto_tree* mt, tvbuff_t* tvb, const wire::MpaReqRep& r) {
             r.private_data.size());
   if (r.enhanced_pd) {
     const wire::MpaEnhancedPd& e = *r.enhanced_pd;
-    const std::uint32_t w1 = e.ird_word();
-    const std::uint32_t w2 = e.ord_word();
-    const At ea = or_empty(at(tvb, pd, wire::MpaEnhancedPd::kSize));
-    proto_tree* et = proto_tree_add_subtree(mt, ea.tvb, ea.off, ea.len, ett.mpa_enhanced, nullptr,
-                                            "RFC 6581 enhanced private data");
-    const At ia = at(tvb, pd, wire::mpa_enhanced_field::ird_word);
-    proto_item* w = add_uint(et, hf.mpa_ird_word, ia, w1);
-    proto_tree* wt = proto_item_add_subtree(w, ett.mpa_enhanced);
-    add_bool(wt, hf.mpa_a, ia, w1);
-    add_bool(wt, hf.mpa_b, ia, w1);
-    add_uint(wt, hf.mpa_ird, ia, w1);
-    const At oa = at(tvb, pd, wire::mpa_enhanced_field::ord_word);
-    w = add_uint(et, hf.mpa_ord_word, oa, w2);
-    wt = proto_item_add_subtree(w, ett.mpa_enhanced);
-    add_bool(wt, hf.mpa_c, oa, w2);
-    add_bool(wt, hf.mpa_d, oa, w2);
-    add_uint(wt, hf.mpa_ord, oa, w2);
+    draw_enhanced_pd(mt, tvb, pd, e);
     const ByteView ulp = r.ulp_private_data();
     if (!ulp.empty()) {
       add_bytes(mt, hf.mpa_ulp_private_data, at(tvb, pd + wire::MpaEnhancedPd::kSize, ulp.size()),
@@ -701,23 +708,7 @@ void draw_sctp_session(const SessionControlRecord& r, tvbuff_t* tvb, packet_info
   if (m.enhanced_pd) {
     // RFC 6581: the same IRD/ORD/RTR word as in an enhanced MPA Request/Reply.
     const wire::MpaEnhancedPd& e = *m.enhanced_pd;
-    const std::uint32_t w1 = e.ird_word();
-    const std::uint32_t w2 = e.ord_word();
-    const At ea = or_empty(at(tvb, pd, wire::MpaEnhancedPd::kSize));
-    proto_tree* et = proto_tree_add_subtree(st, ea.tvb, ea.off, ea.len, ett.mpa_enhanced, nullptr,
-                                            "RFC 6581 enhanced private data");
-    const At ia = at(tvb, pd, wire::mpa_enhanced_field::ird_word);
-    proto_item* w = add_uint(et, hf.mpa_ird_word, ia, w1);
-    proto_tree* wt = proto_item_add_subtree(w, ett.mpa_enhanced);
-    add_bool(wt, hf.mpa_a, ia, w1);
-    add_bool(wt, hf.mpa_b, ia, w1);
-    add_uint(wt, hf.mpa_ird, ia, w1);
-    const At oa = at(tvb, pd, wire::mpa_enhanced_field::ord_word);
-    w = add_uint(et, hf.mpa_ord_word, oa, w2);
-    wt = proto_item_add_subtree(w, ett.mpa_enhanced);
-    add_bool(wt, hf.mpa_c, oa, w2);
-    add_bool(wt, hf.mpa_d, oa, w2);
-    add_uint(wt, hf.mpa_ord, oa, w2);
+    draw_enhanced_pd(st, tvb, pd, e);
     ulp_off += wire::MpaEnhancedPd::kSize;
   }
   const ByteView ulp = m.ulp_private_data();
