@@ -626,8 +626,16 @@ void Loop::poll_once(int timeout_ms) {
     fds.push_back(pollfd{c->fd_, ev, 0});
     who.push_back(c.get());
   }
-  const int rc = ::poll(fds.data(), fds.size(), timeout_ms);
+  int rc = 0;
+  if (timeout_ms > 0 && busy_poll_ns_ > 0 && now - last_activity_ns_ < busy_poll_ns_) {
+    const std::int64_t until = last_activity_ns_ + busy_poll_ns_;
+    do {
+      rc = ::poll(fds.data(), fds.size(), 0);
+    } while (rc == 0 && now_ns() < until);
+  }
+  if (rc == 0) rc = ::poll(fds.data(), fds.size(), timeout_ms);
   if (rc > 0) {
+    last_activity_ns_ = now_ns();
     for (std::size_t i = 0; i < fds.size(); ++i) {
       if (!fds[i].revents) continue;
       if (!who[i])

@@ -34,7 +34,8 @@ class Endpoint(unittest.TestCase):
         return client, server.returncode, serr
 
     def test_rping_server_vs_client(self):
-        for extra in ([], ["--crc"], ["--mpa-rev", "1"], ["--markers", "--crc"]):
+        for extra in ([], ["--crc"], ["--mpa-rev", "1"], ["--markers", "--crc"],
+                      ["--busy-poll-us", "0"], ["--busy-poll-us", "1000"]):
             with self.subTest(extra=extra):
                 client, server_rc, serr = self.rping_pair(*extra)
                 self.assertEqual(client.returncode, 0, client.stderr)
