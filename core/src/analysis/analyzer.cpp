@@ -103,6 +103,7 @@ void Analyzer::finish() {
   impl_->finish();
 }
 const Model& Analyzer::model() const {
+  impl_->refresh_ulp_details();  // cheap when nothing changed: a check of an empty list
   return impl_->model;
 }
 const AnalyzerOptions& Analyzer::options() const {

@@ -308,6 +308,10 @@ struct Analyzer::Impl {
   void ulp_setup(Connection& c);  // MPA: the two frames' ULP private data
   void ulp_setup(Connection& c, std::optional<ByteView> request_pd,
                  std::optional<ByteView> reply_pd);
+  // StreamModel::ulp_detail of every claimed stream whose decoder state changed since: written
+  // when the model is read (Analyzer::model(), finish()), not per message.
+  std::vector<Connection*> ulp_stale;
+  void refresh_ulp_details();
   // A complete Send: regions, commands and completions the decoders find in it.
   void advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t op, ByteView body,
                       std::uint64_t length, std::uint32_t invalidate_stag);

@@ -111,8 +111,11 @@ void Analyzer::Impl::advertisements(Connection& c, int dir, const Ctx& ctx, std:
   auto found = u.decoders.decode(actx, body);
   if (const auto i = u.decoders.claimed()) {
     // Named (again) while decoding: a Connect's in-capsule data adds to what the set-up said.
-    sm.ulp = std::string(u.decoders.decoder(*i).name());
-    sm.ulp_detail = u.decoders.state(*i)->describe();
+    if (sm.ulp.empty()) sm.ulp = std::string(u.decoders.decoder(*i).name());
+    if (!u.detail_stale) {
+      u.detail_stale = true;
+      ulp_stale.push_back(&c);
+    }
   }
   for (auto& d : found) {
     for (const auto& a : d.events.regions)
@@ -122,6 +125,16 @@ void Analyzer::Impl::advertisements(Connection& c, int dir, const Ctx& ctx, std:
     for (const auto& done : d.events.completions)
       ulp_complete(c, dir, ctx, d.decoder, done, opcode, invalidate_stag);
   }
+}
+
+void Analyzer::Impl::refresh_ulp_details() {
+  for (Connection* c : ulp_stale) {
+    UlpStream& u = *c->ulp;
+    u.detail_stale = false;
+    if (const auto i = u.decoders.claimed())
+      model.streams[c->stream].ulp_detail = u.decoders.state(*i)->describe();
+  }
+  ulp_stale.clear();
 }
 
 // A region an advertisement names becomes the region of its STag at its owner, replacing what

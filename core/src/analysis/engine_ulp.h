@@ -52,6 +52,9 @@ struct UlpStream {
   std::map<CommandKey, UlpCommandTrack> outstanding;
   std::map<RegionKey, std::vector<CommandKey>> by_key;  // outstanding commands per region
   std::size_t tracked = 0;  // outstanding commands and their regions (max_ulp_outstanding)
+  // The claiming decoder's state changed since StreamModel::ulp_detail was last written (its
+  // describe() is read when the model is, not built per message).
+  bool detail_stale = false;
 };
 
 }  // namespace ddpscope

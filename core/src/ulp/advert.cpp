@@ -44,15 +44,17 @@ UlpStreamDecoders::UlpStreamDecoders(
 }
 
 void UlpStreamDecoders::setup(const UlpSetup& setup) {
-  for (std::size_t i = 0; i < decoders_.size(); ++i)
+  for (std::size_t i = 0; i < decoders_.size(); ++i) {
     decoders_[i]->setup(states_[i].get(), setup);
+    note_claim(i);
+  }
 }
 
-std::optional<std::size_t> UlpStreamDecoders::claimed() const {
-  if (claimed_) return claimed_;
-  for (std::size_t i = 0; i < states_.size(); ++i)
-    if (states_[i] && states_[i]->claimed()) return claimed_ = i;
-  return std::nullopt;
+// A state claims only while its own decoder runs (setup or decode): asking that one state
+// then is enough, and claimed() is a load, not a walk over every decoder (it is asked for every
+// untagged message).
+void UlpStreamDecoders::note_claim(std::size_t i) {
+  if (!claimed_ && states_[i] && states_[i]->claimed()) claimed_ = i;
 }
 
 std::vector<UlpStreamDecoders::Decoded> UlpStreamDecoders::decode(const AdvertContext& ctx,
@@ -60,15 +62,19 @@ std::vector<UlpStreamDecoders::Decoded> UlpStreamDecoders::decode(const AdvertCo
   std::vector<Decoded> out;
   // A claimed stream is its ULP's alone (an NVMe completion is no rping advertisement). A
   // decoder may claim the stream while decoding this message: then what others found is void.
-  const auto before = claimed();
+  if (claimed_) {
+    Decoded d{*claimed_, {}};
+    decoders_[*claimed_]->decode(ctx, states_[*claimed_].get(), message, d.events);
+    if (!d.events.empty()) out.push_back(std::move(d));
+    return out;
+  }
   for (std::size_t i = 0; i < decoders_.size(); ++i) {
-    if (before && *before != i) continue;
     Decoded d{i, {}};
     decoders_[i]->decode(ctx, states_[i].get(), message, d.events);
-    const auto now = claimed();
-    if (now && !before) {
+    note_claim(i);
+    if (claimed_) {
       out.clear();
-      if (*now == i && !d.events.empty()) out.push_back(std::move(d));
+      if (!d.events.empty()) out.push_back(std::move(d));
       return out;
     }
     if (!d.events.empty()) out.push_back(std::move(d));

@@ -145,16 +145,16 @@ class UlpStreamDecoders {
   };
   std::vector<Decoded> decode(const AdvertContext& ctx, ByteView message);
   // The decoder that claimed the stream (nullopt: none).
-  std::optional<std::size_t> claimed() const;
+  std::optional<std::size_t> claimed() const { return claimed_; }
   const AdvertisementDecoder& decoder(std::size_t i) const { return *decoders_[i]; }
   const UlpStreamState* state(std::size_t i) const { return states_[i].get(); }
 
  private:
   const std::vector<std::unique_ptr<AdvertisementDecoder>>& decoders_;
   std::vector<std::unique_ptr<UlpStreamState>> states_;
-  // The claiming decoder, once one has claimed: asked per untagged message, and a claim is
-  // never taken back, so the states are not asked again.
-  mutable std::optional<std::size_t> claimed_;
+  void note_claim(std::size_t i);
+  // The claiming decoder, once one has claimed (a claim is never taken back).
+  std::optional<std::size_t> claimed_;
 };
 
 }  // namespace ddpscope
