@@ -85,7 +85,12 @@ void set_valid(ShadowBuffer::Page& pg, std::size_t lo, std::size_t n) {
     const std::size_t b0 = std::max(lo, w * 64);
     const std::size_t b1 = std::min(hi, w * 64 + 64);
     const std::uint64_t want = bit_range(b0 - w * 64, b1 - w * 64);
-    pg.valid_count += static_cast<std::uint32_t>(std::popcount(want & ~bits[w]));
+    const std::uint64_t fresh = want & ~bits[w];
+    // Most words are wholly new or wholly placed before: counted without a popcount (which is
+    // a libgcc call in a baseline x86-64 build).
+    pg.valid_count += fresh == want ? static_cast<std::uint32_t>(b1 - b0)
+                      : fresh == 0  ? 0u
+                                    : static_cast<std::uint32_t>(std::popcount(fresh));
     bits[w] |= want;
   }
   if (pg.valid_count == kPage) pg.valid.reset();  // whole: the count says it all
