@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Engine throughput benchmark (issues 12 and 19): `ddpscope analyze --json` with its default
-# options (CRC check, placement, all validation, payload retention on: the figure that counts),
-# with `--retain-mib 0`, with `--threads 2` (when `ddpscope analyze --help` lists it), the lower
+# options (CRC check, placement, all validation, payload retention on, as many threads as cores:
+# the figure that counts), with `--threads 1` (one core), with `--retain-mib 0`, with `--threads 2` (when `ddpscope analyze --help` lists it), the lower
 # bound of any engine on the file (bench/ddpscope_read_floor: the same reader, with and without
 # CRC32C over the frames; `dd`, the kernel's copy alone) and `tshark -q -z expert` (Wireshark's
 # built-in iWARP dissectors), on each capture shape of bench/make_capture.sh (write, reuse,
@@ -57,11 +57,12 @@ bench_shape() {  # shape, capture
   cat "$cap" > /dev/null  # every tool reads it from the page cache
   echo "== shape $shape: $bytes octets ($((bytes / 1048576)) MiB), $runs runs each, interleaved"
   echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-  local kinds="default retain0 threads2 tshark"
+  local kinds="default threads1 retain0 threads2 tshark"
   [ "$have_floor" = yes ] && kinds="$kinds floor0 floor1 dd"
   for k in $kinds; do : > "$work/$k"; done
   for ((i = 1; i <= runs; i++)); do
     measure "$ddpscope" analyze "$cap" --json >> "$work/default"
+    [ "$threads" = yes ] && measure "$ddpscope" analyze "$cap" --json --threads 1 >> "$work/threads1"
     measure "$ddpscope" analyze "$cap" --json --retain-mib 0 >> "$work/retain0"
     [ "$threads" = yes ] && measure "$ddpscope" analyze "$cap" --json --threads 2 >> "$work/threads2"
     measure tshark -q -z expert -r "$cap" >> "$work/tshark"
@@ -87,6 +88,7 @@ bench_shape() {  # shape, capture
       "$(echo "$bytes/$w/1000000" | bc -l)" "$c" "$m" "$ratio"
   }
   line default "ddpscope analyze --json (default)"
+  line threads1 "  ... --threads 1 (one core)"
   line retain0 "  ... --retain-mib 0"
   line threads2 "  ... --threads 2"
   if [ "$have_floor" = yes ]; then

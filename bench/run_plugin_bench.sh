@@ -53,10 +53,11 @@ check_decodes() {  # home, field, extra args...
   n=$(ts "$home" -r "$cap" -c 50 -T fields -e "$field" "$@" 2>/dev/null | grep -c . || true)
   [ "$n" -gt 0 ] || { echo "no $field in the first 50 frames ($home $*)" >&2; exit 1; }
 }
-check_decodes home-plugin iwarp.ddp.stag
-check_decodes home-none iwarp_ddp.stag
-check_decodes home-plugin iwarp_ddp.stag -o iwarp.mpa.use_builtin:TRUE
-[ -z "$(ts home-plugin -r "$cap" -c 50 -T fields -e iwarp_ddp.stag 2>/dev/null | tr -d '\n')" ] ||
+# DDP's version field: in every segment, tagged or untagged (the small shape has no STag).
+check_decodes home-plugin iwarp.ddp.dv
+check_decodes home-none iwarp_ddp.dv
+check_decodes home-plugin iwarp_ddp.dv -o iwarp.mpa.use_builtin:TRUE
+[ -z "$(ts home-plugin -r "$cap" -c 50 -T fields -e iwarp_ddp.dv 2>/dev/null | tr -d '\n')" ] ||
   { echo "built-in dissectors still decode while the plugin is active" >&2; exit 1; }
 
 declare -A best_wall best_cpu rss
