@@ -309,7 +309,7 @@ struct Analyzer::Impl {
   void ulp_setup(Connection& c, std::optional<ByteView> request_pd,
                  std::optional<ByteView> reply_pd);
   // StreamModel::ulp_detail of every claimed stream whose decoder state changed since: written
-  // when the model is read (Analyzer::model(), finish()), not per message.
+  // when the model is read (Analyzer::model()), not per message.
   std::vector<Connection*> ulp_stale;
   void refresh_ulp_details();
   // A complete Send: regions, commands and completions the decoders find in it.
