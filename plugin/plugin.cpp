@@ -99,10 +99,10 @@ heur_dtbl_entry_t* our_heuristic = nullptr;
 dissector_table_t tcp_port_table = nullptr;
 int tap_id = -1;
 
-// TCP fields read by the postdissector.
+// TCP fields read by the postdissector: where the innermost TCP header lies, and the segment
+// length TCP computed (the header itself is decoded by core).
 struct TcpFieldIds {
-  int srcport = -1, dstport = -1, seq_raw = -1, ack_raw = -1, flags = -1, window = -1, mss = -1,
-      len = -1, payload = -1, hdr_len = -1, tsval = -1;
+  int srcport = -1, len = -1;
 } tcpf;
 // IP and SCTP fields: where an SCTP frame's IP packet starts (DDP over SCTP, RFC 5043).
 struct SctpFieldIds {
@@ -241,15 +241,22 @@ field_info* last_field(proto_tree* tree, int id) {
   return static_cast<field_info*>(g_ptr_array_index(a, a->len - 1));
 }
 
-std::uint32_t field_uint(proto_tree* tree, int id, std::uint32_t fallback = 0) {
-  field_info* fi = last_field(tree, id);
-  return fi != nullptr ? fvalue_get_uinteger(&fi->value) : fallback;
-}
-
-// Builds the TCP segment of this frame from TCP's fields. Returns false when the frame has no
-// TCP (or only a TCP header quoted inside an ICMP error).
-bool read_tcp(packet_info* pinfo, proto_tree* tree, net::TcpSegment& seg, tvbuff_t** payload_tvb) {
-  if (tree == nullptr || last_field(tree, tcpf.srcport) == nullptr) return false;
+// Builds the TCP segment of this frame: core's TCP decoder on the octets of the innermost TCP
+// header (where TCP's source port field lies) with the segment length TCP computed. Only two
+// TCP fields are asked of the tree: every field primed for the postdissector costs Wireshark an
+// array per frame. Returns false when the frame has no TCP (or only a TCP header quoted inside
+// an ICMP error), or when core does not decode the header (TCP marks such frames itself).
+// `*payload_in`, `*payload_start`: the tvb the TCP header and payload lie in, and where the
+// payload starts there.
+bool read_tcp(packet_info* pinfo, proto_tree* tree, net::TcpSegment& seg, tvbuff_t** payload_tvb,
+              tvbuff_t** payload_in, gint* payload_start) {
+  *payload_tvb = nullptr;
+  *payload_in = nullptr;
+  *payload_start = 0;
+  if (tree == nullptr) return false;
+  field_info* port = last_field(tree, tcpf.srcport);
+  field_info* len = last_field(tree, tcpf.len);
+  if (port == nullptr || len == nullptr || port->ds_tvb == nullptr || port->start < 0) return false;
   if (proto_is_frame_protocol(pinfo->layers, "icmp") ||
       proto_is_frame_protocol(pinfo->layers, "icmpv6")) {
     return false;
@@ -257,44 +264,52 @@ bool read_tcp(packet_info* pinfo, proto_tree* tree, net::TcpSegment& seg, tvbuff
   const auto src = to_address(pinfo->net_src);
   const auto dst = to_address(pinfo->net_dst);
   if (!src || !dst) return false;
-  seg.src = {*src, static_cast<std::uint16_t>(field_uint(tree, tcpf.srcport))};
-  seg.dst = {*dst, static_cast<std::uint16_t>(field_uint(tree, tcpf.dstport))};
-  seg.seq = field_uint(tree, tcpf.seq_raw);
-  seg.ack = field_uint(tree, tcpf.ack_raw);
-  seg.flags = static_cast<std::uint8_t>(field_uint(tree, tcpf.flags));
-  seg.window = static_cast<std::uint16_t>(field_uint(tree, tcpf.window));
-  if (field_info* mss = last_field(tree, tcpf.mss)) {
-    seg.mss = static_cast<std::uint16_t>(fvalue_get_uinteger(&mss->value));
+  const gint have = tvb_captured_length_remaining(port->ds_tvb, port->start);
+  if (have <= 0) return false;
+  const ByteView octets(tvb_get_ptr(port->ds_tvb, port->start, have),
+                        static_cast<std::size_t>(have));
+  const std::uint32_t payload_length = fvalue_get_uinteger(&len->value);
+  const std::uint32_t header_length = have > 12 ? (octets[12] >> 4) * 4u : 0u;
+  {
+    // Destroyed before any Wireshark call (which may longjmp past it).
+    const net::FrameDecode d =
+        net::decode_tcp_segment(octets, header_length + payload_length, *src, *dst);
+    if (d.status != net::FrameStatus::tcp) return false;
+    seg = d.tcp;
   }
-  seg.has_timestamps = last_field(tree, tcpf.tsval) != nullptr;
-  const std::uint32_t hdr = field_uint(tree, tcpf.hdr_len, 20);
-  seg.options_size = static_cast<std::uint8_t>(hdr > 20 ? hdr - 20 : 0);
-  seg.payload_length = field_uint(tree, tcpf.len);
-  seg.payload = {};
-  *payload_tvb = nullptr;
-  if (field_info* pl = last_field(tree, tcpf.payload)) {
-    if (pl->ds_tvb != nullptr && pl->start >= 0) {
-      const guint have =
-          tvb_captured_length_remaining(pl->ds_tvb, pl->start) > 0
-              ? static_cast<guint>(tvb_captured_length_remaining(pl->ds_tvb, pl->start))
-              : 0;
-      const guint n = std::min<guint>(have, seg.payload_length);
-      if (n > 0) {
-        *payload_tvb = tvb_new_subset_length(pl->ds_tvb, pl->start, static_cast<gint>(n));
-        seg.payload = ByteView(tvb_get_ptr(*payload_tvb, 0, static_cast<gint>(n)), n);
-      }
-    }
+  *payload_in = port->ds_tvb;
+  *payload_start = port->start + static_cast<gint>(header_length);
+  const std::size_t n = seg.payload.size();
+  if (n > 0) {
+    *payload_tvb = tvb_new_subset_length(port->ds_tvb, *payload_start, static_cast<gint>(n));
+    seg.payload = ByteView(tvb_get_ptr(*payload_tvb, 0, static_cast<gint>(n)), n);
   }
   return true;
 }
 
+// The connection probe_conversation saw last (first pass): its next segments, up to a SYN
+// (which may start a new conversation on the same ports), need no conversation lookup.
+struct LastProbe {
+  bool valid = false;
+  net::Endpoint src, dst;
+};
+LastProbe last_probe;
+
 // Puts the claim dissector on the TCP conversation, unless it already has a dissector.
 void probe_conversation(packet_info* pinfo, const net::TcpSegment& seg) {
+  if (last_probe.valid && (seg.flags & net::tcp_flag::syn) == 0 &&
+      ((last_probe.src == seg.src && last_probe.dst == seg.dst) ||
+       (last_probe.src == seg.dst && last_probe.dst == seg.src))) {
+    return;
+  }
   conversation_t* conv = find_conversation(pinfo->num, &pinfo->net_src, &pinfo->net_dst,
                                            CONVERSATION_TCP, seg.src.port, seg.dst.port, 0);
-  if (conv != nullptr && conversation_get_dissector(conv, pinfo->num) == nullptr) {
+  last_probe = {};
+  if (conv == nullptr) return;
+  if (conversation_get_dissector(conv, pinfo->num) == nullptr) {
     conversation_set_dissector(conv, claim_handle);
   }
+  last_probe = {true, seg.src, seg.dst};
 }
 
 // An SCTP frame goes to the Analyzer whole from its (outermost) IP header, native or over UDP
@@ -328,7 +343,9 @@ int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*da
   if (pref_use_builtin || !active || state == nullptr) return 0;
   net::TcpSegment seg;  // trivially destructible: safe across Wireshark's longjmps
   tvbuff_t* payload_tvb = nullptr;
-  const bool tcp = read_tcp(pinfo, tree, seg, &payload_tvb);
+  tvbuff_t* payload_in = nullptr;
+  gint payload_start = 0;
+  const bool tcp = read_tcp(pinfo, tree, seg, &payload_tvb, &payload_in, &payload_start);
   if (!PINFO_FD_VISITED(pinfo) && tcp) {
     if (heuristic_enabled() || is_hinted(seg.src.port) || is_hinted(seg.dst.port)) {
       probe_conversation(pinfo, seg);
@@ -336,12 +353,11 @@ int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*da
           static_cast<std::int64_t>(pinfo->abs_ts.secs) * 1000000000 + pinfo->abs_ts.nsecs;
       // The payload as TCP's field gives it on this pass; drawing on later passes (which may
       // not have that field) finds it at the same place in the frame's own tvb.
-      field_info* pl = payload_tvb != nullptr ? last_field(tree, tcpf.payload) : nullptr;
-      const bool in_frame = pl != nullptr && pl->ds_tvb == tvb && pl->start >= 0;
+      const bool in_frame = payload_tvb != nullptr && payload_in == tvb;
       state->feed(pinfo->num, ts_ns, seg, in_frame);
       if (in_frame && state->frame(pinfo->num) != nullptr) {
         FrameRecord& r = state->frame_mut(pinfo->num);
-        r.payload_offset = static_cast<std::uint32_t>(pl->start);
+        r.payload_offset = static_cast<std::uint32_t>(payload_start);
         r.payload_length = static_cast<std::uint32_t>(seg.payload.size());
       }
     }
@@ -374,9 +390,7 @@ void apply_builtin_choice() {
   GArray* wanted = nullptr;
   if (ours) {
     wanted = g_array_new(FALSE, FALSE, sizeof(int));
-    const int ids[] = {tcpf.srcport, tcpf.dstport, tcpf.seq_raw, tcpf.ack_raw,   tcpf.flags,
-                       tcpf.window,  tcpf.mss,     tcpf.len,     tcpf.payload,   tcpf.hdr_len,
-                       tcpf.tsval,   sctpf.ip,     sctpf.ipv6,   sctpf.sctp_port};
+    const int ids[] = {tcpf.srcport, tcpf.len, sctpf.ip, sctpf.ipv6, sctpf.sctp_port};
     for (int id : ids) {
       if (id >= 0) g_array_append_val(wanted, id);
     }
@@ -389,6 +403,7 @@ void init_capture() {
   delete state;
   state = nullptr;
   std::memset(hinted_ports, 0, sizeof hinted_ports);
+  last_probe = {};
   PluginOptions options;
   options.analyzer.check_crc = pref_check_crc != FALSE;
   apply_limit_preferences(options.analyzer.limits);
@@ -489,23 +504,8 @@ void handoff() {
   data_handle = find_dissector("data");
   upper_heuristics = find_heur_dissector_list("iwarp_ddp_rdmap");
 
-  const char* names[] = {"tcp.srcport",
-                         "tcp.dstport",
-                         "tcp.seq_raw",
-                         "tcp.ack_raw",
-                         "tcp.flags",
-                         "tcp.window_size_value",
-                         "tcp.options.mss_val",
-                         "tcp.len",
-                         "tcp.payload",
-                         "tcp.hdr_len",
-                         "tcp.options.timestamp.tsval"};
-  int* ids[] = {&tcpf.srcport, &tcpf.dstport, &tcpf.seq_raw, &tcpf.ack_raw,
-                &tcpf.flags,   &tcpf.window,  &tcpf.mss,     &tcpf.len,
-                &tcpf.payload, &tcpf.hdr_len, &tcpf.tsval};
-  for (std::size_t i = 0; i < G_N_ELEMENTS(names); ++i) {
-    *ids[i] = proto_registrar_get_id_byname(names[i]);
-  }
+  tcpf.srcport = proto_registrar_get_id_byname("tcp.srcport");
+  tcpf.len = proto_registrar_get_id_byname("tcp.len");
   sctpf.ip = proto_registrar_get_id_byname("ip");
   sctpf.ipv6 = proto_registrar_get_id_byname("ipv6");
   sctpf.sctp_port = proto_registrar_get_id_byname("sctp.srcport");

@@ -128,6 +128,35 @@ TEST(NetDecode, Ipv6RoundTrip) {
   expect_segment(decode_frame(1, f, static_cast<std::uint32_t>(f.size())), s, "v6 payload");
 }
 
+// The plugin's path: the TCP header found by Wireshark, decoded by core. It agrees with
+// decode_frame's TCP layer (fields, options, payload), honours the IP-given length over
+// trailing octets (Ethernet padding), and refuses a header that does not fit.
+TEST(NetDecode, TcpSegmentFromAHostAgreesWithDecodeFrame) {
+  TcpFrameSpec s = spec_v4();
+  s.flags = tcp_flag::syn;
+  s.mss = 1460;
+  Bytes f = encode_tcp_frame(s, view("abc"));
+  const FrameDecode whole = decode_frame(1, f, static_cast<std::uint32_t>(f.size()));
+  const ByteView tcp = ByteView(f).subspan(14 + 20);
+  FrameDecode d =
+      decode_tcp_segment(tcp, static_cast<std::uint32_t>(tcp.size()), s.src.addr, s.dst.addr);
+  expect_segment(d, s, "abc");
+  EXPECT_EQ(d.tcp.options_size, whole.tcp.options_size);
+  EXPECT_EQ(d.tcp.payload.data(), whole.tcp.payload.data());
+
+  Bytes padded(tcp.begin(), tcp.end());
+  padded.insert(padded.end(), 6, 0);  // padding past the segment's length
+  d = decode_tcp_segment(padded, static_cast<std::uint32_t>(tcp.size()), s.src.addr, s.dst.addr);
+  expect_segment(d, s, "abc");
+
+  d = decode_tcp_segment(tcp.first(19), 19, s.src.addr, s.dst.addr);
+  EXPECT_EQ(d.status, FrameStatus::malformed);
+  d = decode_tcp_segment(tcp, static_cast<std::uint32_t>(tcp.size()), s.src.addr,
+                         addr("2001:db8::2"));
+  EXPECT_EQ(d.status, FrameStatus::malformed);
+  EXPECT_FALSE(d.detail.empty());
+}
+
 TEST(NetDecode, SynWithMss) {
   TcpFrameSpec s = spec_v4();
   s.flags = tcp_flag::syn;

@@ -627,4 +627,14 @@ Bytes encode_sctp_frame(const SctpFrameSpec& spec, ByteView sctp_packet) {
   return out;
 }
 
+FrameDecode decode_tcp_segment(ByteView segment, std::uint32_t tcp_length, const Address& src,
+                               const Address& dst) {
+  if (src.v6 != dst.v6) {
+    FrameDecode d;
+    d.detail = "IP addresses of two families";
+    return d;
+  }
+  return decode_tcp(segment, 0, tcp_length, src.bytes.data(), dst.bytes.data(), src.v6);
+}
+
 }  // namespace ddpscope::net

@@ -104,6 +104,13 @@ struct FrameDecode {
 // frame's original length. Never reads past `data`.
 FrameDecode decode_frame(std::uint32_t link_type, ByteView data, std::uint32_t wire_length);
 
+// Decodes one TCP segment whose lower layers a host has decoded itself (the Wireshark plugin):
+// `segment` is what was captured from the TCP header on, `tcp_length` the segment's length
+// (header and payload) per the IP header, `src` and `dst` the IP header's addresses (both of
+// one family). The same checks and option parsing as decode_frame's TCP layer.
+FrameDecode decode_tcp_segment(ByteView segment, std::uint32_t tcp_length, const Address& src,
+                               const Address& dst);
+
 // Builds an Ethernet II + IPv4/IPv6 + TCP frame with correct checksums and lengths.
 struct TcpFrameSpec {
   Endpoint src;
