@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -16,12 +17,6 @@ namespace {
 std::string hex32(std::uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%08" PRIx32, v);
-  return buf;
-}
-
-std::string hex64(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
   return buf;
 }
 
@@ -42,56 +37,102 @@ bool stream_is_iwarp(const StreamModel& s) {
 
 }  // namespace
 
+bool PduDetail::empty() const {
+  return !reqrep && fpdu.empty() && markers.empty() && marker_offsets.empty() && !leading_marker &&
+         !framing_resumed && !resumed_after_gap && resync_skipped == 0 && !read_request &&
+         !terminate && !atomic_request && !atomic_response && !immediate_data && !response_frame &&
+         !response_time_ns && term_layer_name.empty() && term_etype_name.empty() &&
+         term_code_name.empty() && quoted_term_name.empty();
+}
+
+const PduDetail& PduRecord::more() const {
+  static const PduDetail none;
+  return detail ? *detail : none;
+}
+
 bool PduRecord::reassembled() const {
   if (slices.size() != 1) return true;
   return slices.front().frame != completed_frame;
 }
 
-std::string describe_pdu(const PduRecord& p) {
+namespace {
+
+// Appends printf-formatted text to a fixed buffer, truncating (never allocating: the drawing
+// code calls it between Wireshark calls that may longjmp).
+class TextOut {
+ public:
+  TextOut(char* out, std::size_t size) : out_(out), left_(size) {
+    if (left_ > 0) out_[0] = '\0';
+  }
+  [[gnu::format(printf, 2, 3)]] void add(const char* format, ...) {
+    if (left_ <= 1) return;
+    va_list args;
+    va_start(args, format);
+    const int n = std::vsnprintf(out_, left_, format, args);
+    va_end(args);
+    if (n < 0) return;
+    const std::size_t used = std::min<std::size_t>(static_cast<std::size_t>(n), left_ - 1);
+    out_ += used;
+    left_ -= used;
+  }
+
+ private:
+  char* out_;
+  std::size_t left_;
+};
+
+}  // namespace
+
+void describe_pdu(const PduRecord& p, char* out, std::size_t size) noexcept {
+  TextOut t(out, size);
   switch (p.kind) {
     case PduKind::mpa_request:
     case PduKind::mpa_reply: {
-      std::string s = p.kind == PduKind::mpa_request ? "MPA Request" : "MPA Reply";
-      if (p.reqrep) {
-        s += " rev=" + std::to_string(p.reqrep->revision);
-        if (p.reqrep->markers) s += " M";
-        if (p.reqrep->crc) s += " C";
-        if (p.reqrep->reject) s += " R(reject)";
-        if (p.reqrep->enhanced_pd) {
-          s += " IRD=" + std::to_string(p.reqrep->enhanced_pd->ird) +
-               " ORD=" + std::to_string(p.reqrep->enhanced_pd->ord);
+      t.add("%s", p.kind == PduKind::mpa_request ? "MPA Request" : "MPA Reply");
+      if (const auto& rr = p.more().reqrep) {
+        t.add(" rev=%u", static_cast<unsigned>(rr->revision));
+        if (rr->markers) t.add(" M");
+        if (rr->crc) t.add(" C");
+        if (rr->reject) t.add(" R(reject)");
+        if (rr->enhanced_pd) {
+          t.add(" IRD=%u ORD=%u", static_cast<unsigned>(rr->enhanced_pd->ird),
+                static_cast<unsigned>(rr->enhanced_pd->ord));
         }
       }
-      return s;
+      return;
     }
     case PduKind::unframed:
-      return "Unframed " + std::to_string(p.raw_size) + " octets";
+      t.add("Unframed %zu octets", p.raw_size);
+      return;
     case PduKind::fpdu:
       break;
   }
-  if (!p.ddp) return "FPDU len=" + std::to_string(p.ulpdu_length);
+  if (!p.ddp) {
+    t.add("FPDU len=%u", static_cast<unsigned>(p.ulpdu_length));
+    return;
+  }
   const wire::DdpHeader& h = *p.ddp;
   const wire::OpcodeInfo& op = wire::opcode_info(wire::RdmapControl::from_byte(h.rsvd_ulp0).opcode);
-  std::string s{op.defined ? op.name : std::string_view("Reserved opcode")};
+  const std::string_view name = op.defined ? op.name : std::string_view("Reserved opcode");
+  t.add("%.*s", static_cast<int>(name.size()), name.data());
   if (h.control.tagged) {
-    s += " STag=" + hex32(h.stag) + " TO=" + hex64(h.to) + " len=" + std::to_string(p.payload_size);
+    t.add(" STag=0x%08" PRIx32 " TO=0x%" PRIx64 " len=%zu", h.stag, h.to, p.payload_size);
   } else {
-    if (h.qn != op.qn.value_or(h.qn)) s += " QN=" + std::to_string(h.qn);
-    s += " MSN=" + std::to_string(h.msn);
-    if (h.mo != 0) s += " MO=" + std::to_string(h.mo);
-    if (p.read_request) {
-      s += " sink=" + hex32(p.read_request->sink_stag) +
-           " src=" + hex32(p.read_request->source_stag) +
-           " len=" + std::to_string(p.read_request->size);
-    } else if (p.terminate) {
-      s += " " + p.quoted_term_name;
+    if (h.qn != op.qn.value_or(h.qn)) t.add(" QN=%" PRIu32, h.qn);
+    t.add(" MSN=%" PRIu32, h.msn);
+    if (h.mo != 0) t.add(" MO=%" PRIu32, h.mo);
+    const PduDetail& d = p.more();
+    if (d.read_request) {
+      t.add(" sink=0x%08" PRIx32 " src=0x%08" PRIx32 " len=%" PRIu32, d.read_request->sink_stag,
+            d.read_request->source_stag, d.read_request->size);
+    } else if (d.terminate) {
+      t.add(" %s", d.quoted_term_name.c_str());
     } else {
-      s += " len=" + std::to_string(p.payload_size);
+      t.add(" len=%zu", p.payload_size);
     }
   }
-  if (h.control.last) s += " L";
-  if (p.not_placed()) s += " [CRC error: not placed]";
-  return s;
+  if (h.control.last) t.add(" L");
+  if (p.not_placed()) t.add(" [CRC error: not placed]");
 }
 
 CaptureState::CaptureState(PluginOptions options)
@@ -103,8 +144,13 @@ CaptureState::CaptureState(PluginOptions options)
 CaptureState::~CaptureState() = default;
 
 const FrameRecord* CaptureState::frame(std::uint64_t n) const {
+  // One dissection asks for its frame several times: the last record found answers again.
+  if (last_found_ != nullptr && last_found_frame_ == n) return last_found_;
   auto it = frames_.find(n);
-  return it == frames_.end() ? nullptr : &it->second;
+  if (it == frames_.end()) return nullptr;
+  last_found_frame_ = n;
+  last_found_ = &it->second;
+  return last_found_;
 }
 
 void CaptureState::feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment,
@@ -192,10 +238,10 @@ void CaptureState::link_response(PduRecord& response) {
   auto try_link = [&](std::uint32_t idx) {
     PduRecord& req = pdus_[idx];
     if (req.stream != response.stream || req.direction == response.direction) return false;
-    if (!req.read_request && !req.atomic_request) return false;
-    if (req.response_frame) return false;
-    req.response_frame = response.completed_frame;
-    req.response_time_ns = response.ts_ns - req.ts_ns;
+    if (!req.detail || (!req.detail->read_request && !req.detail->atomic_request)) return false;
+    if (req.detail->response_frame) return false;
+    req.detail->response_frame = response.completed_frame;
+    req.detail->response_time_ns = response.ts_ns - req.ts_ns;
     return true;
   };
   for (std::uint32_t idx : it->second.pdus_complete) {
@@ -242,66 +288,69 @@ void CaptureState::on_pdu(const PduEvent& e) {
   p.raw_size = e.raw.size();
   if (!in_current_payload(e)) p.raw.assign(e.raw.begin(), e.raw.end());
   p.slices = e.slices;
-  if (e.reqrep) p.reqrep = *e.reqrep;
   p.ulpdu_length = e.ulpdu_length;
   p.crc_field = e.crc_field;
   p.crc_expected = e.crc_expected;
   p.crc_ok = e.crc_ok;
-  p.markers = e.markers;
-  p.marker_offsets = e.marker_offsets;
-  p.leading_marker = e.leading_marker;
-  p.framing_resumed = e.framing_resumed;
-  p.resumed_after_gap = e.resumed_after_gap;
-  p.resync_skipped = e.resync_skipped;
-  // The FPDU without its markers (the framer's walk): what the length, ULPDU, pad and CRC
-  // fields are drawn on. Without markers they are the raw octets.
-  if (e.kind == PduKind::fpdu && !e.marker_offsets.empty())
-    p.fpdu.assign(e.plain.begin(), e.plain.end());
   if (e.ddp) {
     p.ddp = e.ddp->header;
     p.payload_size = e.ddp->payload.size();
   }
-  p.read_request = e.read_request;
-  p.terminate = e.terminate;
-  p.atomic_request = e.atomic_request;
-  p.atomic_response = e.atomic_response;
-  p.immediate_data = e.immediate_data;
   p.analysis = e.analysis;
   p.findings = e.findings;
+  PduDetail d;
+  if (e.reqrep) d.reqrep = *e.reqrep;
+  d.markers = e.markers;
+  d.marker_offsets = e.marker_offsets;
+  d.leading_marker = e.leading_marker;
+  d.framing_resumed = e.framing_resumed;
+  d.resumed_after_gap = e.resumed_after_gap;
+  d.resync_skipped = e.resync_skipped;
+  // The FPDU without its markers (the framer's walk): what the length, ULPDU, pad and CRC
+  // fields are drawn on. Without markers they are the raw octets.
+  if (e.kind == PduKind::fpdu && !e.marker_offsets.empty())
+    d.fpdu.assign(e.plain.begin(), e.plain.end());
+  d.read_request = e.read_request;
+  d.terminate = e.terminate;
+  d.atomic_request = e.atomic_request;
+  d.atomic_response = e.atomic_response;
+  d.immediate_data = e.immediate_data;
+  if (d.terminate) {
+    const wire::TerminateControl& c = d.terminate->control;
+    d.term_layer_name = std::string(term_layer_name(c.layer));
+    d.term_etype_name = std::string(term_etype_name(c.layer, c.etype));
+    d.term_code_name = std::string(term_code_name(c.layer, c.etype, c.code));
+    d.quoted_term_name = terminate_error_name(c.layer, c.etype, c.code);
+  }
+  if (!d.empty()) p.detail = std::make_unique<PduDetail>(std::move(d));
   if (p.analysis.region) {
-    p.region_text =
-        p.analysis.region->owner.to_string() + " STag " + hex32(p.analysis.region->stag);
+    // Consecutive segments mostly name the region the one before named: no text built for them.
+    if (!last_region_ || *last_region_ != *p.analysis.region) {
+      last_region_ = p.analysis.region;
+      last_region_text_ =
+          intern(p.analysis.region->owner.to_string() + " STag " + hex32(p.analysis.region->stag));
+    }
+    p.region_text = last_region_text_;
     // The upper-layer command the region serves, as it is at this segment (issue 14).
     if (const ShadowBuffer* b = analyzer_.model().memory.find(*p.analysis.region)) {
-      p.region_ulp = b->ulp;
-      p.region_command = b->command;
+      if (!b->ulp.empty()) p.region_ulp = intern(b->ulp);
+      if (!b->command.empty()) p.region_command = intern(b->command);
     }
   }
-  if (p.terminate) {
-    const wire::TerminateControl& c = p.terminate->control;
-    p.term_layer_name = std::string(term_layer_name(c.layer));
-    p.term_etype_name = std::string(term_etype_name(c.layer, c.etype));
-    p.term_code_name = std::string(term_code_name(c.layer, c.etype, c.code));
-    p.quoted_term_name = terminate_error_name(c.layer, c.etype, c.code);
-  }
-  p.info = describe_pdu(p);
 
   const auto index = static_cast<std::uint32_t>(pdus_.size());
   link_response(p);
-  FrameRecord& done = frames_[p.completed_frame];
-  if (!done.pdus_complete.empty()) {
-    // Frames completing one PDU (most) use that PDU's text: no copy.
-    if (done.info.empty()) done.info = pdus_[done.pdus_complete.front()].info;
-    done.info += ", ";
-    done.info += p.info;
-  }
-  done.pdus_complete.push_back(index);
+  frames_[p.completed_frame].pdus_complete.push_back(index);
   for (const FrameSlice& s : p.slices) {
     if (s.frame == p.completed_frame) continue;
     auto& cont = frames_[s.frame].pdus_continued;
     if (std::find(cont.begin(), cont.end(), index) == cont.end()) cont.push_back(index);
   }
   pdus_.push_back(std::move(p));
+}
+
+const std::string* CaptureState::intern(std::string text) {
+  return &*texts_.insert(std::move(text)).first;
 }
 
 // One PPID 17 message through core's codec (the analysis keeps its own session records).

@@ -12,6 +12,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ddpscope/analysis/analyzer.h"
@@ -19,70 +21,87 @@
 
 namespace ddpscope::plugin {
 
+// What few PDUs carry (an MPA Request/Reply, markers, framing found again, a Read Request, a
+// Terminate, atomics, immediate data, a response link), kept out of line so that the common
+// record (a Send, a Write segment) stays small: a capture of 800k Sends holds 800k records.
+struct PduDetail {
+  // MPA Request / Reply
+  std::optional<wire::MpaReqRep> reqrep;
+  // FPDU with markers: the octets with markers taken out, the markers and where they sit.
+  Bytes fpdu;
+  std::vector<wire::Marker> markers;
+  std::vector<std::size_t> marker_offsets;
+  bool leading_marker = false;
+  // Framing found again with this FPDU by a search (after capture loss, unframed octets, or
+  // at a mid-stream start), not carried over from the FPDU before.
+  bool framing_resumed = false;
+  bool resumed_after_gap = false;
+  std::uint64_t resync_skipped = 0;
+  std::optional<wire::ReadRequest> read_request;
+  std::optional<wire::Terminate> terminate;
+  std::optional<wire::AtomicRequest> atomic_request;
+  std::optional<wire::AtomicResponse> atomic_response;
+  std::optional<std::uint64_t> immediate_data;
+  // Forward link filled when the answer arrives (Read/Atomic Request -> first response).
+  std::optional<std::uint64_t> response_frame;
+  std::optional<std::int64_t> response_time_ns;
+  // Terminate names, computed once on the first pass (the drawing code builds no C++ strings).
+  std::string term_layer_name, term_etype_name, term_code_name;
+  std::string quoted_term_name;  // full "layer / type / code" of the Terminate
+
+  // True when nothing here is set (the PDU needs no detail record).
+  bool empty() const;
+};
+
 // One PDU as core framed and analysed it, owning copies of everything the tree shows.
 struct PduRecord {
   PduKind kind = PduKind::fpdu;
   // sctp: one PPID 16 user message holding one DDP segment (RFC 5043), drawn without an MPA
   // item; raw is the message.
   bool sctp = false;
-  std::uint32_t stream = 0;
+  bool crc_ok = true;
+  // Reported by Analyzer::finish() (flushed at the end of the capture): drawn in the frame of
+  // its last slice, which a one-pass run has printed before the PDU was known.
+  bool end_of_capture = false;
   int direction = 0;
+  std::uint32_t stream = 0;
+  std::uint16_t ulpdu_length = 0;
+  std::uint32_t crc_field = 0;
+  std::optional<std::uint32_t> crc_expected;
   std::uint64_t stream_offset = 0;
   std::uint64_t completed_frame = 0;  // frame whose segment made core report the PDU
+  // Held behind a hole that a later frame declared capture loss (an ACK past it, a full window):
+  // that frame, when the PDU is drawn in its own (earlier) last frame. 0: not held.
+  std::uint64_t released_frame = 0;
+  std::int64_t ts_ns = 0;  // time of completed_frame
   // Octets as on the wire (markers included), `raw_size` of them. Stored only when they cannot
   // be read from completed_frame's own TCP payload: a PDU in one slice of completed_frame and
   // without markers keeps `raw` empty (raw_stored() false) and is drawn from that frame's tvb.
   Bytes raw;
   std::size_t raw_size = 0;
   std::vector<FrameSlice> slices;
-  // MPA Request / Reply
-  std::optional<wire::MpaReqRep> reqrep;
-  // FPDU: `fpdu` holds the octets with markers taken out (empty when there were none: use raw)
-  Bytes fpdu;
-  std::uint16_t ulpdu_length = 0;
-  std::uint32_t crc_field = 0;
-  std::optional<std::uint32_t> crc_expected;
-  bool crc_ok = true;
-  // Framing found again with this FPDU by a search (after capture loss, unframed octets, or
-  // at a mid-stream start), not carried over from the FPDU before.
-  bool framing_resumed = false;
-  bool resumed_after_gap = false;
-  std::uint64_t resync_skipped = 0;
-  std::vector<wire::Marker> markers;
-  std::vector<std::size_t> marker_offsets;
-  bool leading_marker = false;
   // DDP / RDMAP. With crc_ok false: decoded as received, the FPDU dropped (not_placed()).
   std::optional<wire::DdpHeader> ddp;
   std::size_t payload_size = 0;
-  std::optional<wire::ReadRequest> read_request;
-  std::optional<wire::Terminate> terminate;
-  std::optional<wire::AtomicRequest> atomic_request;
-  std::optional<wire::AtomicResponse> atomic_response;
-  std::optional<std::uint64_t> immediate_data;
   SegmentAnalysis analysis;
   std::vector<std::size_t> findings;  // indices into Model::findings
-  // Forward link filled when the answer arrives (Read/Atomic Request -> first response).
-  std::optional<std::uint64_t> response_frame;
-  std::optional<std::int64_t> response_time_ns;
-  std::int64_t ts_ns = 0;  // time of completed_frame
-  // Reported by Analyzer::finish() (flushed at the end of the capture): drawn in the frame of
-  // its last slice, which a one-pass run has printed before the PDU was known.
-  bool end_of_capture = false;
-  // Held behind a hole that a later frame declared capture loss (an ACK past it, a full window):
-  // that frame, when the PDU is drawn in its own (earlier) last frame. 0: not held.
-  std::uint64_t released_frame = 0;
-  // Text computed once on the first pass (the drawing code builds no C++ strings).
-  std::string info;
-  std::string region_text;
-  std::string region_ulp, region_command;  // empty: no upper-layer command named the region
-  std::string term_layer_name, term_etype_name, term_code_name;
-  std::string quoted_term_name;  // full "layer / type / code" of the Terminate
+  // The region's name, and the upper-layer command it serves as it is at this segment (issue
+  // 14; null: no upper-layer command named the region). Shared by every segment that names the
+  // same text (CaptureState keeps one copy of each).
+  const std::string* region_text = nullptr;
+  const std::string* region_ulp = nullptr;
+  const std::string* region_command = nullptr;
+  std::unique_ptr<PduDetail> detail;  // null: nothing of PduDetail is set
 
+  // The rare parts (an empty PduDetail when there are none).
+  const PduDetail& more() const;
   bool raw_stored() const { return raw.size() == raw_size; }
   // A DDP segment a compliant Data Sink drops unplaced: its FPDU failed the CRC (RFC 5044 §8).
   bool not_placed() const { return ddp.has_value() && !crc_ok; }
   // Length of the FPDU without markers (what the length, ULPDU, pad and CRC fields cover).
-  std::size_t fpdu_size() const { return fpdu.empty() ? raw_size : fpdu.size(); }
+  std::size_t fpdu_size() const {
+    return detail && !detail->fpdu.empty() ? detail->fpdu.size() : raw_size;
+  }
   bool reassembled() const;  // more than one slice or not all in completed_frame
 };
 
@@ -95,7 +114,6 @@ struct FrameRecord {
   // may not get TCP's payload field, and PDUs without a stored copy are drawn from here.
   std::uint32_t payload_offset = 0;
   std::uint32_t payload_length = 0;
-  std::string info;  // info column when several PDUs complete here (else: the one PDU's info)
 };
 
 // One DDP Stream Session Control message (PPID 17, RFC 5043), decoded on the first pass.
@@ -168,13 +186,14 @@ class CaptureState final : private AnalysisObserver {
   void collect_new_findings();
   void index_new_streams();
   void link_response(PduRecord& response);
+  const std::string* intern(std::string text);
 
   PluginOptions options_;
   Analyzer analyzer_;
   std::deque<PduRecord> pdus_;  // a deque: growing never copies the records already stored
   std::deque<SessionControlRecord> sctp_sessions_;
   std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> sctp_session_index_;
-  std::map<std::uint64_t, FrameRecord> frames_;
+  std::unordered_map<std::uint64_t, FrameRecord> frames_;  // node-based: references stay valid
   std::map<std::pair<net::Endpoint, net::Endpoint>, std::uint32_t> stream_index_;
   std::size_t streams_indexed_ = 0;
   std::size_t findings_collected_ = 0;
@@ -183,12 +202,22 @@ class CaptureState final : private AnalysisObserver {
   ByteView current_payload_;  // TCP payload of current_frame_, valid during feed()
   std::int64_t current_ts_ns_ = 0;
   std::uint64_t last_frame_ = 0;
+  // One copy of each region text PduRecord points at (node-based: the pointers stay valid).
+  std::unordered_set<std::string> texts_;
+  // The record frame() found last (records are never removed: the pointer stays valid).
+  mutable std::uint64_t last_found_frame_ = 0;
+  mutable const FrameRecord* last_found_ = nullptr;
+  std::optional<RegionKey> last_region_;  // region whose text last_region_text_ is
+  const std::string* last_region_text_ = nullptr;
   std::uint64_t segments_fed_ = 0;
   std::uint64_t internal_errors_ = 0;
   bool finished_ = false;
 };
 
-// Info-column text for one PDU (also used by the tests through the plugin only).
-std::string describe_pdu(const PduRecord& pdu);
+// Info-column text for one PDU, written into `out` (at most `size` octets, NUL included,
+// truncated beyond): built when the PDU is drawn, not kept per PDU. No allocation, so the
+// drawing code may call it between Wireshark calls that longjmp.
+constexpr std::size_t pdu_info_size = 512;
+void describe_pdu(const PduRecord& pdu, char* out, std::size_t size) noexcept;
 
 }  // namespace ddpscope::plugin

@@ -173,7 +173,8 @@ void draw_read_request(proto_tree* t, tvbuff_t* tvb, std::size_t b, const wire::
 }
 
 void draw_terminate(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord& p) {
-  const wire::Terminate& term = *p.terminate;
+  const PduDetail& d = p.more();
+  const wire::Terminate& term = *d.terminate;
   const wire::TerminateControl& c = term.control;
   // The control word as meant, in the RFC layout the fields' masks describe (a siw word is
   // shown as the sender meant it; the layout item says which it was).
@@ -183,16 +184,16 @@ void draw_terminate(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord
   proto_tree* ct = proto_item_add_subtree(ci, ett.term_control);
   add_uint(ct, hf.term_layer, wa, word);
   proto_tree_add_uint_format_value(ct, hf.term_etype, wa.tvb, wa.off, wa.len, word, "%s (0x%x)",
-                                   p.term_etype_name.c_str(), c.etype);
+                                   d.term_etype_name.c_str(), c.etype);
   proto_tree_add_uint_format_value(ct, hf.term_code, wa.tvb, wa.off, wa.len, word, "%s (0x%02x)",
-                                   p.term_code_name.empty() ? "Unknown" : p.term_code_name.c_str(),
+                                   d.term_code_name.empty() ? "Unknown" : d.term_code_name.c_str(),
                                    c.code);
   add_bool(ct, hf.term_m, wa, word);
   add_bool(ct, hf.term_d, wa, word);
   add_bool(ct, hf.term_r, wa, word);
   add_uint(ct, hf.term_reserved, wa, word);
   generated(add_uint(ct, hf.term_layout, wa, static_cast<std::uint32_t>(term.layout)));
-  generated(proto_tree_add_string(t, hf.term_error, nullptr, 0, 0, p.quoted_term_name.c_str()));
+  generated(proto_tree_add_string(t, hf.term_error, nullptr, 0, 0, d.quoted_term_name.c_str()));
   std::size_t off = b + wire::terminate_field::control.end();
   if (term.ddp_segment_length) {
     const wire::FieldSpan f = wire::terminate_field::ddp_segment_length;
@@ -224,9 +225,10 @@ void draw_terminate(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord
 }
 
 void draw_atomics(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord& p) {
-  if (p.atomic_request) {
+  const PduDetail& d = p.more();
+  if (d.atomic_request) {
     namespace field = wire::atomic_request_field;
-    const wire::AtomicRequest& a = *p.atomic_request;
+    const wire::AtomicRequest& a = *d.atomic_request;
     const std::uint32_t w = a.opcode_word();
     const At wa = at(tvb, b, field::opcode_word);
     add_uint(t, hf.atomic_reserved, wa, w);
@@ -240,15 +242,15 @@ void draw_atomics(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord& 
     add_u64(t, hf.atomic_compare_data, at(tvb, b, field::compare_data), a.compare_data);
     add_u64(t, hf.atomic_compare_mask, at(tvb, b, field::compare_mask), a.compare_mask);
   }
-  if (p.atomic_response) {
+  if (d.atomic_response) {
     namespace field = wire::atomic_response_field;
     add_uint(t, hf.atomic_orig_request_id, at(tvb, b, field::request_id),
-             p.atomic_response->request_id);
+             d.atomic_response->request_id);
     add_u64(t, hf.atomic_orig_value, at(tvb, b, field::original_value),
-            p.atomic_response->original_value);
+            d.atomic_response->original_value);
   }
-  if (p.immediate_data) {
-    add_u64(t, hf.immediate_data, at(tvb, b, wire::kImmediateDataSize), *p.immediate_data);
+  if (d.immediate_data) {
+    add_u64(t, hf.immediate_data, at(tvb, b, wire::kImmediateDataSize), *d.immediate_data);
   }
 }
 
@@ -258,7 +260,8 @@ void draw_segment_analysis(const DrawContext& ctx, proto_tree* dt, const PduReco
                                            "[ddpscope analysis]");
   generated(proto_tree_add_boolean(at_, hf.an_placed, nullptr, 0, 0, a.placed));
   if (a.region) {
-    generated(proto_tree_add_string(at_, hf.an_region, nullptr, 0, 0, p.region_text.c_str()));
+    generated(proto_tree_add_string(at_, hf.an_region, nullptr, 0, 0,
+                                    p.region_text != nullptr ? p.region_text->c_str() : ""));
     generated(proto_tree_add_uint(at_, hf.an_region_stag, nullptr, 0, 0, a.region->stag));
     generated(proto_tree_add_uint(at_, hf.an_region_source, nullptr, 0, 0,
                                   static_cast<std::uint32_t>(a.region_source)));
@@ -268,11 +271,11 @@ void draw_segment_analysis(const DrawContext& ctx, proto_tree* dt, const PduReco
         proto_tree_add_uint64(at_, hf.an_offset_in_region, nullptr, 0, 0, a.offset_in_region));
     generated(proto_tree_add_uint64(at_, hf.an_region_bytes_placed, nullptr, 0, 0,
                                     a.region_bytes_placed));
-    if (!p.region_ulp.empty())
-      generated(proto_tree_add_string(at_, hf.an_region_ulp, nullptr, 0, 0, p.region_ulp.c_str()));
-    if (!p.region_command.empty()) {
+    if (p.region_ulp != nullptr)
+      generated(proto_tree_add_string(at_, hf.an_region_ulp, nullptr, 0, 0, p.region_ulp->c_str()));
+    if (p.region_command != nullptr) {
       generated(proto_tree_add_string(at_, hf.an_region_command, nullptr, 0, 0,
-                                      p.region_command.c_str()));
+                                      p.region_command->c_str()));
     }
   }
   if (a.expected_msn) {
@@ -303,6 +306,7 @@ void draw_segment_analysis(const DrawContext& ctx, proto_tree* dt, const PduReco
 }
 
 void draw_rdmap_links(proto_tree* rt, const PduRecord& p) {
+  const PduDetail& d = p.more();
   if (p.analysis.request_frame) {
     generated(proto_tree_add_uint(rt, hf.an_request_in, nullptr, 0, 0,
                                   static_cast<std::uint32_t>(*p.analysis.request_frame)));
@@ -313,9 +317,9 @@ void draw_rdmap_links(proto_tree* rt, const PduRecord& p) {
     ns.nsecs = static_cast<int>(*p.analysis.response_time_ns % 1000000000);
     generated(proto_tree_add_time(rt, hf.an_response_time, nullptr, 0, 0, &ns));
   }
-  if (p.response_frame) {
+  if (d.response_frame) {
     generated(proto_tree_add_uint(rt, hf.an_response_in, nullptr, 0, 0,
-                                  static_cast<std::uint32_t>(*p.response_frame)));
+                                  static_cast<std::uint32_t>(*d.response_frame)));
   }
 }
 
@@ -338,28 +342,29 @@ void call_upper(const DrawContext& ctx, tvbuff_t* payload, packet_info* pinfo, p
   if (!done && ctx.data_handle != nullptr) call_dissector(ctx.data_handle, payload, pinfo, tree);
 }
 
-proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, tvbuff_t* ulpdu,
-                           packet_info* pinfo, proto_tree* tree);
+proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, const char* info,
+                           tvbuff_t* ulpdu, packet_info* pinfo, proto_tree* tree);
 
-proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_tvb,
-                      packet_info* pinfo, proto_tree* tree, proto_tree* mt) {
+proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, const char* info,
+                      tvbuff_t* pdu_tvb, packet_info* pinfo, proto_tree* tree, proto_tree* mt) {
+  const PduDetail& d = p.more();
   // The FPDU without markers: the real octets when there were none.
   tvbuff_t* fpdu_tvb = pdu_tvb;
-  if (!p.fpdu.empty()) {
-    proto_tree_add_boolean(mt, hf.mpa_leading_marker, nullptr, 0, 0, p.leading_marker);
-    for (std::size_t i = 0; i < p.markers.size() && i < p.marker_offsets.size(); ++i) {
-      const At a = or_empty(at(pdu_tvb, p.marker_offsets[i], wire::kMpaMarkerSize));
+  if (!d.fpdu.empty()) {
+    proto_tree_add_boolean(mt, hf.mpa_leading_marker, nullptr, 0, 0, d.leading_marker);
+    for (std::size_t i = 0; i < d.markers.size() && i < d.marker_offsets.size(); ++i) {
+      const At a = or_empty(at(pdu_tvb, d.marker_offsets[i], wire::kMpaMarkerSize));
       proto_item* mi = proto_tree_add_item(mt, hf.mpa_marker, a.tvb, a.off, a.len, ENC_NA);
       proto_tree* mk = proto_item_add_subtree(mi, ett.mpa_marker);
       add_uint(mk, hf.mpa_marker_reserved,
-               at(pdu_tvb, p.marker_offsets[i], wire::marker_field::reserved),
-               p.markers[i].reserved);
+               at(pdu_tvb, d.marker_offsets[i], wire::marker_field::reserved),
+               d.markers[i].reserved);
       add_uint(mk, hf.mpa_marker_fpduptr,
-               at(pdu_tvb, p.marker_offsets[i], wire::marker_field::fpduptr), p.markers[i].fpduptr);
+               at(pdu_tvb, d.marker_offsets[i], wire::marker_field::fpduptr), d.markers[i].fpduptr);
       generated(proto_tree_add_uint64(mk, hf.mpa_marker_position, nullptr, 0, 0,
-                                      p.markers[i].stream_pos));
+                                      d.markers[i].stream_pos));
     }
-    fpdu_tvb = child_tvb(ctx, pinfo, p.fpdu, "FPDU without markers");
+    fpdu_tvb = child_tvb(ctx, pinfo, d.fpdu, "FPDU without markers");
   }
   const std::size_t total = p.fpdu_size();
   add_uint(mt, hf.mpa_ulpdu_length, at(fpdu_tvb, 0, wire::fpdu_field::ulpdu_length),
@@ -382,16 +387,16 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_
   } else {
     add_uint(mt, hf.mpa_crc, at(nullptr, 0, 0), p.crc_field);
   }
-  if (p.framing_resumed) {
+  if (d.framing_resumed) {
     // Not carried over from the FPDU before: the framer searched for this boundary.
     proto_item* ri =
         generated(proto_tree_add_boolean(mt, hf.mpa_framing_resumed, nullptr, 0, 0, TRUE));
-    proto_item_append_text(ri, p.resumed_after_gap
+    proto_item_append_text(ri, d.resumed_after_gap
                                    ? " (framing resumed after capture loss: this FPDU boundary "
                                      "was found by a search, not from the FPDU before)"
                                    : " (this FPDU boundary was found by a search, not from the "
                                      "FPDU before)");
-    generated(proto_tree_add_uint64(mt, hf.mpa_resync_skipped, nullptr, 0, 0, p.resync_skipped));
+    generated(proto_tree_add_uint64(mt, hf.mpa_resync_skipped, nullptr, 0, 0, d.resync_skipped));
   }
   if (!p.ddp) return nullptr;
   const std::size_t ulpdu_off = wire::fpdu_field::ulpdu;
@@ -399,13 +404,13 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, tvbuff_t* pdu_
       at(fpdu_tvb, ulpdu_off, p.ulpdu_length).tvb != nullptr
           ? tvb_new_subset_length(fpdu_tvb, static_cast<gint>(ulpdu_off), p.ulpdu_length)
           : nullptr;
-  return draw_ddp_rdmap(ctx, p, ulpdu, pinfo, tree);
+  return draw_ddp_rdmap(ctx, p, info, ulpdu, pinfo, tree);
 }
 
 // The DDP segment and its RDMAP message from the ULPDU's octets, the same over both LLPs (an
-// MPA FPDU's ULPDU, or one SCTP user message on PPID 16).
-proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, tvbuff_t* ulpdu,
-                           packet_info* pinfo, proto_tree* tree) {
+// MPA FPDU's ULPDU, or one SCTP user message on PPID 16). `info`: describe_pdu's text.
+proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, const char* info,
+                           tvbuff_t* ulpdu, packet_info* pinfo, proto_tree* tree) {
   // DDP (RFC 5041 §4)
   const wire::DdpHeader& h = *p.ddp;
   const std::size_t hs = h.size();
@@ -437,20 +442,21 @@ proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, tvbuff_t*
   const At rall =
       or_empty(at(ulpdu, rf.offset, p.ulpdu_length > rf.offset ? p.ulpdu_length - rf.offset : 0u));
   proto_item* ri = proto_tree_add_item(tree, proto.rdmap, rall.tvb, rall.off, rall.len, ENC_NA);
-  proto_item_append_text(ri, ", %s", p.info.c_str());
+  proto_item_append_text(ri, ", %s", info);
   proto_tree* rt = proto_item_add_subtree(ri, ett.rdmap);
   proto_item* rci = add_uint(rt, hf.rdmap_control, ra, rctl);
   proto_tree* rct = proto_item_add_subtree(rci, ett.rdmap_control);
   add_uint(rct, hf.rdmap_rv, ra, rctl);
   add_uint(rct, hf.rdmap_rsv, ra, rctl);
   add_uint(rct, hf.rdmap_opcode, ra, rctl);
-  if (p.read_request) draw_read_request(rt, ulpdu, hs, *p.read_request, false);
-  if (p.terminate) draw_terminate(rt, ulpdu, hs, p);
+  const PduDetail& d = p.more();
+  if (d.read_request) draw_read_request(rt, ulpdu, hs, *d.read_request, false);
+  if (d.terminate) draw_terminate(rt, ulpdu, hs, p);
   draw_atomics(rt, ulpdu, hs, p);
   draw_rdmap_links(rt, p);
 
-  if (p.payload_size != 0 && !p.read_request && !p.terminate && !p.atomic_request &&
-      !p.atomic_response && !p.immediate_data) {
+  if (p.payload_size != 0 && !d.read_request && !d.terminate && !d.atomic_request &&
+      !d.atomic_response && !d.immediate_data) {
     const At pa = at(ulpdu, hs, p.payload_size);
     if (pa.tvb == nullptr) return ri;
     tvbuff_t* payload = tvb_new_subset_length(ulpdu, hs, static_cast<gint>(p.payload_size));
@@ -494,9 +500,10 @@ const std::uint8_t* raw_octets(const PduRecord& p, tvbuff_t* pdu_tvb) {
   return tvb_get_ptr(pdu_tvb, 0, static_cast<gint>(p.raw_size));
 }
 
-// Draws one PDU completed in this frame; returns the item findings attach to.
-proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pinfo,
-                     proto_tree* tree) {
+// Draws one PDU completed in this frame (`info`: describe_pdu's text); returns the item
+// findings attach to.
+proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, const char* info,
+                     packet_info* pinfo, proto_tree* tree) {
   tvbuff_t* pdu_tvb = frame_pdu_tvb(ctx, p);
   if (p.sctp) {
     // RFC 5043: the user message is the ULPDU, no MPA framing around it.
@@ -505,10 +512,10 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pi
     if (!p.ddp) {
       const At a = pdu_tvb != nullptr ? At{pdu_tvb, 0, -1} : At{ctx.frame_tvb, 0, 0};
       proto_item* di = proto_tree_add_item(tree, proto.ddp, a.tvb, a.off, a.len, ENC_NA);
-      proto_item_append_text(di, ", %s", p.info.c_str());
+      proto_item_append_text(di, ", %s", info);
       return di;
     }
-    proto_item* ri = draw_ddp_rdmap(ctx, p, pdu_tvb, pinfo, tree);
+    proto_item* ri = draw_ddp_rdmap(ctx, p, info, pdu_tvb, pinfo, tree);
     // As for FPDUs: a message held behind a TSN hole (reordering, loss) that a later frame let
     // go, or one flushed at the end, is drawn in its own last frame and says so.
     if (p.end_of_capture) {
@@ -526,7 +533,7 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pi
   }
   const At ma = pdu_tvb != nullptr ? At{pdu_tvb, 0, -1} : At{ctx.frame_tvb, 0, 0};
   proto_item* mi = proto_tree_add_item(tree, proto.mpa, ma.tvb, ma.off, ma.len, ENC_NA);
-  proto_item_append_text(mi, ", %s", p.info.c_str());
+  proto_item_append_text(mi, ", %s", info);
   proto_tree* mt = proto_item_add_subtree(mi, ett.mpa);
   generated(proto_tree_add_uint(mt, hf.mpa_stream, nullptr, 0, 0, p.stream));
   generated(proto_tree_add_uint(mt, hf.mpa_direction, nullptr, 0, 0,
@@ -557,7 +564,7 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pi
   switch (p.kind) {
     case PduKind::mpa_request:
     case PduKind::mpa_reply:
-      if (p.reqrep) draw_reqrep(mt, pdu_tvb, *p.reqrep);
+      if (p.more().reqrep) draw_reqrep(mt, pdu_tvb, *p.more().reqrep);
       return mi;
     case PduKind::unframed:
       add_bytes(mt, hf.mpa_unframed, at(pdu_tvb, 0, p.raw_size), raw_octets(p, pdu_tvb),
@@ -566,7 +573,7 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, packet_info* pi
     case PduKind::fpdu:
       break;
   }
-  proto_item* last = draw_fpdu(ctx, p, pdu_tvb, pinfo, tree, mt);
+  proto_item* last = draw_fpdu(ctx, p, info, pdu_tvb, pinfo, tree, mt);
   return last != nullptr ? last : mi;
 }
 
@@ -578,8 +585,10 @@ proto_item* draw_continuation(const DrawContext& ctx, const PduRecord& p, std::u
       At a = at(ctx.payload_tvb, s.offset, s.length);
       if (a.tvb == nullptr) a = {ctx.frame_tvb, 0, 0};
       proto_item* ci = proto_tree_add_item(tree, proto.mpa, a.tvb, a.off, a.len, ENC_NA);
+      char info[pdu_info_size];
+      describe_pdu(p, info, sizeof info);
       proto_item_append_text(ci, ", continuation: octets %u-%u of %u of %s", unsigned(raw_off),
-                             unsigned(raw_off + s.length), unsigned(p.raw_size), p.info.c_str());
+                             unsigned(raw_off + s.length), unsigned(p.raw_size), info);
       proto_tree* ct = proto_item_add_subtree(ci, ett.mpa);
       generated(proto_tree_add_uint(ct, hf.mpa_continuation, nullptr, 0, 0,
                                     static_cast<std::uint32_t>(p.completed_frame)));
@@ -607,14 +616,13 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   fallback_tvb = ctx.frame_tvb;
   pending_upper = wmem_list_new(pinfo->pool);
   col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
-  if (!rec.info.empty()) {
-    col_add_str(pinfo->cinfo, COL_INFO, rec.info.c_str());
-  } else if (!rec.pdus_complete.empty()) {
-    col_add_str(pinfo->cinfo, COL_INFO, ctx.state->pdu(rec.pdus_complete.front()).info.c_str());
-  } else if (!rec.pdus_continued.empty()) {
+  // The info column: the PDUs completed here, or the one this frame continues.
+  char info[pdu_info_size];
+  if (rec.pdus_complete.empty() && !rec.pdus_continued.empty()) {
     const PduRecord& p = ctx.state->pdu(rec.pdus_continued.front());
-    col_add_fstr(pinfo->cinfo, COL_INFO, "[continuation of %s, completed in frame %u]",
-                 p.info.c_str(), static_cast<unsigned>(p.completed_frame));
+    describe_pdu(p, info, sizeof info);
+    col_add_fstr(pinfo->cinfo, COL_INFO, "[continuation of %s, completed in frame %u]", info,
+                 static_cast<unsigned>(p.completed_frame));
   }
 
   // Items findings attach to, parallel to the PDU list (complete ones first).
@@ -630,8 +638,17 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
                                     static_cast<gint>(rec.payload_length))
             : nullptr;
   }
-  for (std::uint32_t idx : rec.pdus_complete)
-    items[k++] = draw_pdu(pctx, ctx.state->pdu(idx), pinfo, tree);
+  for (std::uint32_t idx : rec.pdus_complete) {
+    const PduRecord& p = ctx.state->pdu(idx);
+    describe_pdu(p, info, sizeof info);
+    if (k == 0) {
+      col_add_str(pinfo->cinfo, COL_INFO, info);
+    } else {
+      col_append_str(pinfo->cinfo, COL_INFO, ", ");
+      col_append_str(pinfo->cinfo, COL_INFO, info);
+    }
+    items[k++] = draw_pdu(pctx, p, info, pinfo, tree);
+  }
   for (std::uint32_t idx : rec.pdus_continued) {
     items[k++] = draw_continuation(ctx, ctx.state->pdu(idx), pinfo->num, tree);
   }
