@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Wireshark plugin benchmark (issue: Wireshark plugin, "Performance"; target: plugin <= 1.5x
-# the built-in dissectors' time). On the capture bench/make_capture.sh generates (MSS-sized
-# FPDUs, CRC on, RDMA Writes of 1 MiB, ~SIZE_MB in all) it times `tshark -q -z expert -r FILE`
+# Wireshark plugin benchmark (target, issue 19: plugin <= 1.2x the built-in dissectors' time,
+# on each shape of bench/make_capture.sh). On the capture bench/make_capture.sh generates
+# (default: the write shape, ~SIZE_MB in all) it times `tshark -q -z expert -r FILE`
 #   plugin    with the ddpscope plugin loaded (it switches the built-in iWARP dissectors off),
 #   builtin   without the plugin (Wireshark's built-in iwarp_mpa / iwarp_ddp_rdmap),
 #   deferred  with the plugin loaded but `-o iwarp.mpa.use_builtin:TRUE` (cost of having it
@@ -102,5 +102,5 @@ report plugin "ddpscope plugin:"
 report deferred "plugin loaded, use_builtin:TRUE:"
 ratio_wall=$(echo "${best_wall[plugin]}/${best_wall[builtin]}" | bc -l)
 ratio_cpu=$(echo "${best_cpu[plugin]}/${best_cpu[builtin]}" | bc -l)
-printf 'ratio plugin/built-in: wall %.2fx  cpu %.2fx  (target <= 1.5x: %s)\n' "$ratio_wall" \
-  "$ratio_cpu" "$( (($(echo "$ratio_cpu <= 1.5" | bc -l))) && echo met || echo NOT met)"
+printf 'ratio plugin/built-in: wall %.2fx  cpu %.2fx  (target <= 1.2x: %s)\n' "$ratio_wall" \
+  "$ratio_cpu" "$( (($(echo "$ratio_cpu <= 1.2" | bc -l))) && echo met || echo NOT met)"
