@@ -171,16 +171,18 @@ void CaptureState::feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpS
   current_payload_ = {};
 }
 
-void CaptureState::feed_ip(std::uint64_t frame, std::int64_t ts_ns, ByteView ip_packet,
-                           std::uint32_t wire_length) noexcept {
+void CaptureState::feed_sctp(std::uint64_t frame, std::int64_t ts_ns,
+                             const net::SctpDatagram& packet) noexcept {
   if (finished_ || frame <= last_frame_) return;
   current_frame_ = frame;
   current_ts_ns_ = ts_ns;
   current_payload_ = {};
   last_frame_ = frame;
   try {
-    analyzer_.feed_frame(frame, ts_ns, static_cast<std::uint32_t>(net::LinkType::raw), ip_packet,
-                         wire_length);
+    net::FrameDecode d;
+    d.status = net::FrameStatus::sctp;
+    d.sctp = packet;
+    analyzer_.feed_decoded(frame, ts_ns, packet.packet.size(), d);
     index_new_streams();
     collect_new_findings();
   } catch (...) {

@@ -143,10 +143,9 @@ class CaptureState final : private AnalysisObserver {
   // so PDUs in it need no copy.
   void feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment,
             bool payload_in_frame) noexcept;
-  // An SCTP frame (RFC 5043's LLP): its octets from the IP header on, for the Analyzer's SCTP
-  // LLP (which reassembles the user messages itself). First pass only, in frame order.
-  void feed_ip(std::uint64_t frame, std::int64_t ts_ns, ByteView ip_packet,
-               std::uint32_t wire_length) noexcept;
+  // An SCTP packet (RFC 5043's LLP), for the Analyzer's SCTP LLP (which reassembles the user
+  // messages itself). First pass only, in frame order.
+  void feed_sctp(std::uint64_t frame, std::int64_t ts_ns, const net::SctpDatagram& packet) noexcept;
   // End of the sequential pass: flush core and attach end-of-capture findings.
   void finish() noexcept;
   bool finished() const { return finished_; }

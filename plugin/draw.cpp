@@ -617,8 +617,10 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   pending_upper = wmem_list_new(pinfo->pool);
   col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
   // The info column: the PDUs completed here, or the one this frame continues.
-  char info[pdu_info_size];
-  if (rec.pdus_complete.empty() && !rec.pdus_continued.empty()) {
+  // Nobody reads the text without a tree or columns (tshark -q): not built then.
+  const bool text_read = tree != nullptr || pinfo->cinfo != nullptr;
+  char info[pdu_info_size] = "";
+  if (text_read && rec.pdus_complete.empty() && !rec.pdus_continued.empty()) {
     const PduRecord& p = ctx.state->pdu(rec.pdus_continued.front());
     describe_pdu(p, info, sizeof info);
     col_add_fstr(pinfo->cinfo, COL_INFO, "[continuation of %s, completed in frame %u]", info,
@@ -628,8 +630,8 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   // Items findings attach to, parallel to the PDU list (complete ones first).
   auto* items = static_cast<proto_item**>(wmem_alloc0(pinfo->pool, (npdu + 1) * sizeof(void*)));
   std::size_t k = 0;
-  // PDUs not stored are drawn from this frame's TCP payload: from TCP's field, or where the
-  // first pass found it in the frame's tvb.
+  // PDUs not stored are drawn from this frame's TCP payload: as found on this visit, or where
+  // the first pass found it in the frame's tvb.
   DrawContext pctx = ctx;
   if (pctx.payload_tvb == nullptr && rec.payload_length != 0) {
     pctx.payload_tvb =
@@ -640,7 +642,7 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   }
   for (std::uint32_t idx : rec.pdus_complete) {
     const PduRecord& p = ctx.state->pdu(idx);
-    describe_pdu(p, info, sizeof info);
+    if (text_read) describe_pdu(p, info, sizeof info);
     if (k == 0) {
       col_add_str(pinfo->cinfo, COL_INFO, info);
     } else {

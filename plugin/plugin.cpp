@@ -3,8 +3,9 @@
 //
 // How frames flow:
 //  * A postdissector sees every frame after TCP. On Wireshark's first (sequential) pass it
-//    builds a net::TcpSegment from TCP's fields and feeds core's Analyzer in frame order; on
-//    every visit it draws what the first pass stored for the frame (draw.cpp).
+//    decodes the TCP header the IP dissector handed TCP (noted by a wrapper, LayerSeen) with
+//    core and feeds core's Analyzer in frame order; on every visit it draws what the first pass
+//    stored for the frame (draw.cpp). It wants no fields, so tshark builds no tree for it.
 //  * A small "claim" dissector takes the TCP payload of iWARP connections so that no other
 //    dissector (data, NVMe/TCP on 4420, ...) decodes it. It is reached through our TCP
 //    heuristic (the MPA Request key), through Decode As on a TCP port, and as the conversation
@@ -25,8 +26,10 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "capture_state.h"
@@ -99,15 +102,11 @@ heur_dtbl_entry_t* our_heuristic = nullptr;
 dissector_table_t tcp_port_table = nullptr;
 int tap_id = -1;
 
-// TCP fields read by the postdissector: where the innermost TCP header lies, and the segment
-// length TCP computed (the header itself is decoded by core).
-struct TcpFieldIds {
-  int srcport = -1, len = -1;
-} tcpf;
-// IP and SCTP fields: where an SCTP frame's IP packet starts (DDP over SCTP, RFC 5043).
-struct SctpFieldIds {
-  int ip = -1, ipv6 = -1, sctp_port = -1;
-} sctpf;
+// TCP's and SCTP's own handles, which the IP dissector (ip.proto 6 and 132) and UDP (port 9899,
+// RFC 6951) reach through our wrappers (see LayerSeen).
+dissector_handle_t tcp_handle = nullptr;
+dissector_handle_t sctp_handle = nullptr;
+dissector_handle_t sctp_udp_handle = nullptr;
 
 // Per-capture state (created by the init routine, destroyed by the cleanup routine).
 CaptureState* state = nullptr;
@@ -233,56 +232,132 @@ int dissect_sctp_session(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, vo
   return static_cast<int>(tvb_captured_length(tvb));
 }
 
-// Last occurrence of a field in the frame's tree (the innermost TCP layer).
-field_info* last_field(proto_tree* tree, int id) {
-  if (tree == nullptr || id < 0) return nullptr;
-  GPtrArray* a = proto_get_finfo_ptr_array(tree, id);
-  if (a == nullptr || a->len == 0) return nullptr;
-  return static_cast<field_info*>(g_ptr_array_index(a, a->len - 1));
-}
+// Where this frame's innermost TCP header (or SCTP packet) lies, noted by thin wrappers that the
+// IP dissector (ip.proto 6 and 132) and UDP (port 9899) call in place of TCP's and SCTP's own
+// handles, before those run: the postdissector learns the segment without asking for a single
+// field. (A postdissector that wants fields makes tshark build a protocol tree for every frame,
+// which cost more than all of our analysis on a capture of small messages.) Kept per packet.
+struct LayerSeen {
+  tvbuff_t* tvb = nullptr;  // from the TCP header (or SCTP's common header) on
+  net::Address src, dst;    // the IP header's addresses (pinfo->net_src/dst then)
+  bool addresses = false;   // both IPv4 or IPv6
+  bool over_udp = false;    // SCTP in UDP (RFC 6951)
+  std::uint16_t udp_src_port = 0, udp_dst_port = 0;
+};
+static_assert(std::is_trivially_destructible_v<LayerSeen>);
+enum : guint32 { seen_tcp = 1, seen_sctp = 2 };
 
-// Builds the TCP segment of this frame: core's TCP decoder on the octets of the innermost TCP
-// header (where TCP's source port field lies) with the segment length TCP computed. Only two
-// TCP fields are asked of the tree: every field primed for the postdissector costs Wireshark an
-// array per frame. Returns false when the frame has no TCP (or only a TCP header quoted inside
-// an ICMP error), or when core does not decode the header (TCP marks such frames itself).
-// `*payload_in`, `*payload_start`: the tvb the TCP header and payload lie in, and where the
-// payload starts there.
-bool read_tcp(packet_info* pinfo, proto_tree* tree, net::TcpSegment& seg, tvbuff_t** payload_tvb,
-              tvbuff_t** payload_in, gint* payload_start) {
-  *payload_tvb = nullptr;
-  *payload_in = nullptr;
-  *payload_start = 0;
-  if (tree == nullptr) return false;
-  field_info* port = last_field(tree, tcpf.srcport);
-  field_info* len = last_field(tree, tcpf.len);
-  if (port == nullptr || len == nullptr || port->ds_tvb == nullptr || port->start < 0) return false;
-  if (proto_is_frame_protocol(pinfo->layers, "icmp") ||
-      proto_is_frame_protocol(pinfo->layers, "icmpv6")) {
-    return false;
+void note_layer(guint32 key, tvbuff_t* tvb, packet_info* pinfo, bool over_udp) {
+  if (!active || state == nullptr) return;
+  auto* seen = static_cast<LayerSeen*>(p_get_proto_data(pinfo->pool, pinfo, proto.mpa, key));
+  if (seen == nullptr) {
+    // Packet scope: freed with the dissection, never destroyed (nothing to destroy).
+    seen = new (wmem_alloc(pinfo->pool, sizeof(LayerSeen))) LayerSeen{};
+    p_add_proto_data(pinfo->pool, pinfo, proto.mpa, key, seen);
   }
+  // The innermost layer wins (a tunnel's inner TCP header is dissected after the outer one).
+  seen->tvb = tvb;
   const auto src = to_address(pinfo->net_src);
   const auto dst = to_address(pinfo->net_dst);
-  if (!src || !dst) return false;
-  const gint have = tvb_captured_length_remaining(port->ds_tvb, port->start);
+  seen->addresses = src && dst && src->v6 == dst->v6;
+  if (seen->addresses) {
+    seen->src = *src;
+    seen->dst = *dst;
+  }
+  seen->over_udp = over_udp;
+  seen->udp_src_port = over_udp ? static_cast<std::uint16_t>(pinfo->srcport) : 0;
+  seen->udp_dst_port = over_udp ? static_cast<std::uint16_t>(pinfo->destport) : 0;
+}
+
+// The wrappers are handles of TCP's and SCTP's own protocols (so that disabling either, and
+// Decode As, act as before), which Wireshark enters into the frame's layers as it calls them:
+// that entry is taken back before the real handle enters its own.
+void forget_wrapper_layer(packet_info* pinfo) {
+  if (wmem_list_frame_t* tail = wmem_list_tail(pinfo->layers)) {
+    wmem_list_remove_frame(pinfo->layers, tail);
+    pinfo->curr_layer_num--;
+  }
+}
+
+int wrap_tcp(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data) {
+  note_layer(seen_tcp, tvb, pinfo, false);
+  forget_wrapper_layer(pinfo);
+  return call_dissector_only(tcp_handle, tvb, pinfo, tree, data);
+}
+
+int wrap_sctp(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data) {
+  note_layer(seen_sctp, tvb, pinfo, false);
+  forget_wrapper_layer(pinfo);
+  return call_dissector_only(sctp_handle, tvb, pinfo, tree, data);
+}
+
+int wrap_sctp_udp(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data) {
+  note_layer(seen_sctp, tvb, pinfo, true);
+  forget_wrapper_layer(pinfo);
+  return call_dissector_only(sctp_udp_handle, tvb, pinfo, tree, data);
+}
+
+// Puts `wrapper` in `table` at `key` in place of the handle there (of protocol `protocol`),
+// which it calls: nullptr when that is not what is registered there.
+dissector_handle_t wrap_entry(const char* table, guint32 key, const char* protocol,
+                              dissector_t wrapper, const char* name, const char* description) {
+  dissector_table_t t = find_dissector_table(table);
+  const int proto_id = proto_get_id_by_filter_name(protocol);
+  if (t == nullptr || proto_id < 0) return nullptr;
+  dissector_handle_t original = dissector_get_uint_handle(t, key);
+  if (original == nullptr || dissector_handle_get_protocol_index(original) != proto_id)
+    return nullptr;
+  dissector_add_uint(
+      table, key,
+      create_dissector_handle_with_name_and_description(wrapper, proto_id, name, description));
+  return original;
+}
+
+bool quoted_in_icmp(packet_info* pinfo) {
+  return proto_is_frame_protocol(pinfo->layers, "icmp") ||
+         proto_is_frame_protocol(pinfo->layers, "icmpv6");
+}
+
+// Builds the TCP segment of this frame: core's TCP decoder on the innermost TCP header's octets,
+// with the segment length the IP header gives (the tvb's reported length). Returns false when
+// the frame has no TCP (or only a TCP header quoted inside an ICMP error), or when core does not
+// decode the header (TCP marks such frames itself). `*in_frame`: the payload lies in the frame's
+// own octets (`frame_tvb`), at `*payload_offset`.
+bool read_tcp(packet_info* pinfo, tvbuff_t* frame_tvb, net::TcpSegment& seg, tvbuff_t** payload_tvb,
+              bool* in_frame, std::uint32_t* payload_offset) {
+  *payload_tvb = nullptr;
+  *in_frame = false;
+  *payload_offset = 0;
+  const auto* seen =
+      static_cast<const LayerSeen*>(p_get_proto_data(pinfo->pool, pinfo, proto.mpa, seen_tcp));
+  if (seen == nullptr || !seen->addresses || quoted_in_icmp(pinfo)) return false;
+  const gint have = static_cast<gint>(tvb_captured_length(seen->tvb));
   if (have <= 0) return false;
-  const ByteView octets(tvb_get_ptr(port->ds_tvb, port->start, have),
-                        static_cast<std::size_t>(have));
-  const std::uint32_t payload_length = fvalue_get_uinteger(&len->value);
+  const ByteView octets(tvb_get_ptr(seen->tvb, 0, have), static_cast<std::size_t>(have));
   const std::uint32_t header_length = have > 12 ? (octets[12] >> 4) * 4u : 0u;
   {
     // Destroyed before any Wireshark call (which may longjmp past it).
     const net::FrameDecode d =
-        net::decode_tcp_segment(octets, header_length + payload_length, *src, *dst);
+        net::decode_tcp_segment(octets, tvb_reported_length(seen->tvb), seen->src, seen->dst);
     if (d.status != net::FrameStatus::tcp) return false;
     seg = d.tcp;
   }
-  *payload_in = port->ds_tvb;
-  *payload_start = port->start + static_cast<gint>(header_length);
   const std::size_t n = seg.payload.size();
-  if (n > 0) {
-    *payload_tvb = tvb_new_subset_length(port->ds_tvb, *payload_start, static_cast<gint>(n));
-    seg.payload = ByteView(tvb_get_ptr(*payload_tvb, 0, static_cast<gint>(n)), n);
+  if (n == 0) return true;
+  *payload_tvb =
+      tvb_new_subset_length(seen->tvb, static_cast<gint>(header_length), static_cast<gint>(n));
+  seg.payload = ByteView(tvb_get_ptr(*payload_tvb, 0, static_cast<gint>(n)), n);
+  // In the frame's own octets (not IP-reassembled, not decrypted): drawn from there on visits
+  // that need no copy of it.
+  const gint frame_have = static_cast<gint>(tvb_captured_length(frame_tvb));
+  if (frame_have > 0) {
+    const auto base = reinterpret_cast<std::uintptr_t>(tvb_get_ptr(frame_tvb, 0, frame_have));
+    const auto at = reinterpret_cast<std::uintptr_t>(seg.payload.data());
+    if (at >= base && at - base <= static_cast<std::uintptr_t>(frame_have) &&
+        n <= static_cast<std::uintptr_t>(frame_have) - (at - base)) {
+      *in_frame = true;
+      *payload_offset = static_cast<std::uint32_t>(at - base);
+    }
   }
   return true;
 }
@@ -312,57 +387,50 @@ void probe_conversation(packet_info* pinfo, const net::TcpSegment& seg) {
   last_probe = {true, seg.src, seg.dst};
 }
 
-// An SCTP frame goes to the Analyzer whole from its (outermost) IP header, native or over UDP
-// (RFC 6951): core's SCTP LLP reassembles the user messages and runs the DDP/RDMAP rules.
-void feed_sctp_frame(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree) {
-  if (tree == nullptr || last_field(tree, sctpf.sctp_port) == nullptr) return;
-  if (proto_is_frame_protocol(pinfo->layers, "icmp") ||
-      proto_is_frame_protocol(pinfo->layers, "icmpv6")) {
-    return;
-  }
-  field_info* ip = nullptr;
-  for (int id : {sctpf.ip, sctpf.ipv6}) {
-    if (id < 0) continue;
-    GPtrArray* a = proto_get_finfo_ptr_array(tree, id);
-    if (a == nullptr || a->len == 0) continue;
-    auto* fi = static_cast<field_info*>(g_ptr_array_index(a, 0));
-    if (fi->ds_tvb == tvb && fi->start >= 0 && (ip == nullptr || fi->start < ip->start)) ip = fi;
-  }
-  if (ip == nullptr) return;
-  const gint have = tvb_captured_length_remaining(tvb, ip->start);
-  const gint wire = tvb_reported_length_remaining(tvb, ip->start);
+// An SCTP packet goes to the Analyzer whole, native or over UDP (RFC 6951): core's SCTP LLP
+// reassembles the user messages and runs the DDP/RDMAP rules.
+void feed_sctp_packet(packet_info* pinfo) {
+  const auto* seen =
+      static_cast<const LayerSeen*>(p_get_proto_data(pinfo->pool, pinfo, proto.mpa, seen_sctp));
+  if (seen == nullptr || !seen->addresses || quoted_in_icmp(pinfo)) return;
+  const gint have = static_cast<gint>(tvb_captured_length(seen->tvb));
   if (have <= 0) return;
+  net::SctpDatagram d;
+  d.src = seen->src;
+  d.dst = seen->dst;
+  d.packet = ByteView(tvb_get_ptr(seen->tvb, 0, have), static_cast<std::size_t>(have));
+  d.packet_length =
+      std::max<std::uint32_t>(tvb_reported_length(seen->tvb), static_cast<std::uint32_t>(have));
+  d.over_udp = seen->over_udp;
+  d.udp_src_port = seen->udp_src_port;
+  d.udp_dst_port = seen->udp_dst_port;
   const std::int64_t ts_ns =
       static_cast<std::int64_t>(pinfo->abs_ts.secs) * 1000000000 + pinfo->abs_ts.nsecs;
-  state->feed_ip(pinfo->num, ts_ns,
-                 ByteView(tvb_get_ptr(tvb, ip->start, have), static_cast<std::size_t>(have)),
-                 static_cast<std::uint32_t>(std::max(wire, have)));
+  state->feed_sctp(pinfo->num, ts_ns, d);
 }
 
 int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*data*/) {
   if (pref_use_builtin || !active || state == nullptr) return 0;
   net::TcpSegment seg;  // trivially destructible: safe across Wireshark's longjmps
   tvbuff_t* payload_tvb = nullptr;
-  tvbuff_t* payload_in = nullptr;
-  gint payload_start = 0;
-  const bool tcp = read_tcp(pinfo, tree, seg, &payload_tvb, &payload_in, &payload_start);
+  bool in_frame = false;
+  std::uint32_t payload_offset = 0;
+  const bool tcp = read_tcp(pinfo, tvb, seg, &payload_tvb, &in_frame, &payload_offset);
   if (!PINFO_FD_VISITED(pinfo) && tcp) {
     if (heuristic_enabled() || is_hinted(seg.src.port) || is_hinted(seg.dst.port)) {
       probe_conversation(pinfo, seg);
       const std::int64_t ts_ns =
           static_cast<std::int64_t>(pinfo->abs_ts.secs) * 1000000000 + pinfo->abs_ts.nsecs;
-      // The payload as TCP's field gives it on this pass; drawing on later passes (which may
-      // not have that field) finds it at the same place in the frame's own tvb.
-      const bool in_frame = payload_tvb != nullptr && payload_in == tvb;
+      // PDUs in the frame's own octets are drawn from there on any visit: not copied.
       state->feed(pinfo->num, ts_ns, seg, in_frame);
       if (in_frame && state->frame(pinfo->num) != nullptr) {
         FrameRecord& r = state->frame_mut(pinfo->num);
-        r.payload_offset = static_cast<std::uint32_t>(payload_start);
+        r.payload_offset = payload_offset;
         r.payload_length = static_cast<std::uint32_t>(seg.payload.size());
       }
     }
   }
-  if (!tcp && !PINFO_FD_VISITED(pinfo)) feed_sctp_frame(tvb, pinfo, tree);
+  if (!tcp && !PINFO_FD_VISITED(pinfo)) feed_sctp_packet(pinfo);
   const FrameRecord* rec = state->frame(pinfo->num);
   if (rec == nullptr) return 0;
   DrawContext ctx;
@@ -384,18 +452,6 @@ void apply_builtin_choice() {
     builtin->enabled = ours ? FALSE : TRUE;
   }
   active = ours;
-  // TCP's fields are primed for the postdissector on every frame only while we decode: with
-  // use_builtin (or the protocol disabled) it does nothing and wants nothing.
-  if (post_handle == nullptr) return;
-  GArray* wanted = nullptr;
-  if (ours) {
-    wanted = g_array_new(FALSE, FALSE, sizeof(int));
-    const int ids[] = {tcpf.srcport, tcpf.len, sctpf.ip, sctpf.ipv6, sctpf.sctp_port};
-    for (int id : ids) {
-      if (id >= 0) g_array_append_val(wanted, id);
-    }
-  }
-  set_postdissector_wanted_hfids(post_handle, wanted);  // frees the previous array
 }
 
 void init_capture() {
@@ -504,11 +560,12 @@ void handoff() {
   data_handle = find_dissector("data");
   upper_heuristics = find_heur_dissector_list("iwarp_ddp_rdmap");
 
-  tcpf.srcport = proto_registrar_get_id_byname("tcp.srcport");
-  tcpf.len = proto_registrar_get_id_byname("tcp.len");
-  sctpf.ip = proto_registrar_get_id_byname("ip");
-  sctpf.ipv6 = proto_registrar_get_id_byname("ipv6");
-  sctpf.sctp_port = proto_registrar_get_id_byname("sctp.srcport");
+  // The postdissector wants no fields (so tshark builds no tree for it): it learns each
+  // frame's TCP header and SCTP packet from these wrappers (LayerSeen).
+  tcp_handle = wrap_entry("ip.proto", 6, "tcp", wrap_tcp, "ddpscope_tcp", "TCP (ddpscope)");
+  sctp_handle = wrap_entry("ip.proto", 132, "sctp", wrap_sctp, "ddpscope_sctp", "SCTP (ddpscope)");
+  sctp_udp_handle = wrap_entry("udp.port", 9899, "sctp", wrap_sctp_udp, "ddpscope_sctp_udp",
+                               "SCTP over UDP (ddpscope)");
   apply_builtin_choice();
 }
 
