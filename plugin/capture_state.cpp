@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <type_traits>
 
 #include "ddpscope/wire/terminate_error.h"
 
@@ -289,7 +290,7 @@ void CaptureState::on_pdu(const PduEvent& e) {
   p.ts_ns = current_ts_ns_;
   p.raw_size = e.raw.size();
   if (!in_current_payload(e)) p.raw.assign(e.raw.begin(), e.raw.end());
-  p.slices = e.slices;
+  p.slices = keep(e.slices);
   p.ulpdu_length = e.ulpdu_length;
   p.crc_field = e.crc_field;
   p.crc_expected = e.crc_expected;
@@ -298,8 +299,10 @@ void CaptureState::on_pdu(const PduEvent& e) {
     p.ddp = e.ddp->header;
     p.payload_size = e.ddp->payload.size();
   }
-  p.analysis = e.analysis;
-  p.findings = e.findings;
+  p.analysis = static_cast<const SegmentFacts&>(e.analysis);
+  p.messages_completed = keep(e.analysis.messages_completed);
+  p.messages_delivered = keep(e.analysis.messages_delivered);
+  p.findings = keep(e.findings);
   PduDetail d;
   if (e.reqrep) d.reqrep = *e.reqrep;
   d.markers = e.markers;
@@ -349,6 +352,15 @@ void CaptureState::on_pdu(const PduEvent& e) {
     if (std::find(cont.begin(), cont.end(), index) == cont.end()) cont.push_back(index);
   }
   pdus_.push_back(std::move(p));
+}
+
+template <class T>
+std::span<const T> CaptureState::keep(const std::vector<T>& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  if (v.empty()) return {};
+  void* at = arena_.allocate(v.size() * sizeof(T), alignof(T));
+  std::memcpy(at, v.data(), v.size() * sizeof(T));
+  return {static_cast<const T*>(at), v.size()};
 }
 
 const std::string* CaptureState::intern(std::string text) {

@@ -10,7 +10,9 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -79,12 +81,14 @@ struct PduRecord {
   // without markers keeps `raw` empty (raw_stored() false) and is drawn from that frame's tvb.
   Bytes raw;
   std::size_t raw_size = 0;
-  std::vector<FrameSlice> slices;
+  // The lists below live in CaptureState's arena (one allocation per many PDUs, never moved).
+  std::span<const FrameSlice> slices;
   // DDP / RDMAP. With crc_ok false: decoded as received, the FPDU dropped (not_placed()).
   std::optional<wire::DdpHeader> ddp;
   std::size_t payload_size = 0;
-  SegmentAnalysis analysis;
-  std::vector<std::size_t> findings;  // indices into Model::findings
+  SegmentFacts analysis;
+  std::span<const std::size_t> messages_completed, messages_delivered;  // Model::messages
+  std::span<const std::size_t> findings;                                // Model::findings
   // The region's name, and the upper-layer command it serves as it is at this segment (issue
   // 14; null: no upper-layer command named the region). Shared by every segment that names the
   // same text (CaptureState keeps one copy of each).
@@ -186,9 +190,14 @@ class CaptureState final : private AnalysisObserver {
   void index_new_streams();
   void link_response(PduRecord& response);
   const std::string* intern(std::string text);
+  // A copy of `v` in the arena (empty: no copy).
+  template <class T>
+  std::span<const T> keep(const std::vector<T>& v);
 
   PluginOptions options_;
   Analyzer analyzer_;
+  // The PDUs' lists (slices, messages, findings): freed with the capture, never moved.
+  std::pmr::monotonic_buffer_resource arena_;
   std::deque<PduRecord> pdus_;  // a deque: growing never copies the records already stored
   std::deque<SessionControlRecord> sctp_sessions_;
   std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> sctp_session_index_;

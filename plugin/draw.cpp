@@ -255,7 +255,7 @@ void draw_atomics(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord& 
 }
 
 void draw_segment_analysis(const DrawContext& ctx, proto_tree* dt, const PduRecord& p) {
-  const SegmentAnalysis& a = p.analysis;
+  const SegmentFacts& a = p.analysis;
   proto_tree* at_ = proto_tree_add_subtree(dt, ctx.frame_tvb, 0, 0, ett.ddp_analysis, nullptr,
                                            "[ddpscope analysis]");
   generated(proto_tree_add_boolean(at_, hf.an_placed, nullptr, 0, 0, a.placed));
@@ -295,11 +295,11 @@ void draw_segment_analysis(const DrawContext& ctx, proto_tree* dt, const PduReco
                                     static_cast<std::uint32_t>(m.delivered_frame)));
     }
   }
-  for (std::size_t m : a.messages_completed) {
+  for (std::size_t m : p.messages_completed) {
     generated(proto_tree_add_uint(at_, hf.an_completes_message, nullptr, 0, 0,
                                   static_cast<std::uint32_t>(m)));
   }
-  for (std::size_t m : a.messages_delivered) {
+  for (std::size_t m : p.messages_delivered) {
     generated(proto_tree_add_uint(at_, hf.an_delivers_message, nullptr, 0, 0,
                                   static_cast<std::uint32_t>(m)));
   }

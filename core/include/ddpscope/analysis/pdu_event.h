@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 #include "ddpscope/analysis/model.h"
 #include "ddpscope/common/bytes.h"
@@ -29,8 +30,9 @@ enum class PduKind : std::uint8_t {
   unframed,  // octets skipped while framing was lost, or after a failed handshake
 };
 
-// The analysis of one FPDU's DDP segment, for the hosts to show.
-struct SegmentAnalysis {
+// What the rules found about one FPDU's DDP segment, for the hosts to show: trivially copyable
+// (a host keeping one per segment copies it without allocating).
+struct SegmentFacts {
   bool placed = false;  // payload went into a shadow buffer or an untagged message
   // Tagged:
   std::optional<RegionKey> region;
@@ -47,6 +49,11 @@ struct SegmentAnalysis {
   std::optional<std::int64_t> response_time_ns;
   // Terminate: the frame of the segment it quotes.
   std::optional<std::uint64_t> quoted_frame;
+};
+static_assert(std::is_trivially_copyable_v<SegmentFacts>);
+
+// The analysis of one FPDU's DDP segment: its facts and the messages it completed and delivered.
+struct SegmentAnalysis : SegmentFacts {
   // Messages completed (placed) and delivered when this segment was processed.
   std::vector<std::size_t> messages_completed;
   std::vector<std::size_t> messages_delivered;
