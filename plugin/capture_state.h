@@ -196,12 +196,16 @@ class CaptureState final : private AnalysisObserver {
 
   PluginOptions options_;
   Analyzer analyzer_;
-  // The PDUs' lists (slices, messages, findings): freed with the capture, never moved.
+  // The PDUs' lists (slices, messages, findings), the PDU records' blocks and the frame index's
+  // nodes: bump-allocated, freed with the capture (records are never removed; a rehash leaves
+  // the old bucket array here, at most as much again as the final one).
   std::pmr::monotonic_buffer_resource arena_;
-  std::deque<PduRecord> pdus_;  // a deque: growing never copies the records already stored
+  // A deque: growing never copies the records already stored.
+  std::pmr::deque<PduRecord> pdus_{&arena_};
   std::deque<SessionControlRecord> sctp_sessions_;
   std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> sctp_session_index_;
-  std::unordered_map<std::uint64_t, FrameRecord> frames_;  // node-based: references stay valid
+  // Node-based: references stay valid.
+  std::pmr::unordered_map<std::uint64_t, FrameRecord> frames_{&arena_};
   std::map<std::pair<net::Endpoint, net::Endpoint>, std::uint32_t> stream_index_;
   std::size_t streams_indexed_ = 0;
   std::size_t findings_collected_ = 0;
