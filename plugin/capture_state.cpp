@@ -42,8 +42,7 @@ bool PduDetail::empty() const {
   return !reqrep && fpdu.empty() && markers.empty() && marker_offsets.empty() && !leading_marker &&
          !framing_resumed && !resumed_after_gap && resync_skipped == 0 && !read_request &&
          !terminate && !atomic_request && !atomic_response && !immediate_data && !response_frame &&
-         !response_time_ns && term_layer_name.empty() && term_etype_name.empty() &&
-         term_code_name.empty() && quoted_term_name.empty();
+         !response_time_ns;  // the Terminate names exist only with a Terminate
 }
 
 const PduDetail& PduRecord::more() const {

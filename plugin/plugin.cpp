@@ -269,9 +269,10 @@ void note_layer(guint32 key, tvbuff_t* tvb, packet_info* pinfo, bool over_udp) {
   seen->udp_dst_port = over_udp ? static_cast<std::uint16_t>(pinfo->destport) : 0;
 }
 
-// The wrappers are handles of TCP's and SCTP's own protocols (so that disabling either, and
-// Decode As, act as before), which Wireshark enters into the frame's layers as it calls them:
-// that entry is taken back before the real handle enters its own.
+// The wrappers are handles of TCP's and SCTP's own protocols (so that disabling either acts as
+// before), which Wireshark enters into the frame's layers as it calls them: that entry is taken
+// back before the real handle enters its own. (Decode As on ip.proto lists them beside the real
+// handles; choosing the real one there bypasses the wrapper.)
 void forget_wrapper_layer(packet_info* pinfo) {
   if (wmem_list_frame_t* tail = wmem_list_tail(pinfo->layers)) {
     wmem_list_remove_frame(pinfo->layers, tail);
@@ -279,22 +280,12 @@ void forget_wrapper_layer(packet_info* pinfo) {
   }
 }
 
-int wrap_tcp(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data) {
-  note_layer(seen_tcp, tvb, pinfo, false);
+// Notes the layer, then calls the real handle (*Real) as the table would have.
+template <guint32 Key, bool OverUdp, dissector_handle_t* Real>
+int wrapper(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data) {
+  note_layer(Key, tvb, pinfo, OverUdp);
   forget_wrapper_layer(pinfo);
-  return call_dissector_only(tcp_handle, tvb, pinfo, tree, data);
-}
-
-int wrap_sctp(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data) {
-  note_layer(seen_sctp, tvb, pinfo, false);
-  forget_wrapper_layer(pinfo);
-  return call_dissector_only(sctp_handle, tvb, pinfo, tree, data);
-}
-
-int wrap_sctp_udp(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data) {
-  note_layer(seen_sctp, tvb, pinfo, true);
-  forget_wrapper_layer(pinfo);
-  return call_dissector_only(sctp_udp_handle, tvb, pinfo, tree, data);
+  return call_dissector_only(*Real, tvb, pinfo, tree, data);
 }
 
 // Puts `wrapper` in `table` at `key` in place of the handle there (of protocol `protocol`),
@@ -311,6 +302,10 @@ dissector_handle_t wrap_entry(const char* table, guint32 key, const char* protoc
       table, key,
       create_dissector_handle_with_name_and_description(wrapper, proto_id, name, description));
   return original;
+}
+
+std::int64_t frame_time_ns(const packet_info* pinfo) {
+  return static_cast<std::int64_t>(pinfo->abs_ts.secs) * 1000000000 + pinfo->abs_ts.nsecs;
 }
 
 bool quoted_in_icmp(packet_info* pinfo) {
@@ -334,7 +329,6 @@ bool read_tcp(packet_info* pinfo, tvbuff_t* frame_tvb, net::TcpSegment& seg, tvb
   const gint have = static_cast<gint>(tvb_captured_length(seen->tvb));
   if (have <= 0) return false;
   const ByteView octets(tvb_get_ptr(seen->tvb, 0, have), static_cast<std::size_t>(have));
-  const std::uint32_t header_length = have > 12 ? (octets[12] >> 4) * 4u : 0u;
   {
     // Destroyed before any Wireshark call (which may longjmp past it).
     const net::FrameDecode d =
@@ -344,8 +338,8 @@ bool read_tcp(packet_info* pinfo, tvbuff_t* frame_tvb, net::TcpSegment& seg, tvb
   }
   const std::size_t n = seg.payload.size();
   if (n == 0) return true;
-  *payload_tvb =
-      tvb_new_subset_length(seen->tvb, static_cast<gint>(header_length), static_cast<gint>(n));
+  const auto header_length = static_cast<gint>(seg.payload.data() - octets.data());
+  *payload_tvb = tvb_new_subset_length(seen->tvb, header_length, static_cast<gint>(n));
   seg.payload = ByteView(tvb_get_ptr(*payload_tvb, 0, static_cast<gint>(n)), n);
   // In the frame's own octets (not IP-reassembled, not decrypted): drawn from there on visits
   // that need no copy of it.
@@ -404,9 +398,7 @@ void feed_sctp_packet(packet_info* pinfo) {
   d.over_udp = seen->over_udp;
   d.udp_src_port = seen->udp_src_port;
   d.udp_dst_port = seen->udp_dst_port;
-  const std::int64_t ts_ns =
-      static_cast<std::int64_t>(pinfo->abs_ts.secs) * 1000000000 + pinfo->abs_ts.nsecs;
-  state->feed_sctp(pinfo->num, ts_ns, d);
+  state->feed_sctp(pinfo->num, frame_time_ns(pinfo), d);
 }
 
 int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*data*/) {
@@ -419,10 +411,8 @@ int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*da
   if (!PINFO_FD_VISITED(pinfo) && tcp) {
     if (heuristic_enabled() || is_hinted(seg.src.port) || is_hinted(seg.dst.port)) {
       probe_conversation(pinfo, seg);
-      const std::int64_t ts_ns =
-          static_cast<std::int64_t>(pinfo->abs_ts.secs) * 1000000000 + pinfo->abs_ts.nsecs;
       // PDUs in the frame's own octets are drawn from there on any visit: not copied.
-      state->feed(pinfo->num, ts_ns, seg, in_frame);
+      state->feed(pinfo->num, frame_time_ns(pinfo), seg, in_frame);
       if (in_frame && state->frame(pinfo->num) != nullptr) {
         FrameRecord& r = state->frame_mut(pinfo->num);
         r.payload_offset = payload_offset;
@@ -562,10 +552,12 @@ void handoff() {
 
   // The postdissector wants no fields (so tshark builds no tree for it): it learns each
   // frame's TCP header and SCTP packet from these wrappers (LayerSeen).
-  tcp_handle = wrap_entry("ip.proto", 6, "tcp", wrap_tcp, "ddpscope_tcp", "TCP (ddpscope)");
-  sctp_handle = wrap_entry("ip.proto", 132, "sctp", wrap_sctp, "ddpscope_sctp", "SCTP (ddpscope)");
-  sctp_udp_handle = wrap_entry("udp.port", 9899, "sctp", wrap_sctp_udp, "ddpscope_sctp_udp",
-                               "SCTP over UDP (ddpscope)");
+  tcp_handle = wrap_entry("ip.proto", 6, "tcp", wrapper<seen_tcp, false, &tcp_handle>,
+                          "ddpscope_tcp", "TCP (ddpscope)");
+  sctp_handle = wrap_entry("ip.proto", 132, "sctp", wrapper<seen_sctp, false, &sctp_handle>,
+                           "ddpscope_sctp", "SCTP (ddpscope)");
+  sctp_udp_handle = wrap_entry("udp.port", 9899, "sctp", wrapper<seen_sctp, true, &sctp_udp_handle>,
+                               "ddpscope_sctp_udp", "SCTP over UDP (ddpscope)");
   apply_builtin_choice();
 }
 
