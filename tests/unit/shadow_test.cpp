@@ -413,6 +413,54 @@ TEST(ShadowMemoryTest, GetOrCreateHonoursItsMaximum) {
   EXPECT_EQ(mem.buffers().size(), 2u);
 }
 
+// The GUI keeps copies of the model while the analysis goes on: a copy's content is its own.
+TEST(ShadowMemoryTest, ACopyKeepsItsContentWhenTheOriginalIsPlacedAgain) {
+  ShadowMemory mem;
+  ShadowBuffer* b = mem.get_or_create(key(1), 4);
+  const Bytes first = pattern(3 * 4096, 1);
+  mem.place(*b, range(0, first.size()), first);
+  const ShadowMemory copy = mem;
+  const Bytes second = pattern(3 * 4096, 9);
+  const PlaceResult r = mem.place(*b, range(0, second.size()), second);
+  EXPECT_EQ(r.reused_octets, 3 * 4096u);
+  EXPECT_EQ(b->read(0, second.size()), second);
+  const ShadowBuffer* c = copy.find(key(1));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->read(0, first.size()), first);
+  EXPECT_EQ(c->bytes_retained(), 3 * 4096u);
+  EXPECT_EQ(copy.bytes_retained(), 3 * 4096u);
+}
+
+// A model moved or assigned (hosts hand it on) keeps its buffers, their content and the room
+// left under the retention cap; new pages still come from its arena.
+TEST(ShadowMemoryTest, MovedAndAssignedMemoriesKeepTheirContent) {
+  ShadowMemory mem;
+  mem.set_retention_cap(4 * 4096);
+  ShadowBuffer* b = mem.get_or_create(key(1), 4);
+  const Bytes a = pattern(2 * 4096, 3);
+  mem.place(*b, range(0, a.size()), a);
+  ShadowMemory moved(std::move(mem));
+  ShadowMemory assigned;
+  assigned = std::move(moved);
+  ShadowMemory copied;
+  copied = assigned;
+  for (ShadowMemory* m : {&assigned, &copied}) {
+    ShadowBuffer* got = m->find(key(1));
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(got->read(0, a.size()), a);
+    // Two more pages fit under the cap, a third does not.
+    const Bytes more = pattern(3 * 4096, 5);
+    const PlaceResult r = m->place(*got, range(1u << 20, (1u << 20) + more.size()), more);
+    EXPECT_TRUE(r.content_dropped);
+    EXPECT_EQ(got->bytes_retained(), 4 * 4096u);
+    EXPECT_EQ(got->read(1u << 20, 2 * 4096), Bytes(more.begin(), more.begin() + 2 * 4096));
+  }
+  // A buffer made after the copy (its pages from the copy's own arena).
+  ShadowBuffer* fresh = copied.get_or_create(key(2), 4);
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_TRUE(copied.place(*fresh, range(0, 10), pattern(10)).content_dropped);  // cap reached
+}
+
 TEST_F(Shadow, PlacementJustBelowTheTopOfTheToSpace) {
   const Bytes a = pattern(8);
   put(kTop - 15, a);  // [2^64 - 16, 2^64 - 8)

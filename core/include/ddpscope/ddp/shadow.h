@@ -21,12 +21,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ddpscope/common/bytes.h"
+#include "ddpscope/common/page_arena.h"
 #include "ddpscope/net/packet.h"
 
 namespace ddpscope {
@@ -105,6 +107,11 @@ struct PlacedRange {
 
 class ShadowBuffer {
  public:
+  ShadowBuffer() = default;
+  // Retained pages allocated from `pages` (ShadowMemory's arena). A copy keeps its pages on the
+  // heap (std::pmr: a copied container takes the default resource).
+  explicit ShadowBuffer(std::pmr::memory_resource* pages) : pages_(pages) {}
+
   RegionKey key;
   RegionSource source = RegionSource::observed;
   std::string origin;
@@ -205,7 +212,7 @@ class ShadowBuffer {
   std::uint64_t bytes_placed_ = 0;
   std::uint64_t min_to_ = UINT64_MAX;
   std::uint64_t max_end_ = 0;
-  std::map<std::uint64_t, Page> pages_;
+  std::pmr::map<std::uint64_t, Page> pages_;
   std::uint64_t retained_ = 0;
 };
 
@@ -228,6 +235,14 @@ struct PlaceResult {
 
 class ShadowMemory {
  public:
+  ShadowMemory() = default;
+  // A copy (the GUI's snapshot of the model) keeps its buffers' pages on the heap; the arena
+  // stays with the original.
+  ShadowMemory(const ShadowMemory& o);
+  ShadowMemory(ShadowMemory&&) noexcept = default;
+  ShadowMemory& operator=(ShadowMemory o) noexcept;  // copy or move, then swap
+  ~ShadowMemory() = default;
+
   void set_retention_cap(std::size_t bytes) { retention_cap_ = bytes; }
   void set_range_cap(std::size_t n) { range_cap_ = n; }
   ShadowBuffer* find(const RegionKey& key);
@@ -259,6 +274,9 @@ class ShadowMemory {
   // Keeps the placement in the region's list, or counts it dropped past the range cap.
   void record_range(ShadowBuffer& buf, const PlacedRange& range, PlaceResult& r);
 
+  // Where new buffers' retained pages come from (created with the first buffer). Declared before
+  // buffers_: the buffers go first.
+  std::unique_ptr<PageArena> arena_;
   std::map<RegionKey, ShadowBuffer> buffers_;
   std::size_t retention_cap_ = 64u << 20;
   std::size_t range_cap_ = 1u << 16;

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// PageArena: the shadow buffers' retained pages come from 2 MiB chunks (common/page_arena.h).
+#include "ddpscope/common/page_arena.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory_resource>
+#include <vector>
+
+namespace ddpscope {
+namespace {
+
+TEST(PageArena, BlocksAreAlignedDistinctAndCarvedFromWholeChunks) {
+  PageArena arena;
+  EXPECT_EQ(arena.chunks(), 0u);        // nothing mapped before the first block
+  constexpr std::size_t kBlock = 4152;  // about a retained page's map node
+  const std::size_t per_chunk = PageArena::kChunk / kBlock;
+  std::vector<std::uint8_t*> blocks;
+  for (std::size_t i = 0; i < per_chunk + 1; ++i) {
+    auto* p = static_cast<std::uint8_t*>(arena.allocate(kBlock, 8));
+    ASSERT_EQ(reinterpret_cast<std::uintptr_t>(p) % 8, 0u);
+    std::memset(p, static_cast<int>(i & 0xff), kBlock);  // writable, all of it
+    blocks.push_back(p);
+  }
+  EXPECT_EQ(arena.chunks(), 2u);  // the block that did not fit opened a second chunk
+  // Blocks do not overlap: each still holds what was written into it.
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    ASSERT_EQ(blocks[i][0], i & 0xff) << i;
+    ASSERT_EQ(blocks[i][kBlock - 1], i & 0xff) << i;
+  }
+  // A chunk starts on a huge-page boundary (only such a range can be backed by one).
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(blocks.front()) % PageArena::kChunk, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(blocks.back()) % PageArena::kChunk, 0u);
+}
+
+TEST(PageArena, AlignmentIsHonouredInsideAChunk) {
+  PageArena arena;
+  (void)arena.allocate(3, 1);
+  void* p = arena.allocate(64, 64);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+}
+
+TEST(PageArena, LargeBlocksComeFromTheHeapAndGoBack) {
+  PageArena arena;
+  void* big = arena.allocate(PageArena::kChunk, 16);  // larger than a quarter chunk
+  std::memset(big, 1, PageArena::kChunk);
+  EXPECT_EQ(arena.chunks(), 0u);
+  arena.deallocate(big, PageArena::kChunk, 16);  // ASan would see a leak otherwise
+}
+
+TEST(PageArena, ServesAPmrMap) {
+  PageArena arena;
+  std::pmr::map<int, std::vector<int>> m(&arena);
+  for (int i = 0; i < 10000; ++i)
+    m[i].push_back(i);
+  for (int i = 0; i < 10000; i += 999)
+    EXPECT_EQ(m.at(i).front(), i);
+  EXPECT_GE(arena.chunks(), 1u);
+  m.clear();  // handing blocks back is allowed (they are reused only with the arena)
+}
+
+}  // namespace
+}  // namespace ddpscope
