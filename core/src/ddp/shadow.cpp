@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <iterator>
+#include <tuple>
+#include <utility>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -88,8 +91,13 @@ std::uint64_t count_changed(const ShadowBuffer::Page& pg, std::size_t lo, const 
                             std::size_t n) {
   if (pg.valid_count == 0) return 0;
   if (pg.valid_count == kPage) return count_differing(pg.data.data() + lo, src, n);
-  std::uint64_t changed = 0;
   const std::size_t hi = lo + n;
+  if (!pg.valid) {  // one run: only where it meets [lo, hi)
+    const std::size_t b0 = std::max<std::size_t>(lo, pg.run_begin);
+    const std::size_t b1 = std::min<std::size_t>(hi, pg.run_begin + pg.valid_count);
+    return b0 < b1 ? count_differing(pg.data.data() + b0, src + (b0 - lo), b1 - b0) : 0;
+  }
+  std::uint64_t changed = 0;
   for (std::size_t w = lo / 64; w * 64 < hi; ++w) {
     const std::size_t b0 = std::max(lo, w * 64);
     const std::size_t b1 = std::min(hi, w * 64 + 64);
@@ -108,14 +116,8 @@ std::uint64_t count_changed(const ShadowBuffer::Page& pg, std::size_t lo, const 
   return changed;
 }
 
-// Marks octets [lo, lo + n) of a page placed.
-void set_valid(ShadowBuffer::Page& pg, std::size_t lo, std::size_t n) {
-  if (pg.valid_count == kPage) return;
-  if (pg.valid_count == 0 && n == kPage) {
-    pg.valid_count = kPage;
-    return;
-  }
-  if (!pg.valid) pg.valid = std::make_unique<ShadowBuffer::PageBits>();
+// Marks octets [lo, lo + n) of a bitmap page placed.
+void set_bits(ShadowBuffer::Page& pg, std::size_t lo, std::size_t n) {
   auto& bits = *pg.valid;
   const std::size_t hi = lo + n;
   for (std::size_t w = lo / 64; w * 64 < hi; ++w) {
@@ -130,6 +132,32 @@ void set_valid(ShadowBuffer::Page& pg, std::size_t lo, std::size_t n) {
                                     : static_cast<std::uint32_t>(std::popcount(fresh));
     bits[w] |= want;
   }
+}
+
+// Marks octets [lo, lo + n) of a page placed.
+void set_valid(ShadowBuffer::Page& pg, std::size_t lo, std::size_t n) {
+  if (pg.valid_count == kPage) return;
+  if (!pg.valid) {
+    const std::size_t hi = lo + n;
+    if (pg.valid_count == 0) {  // the first run
+      pg.run_begin = static_cast<std::uint32_t>(lo);
+      pg.valid_count = static_cast<std::uint32_t>(n);
+      return;
+    }
+    const std::size_t run_end = pg.run_begin + pg.valid_count;
+    if (lo <= run_end && pg.run_begin <= hi) {  // touches or overlaps the run: one run still
+      const std::size_t b = std::min<std::size_t>(lo, pg.run_begin);
+      pg.run_begin = static_cast<std::uint32_t>(b);
+      pg.valid_count = static_cast<std::uint32_t>(std::max(hi, run_end) - b);
+      return;
+    }
+    // A second run: the page needs its bitmap.
+    pg.valid = std::make_unique<ShadowBuffer::PageBits>();
+    const std::size_t run = pg.valid_count;
+    pg.valid_count = 0;
+    set_bits(pg, pg.run_begin, run);
+  }
+  set_bits(pg, lo, n);
   if (pg.valid_count == kPage) pg.valid.reset();  // whole: the count says it all
 }
 }  // namespace
@@ -384,27 +412,39 @@ std::uint64_t ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin
                                           PlaceResult& r) {
   std::uint64_t changed = 0;
   const std::size_t n = content.size();
-  auto pit = buf.pages_.end();
+  auto& pages = buf.pages_;
+  auto pit = pages.end();  // the previous chunk's page, when it is retained
   for (std::size_t i = 0; i < n;) {
     const std::uint64_t pos = begin + i;
     const std::uint64_t page = pos / kPage;
     const std::size_t in_page = static_cast<std::size_t>(pos % kPage);
     const std::size_t chunk = std::min<std::size_t>(n - i, kPage - in_page);
-    // The page after the previous one is usually the next node of the map.
-    if (pit != buf.pages_.end()) ++pit;
-    if (pit == buf.pages_.end() || pit->first != page) pit = buf.pages_.find(page);
-    if (pit == buf.pages_.end()) {
+    const std::uint8_t* src = content.data() + i;
+    i += chunk;
+    // Where the page is, or goes: after the previous chunk's page (the pages of a placement
+    // are consecutive), else found by one search.
+    auto at = pit != pages.end() ? std::next(pit) : pages.lower_bound(page);
+    if (at == pages.end() || at->first != page) {
       if (retained_ + kPage > retention_cap_) {
         r.content_dropped = true;
-        i += chunk;
+        pit = pages.end();
         continue;
       }
-      pit = buf.pages_.try_emplace(page).first;
+      // A new page: written once, its placed octets one run.
+      at = pages.emplace_hint(at, std::piecewise_construct, std::forward_as_tuple(page),
+                              std::forward_as_tuple(ShadowBuffer::Page::Unset{}));
       retained_ += kPage;
       buf.retained_ += kPage;
+      auto& pg = at->second;
+      std::memset(pg.data.data(), 0, in_page);
+      std::memcpy(pg.data.data() + in_page, src, chunk);
+      std::memset(pg.data.data() + in_page + chunk, 0, kPage - in_page - chunk);
+      set_valid(pg, in_page, chunk);
+      pit = at;
+      continue;
     }
-    auto& pg = pit->second;
-    const std::uint8_t* src = content.data() + i;
+    pit = at;
+    auto& pg = at->second;
     // Memory holds the latest, as the sink's would.
     if (pg.valid_count == kPage) {
       changed += copy_counting_changes(pg.data.data() + in_page, src, chunk);
@@ -413,7 +453,6 @@ std::uint64_t ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin
       std::memcpy(pg.data.data() + in_page, src, chunk);
       set_valid(pg, in_page, chunk);
     }
-    i += chunk;
   }
   return changed;
 }

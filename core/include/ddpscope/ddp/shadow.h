@@ -165,20 +165,27 @@ class ShadowBuffer {
   std::uint64_t conflict_octets() const { return conflict_octets_; }
 
   // Retained content in 4 KiB pages keyed by page index (TO / 4096). Octets never placed are 0
-  // in `data`; `valid_count` counts the placed ones. A page partly placed has `valid`, bit
-  // (b % 64) of word b / 64 set for each placed octet b; a whole page (valid_count 4096, the
-  // common case) has none, so it costs its 4 KiB and little more.
+  // in `data`; `valid_count` counts the placed ones. A whole page (valid_count 4096, the common
+  // case) carries nothing more, so it costs its 4 KiB and little more. A page partly placed in
+  // one run of octets (in-order segments filling it) says where the run starts: its placed
+  // octets are [run_begin, run_begin + valid_count). Any other partly placed page has `valid`,
+  // bit (b % 64) of word b / 64 set for each placed octet b.
   static constexpr std::size_t kPageSize = 4096;
   using PageBits = std::array<std::uint64_t, kPageSize / 64>;
   struct Page {
-    std::array<std::uint8_t, kPageSize> data{};
-    std::unique_ptr<PageBits> valid;  // while 0 < valid_count < 4096
+    std::array<std::uint8_t, kPageSize> data;
+    std::unique_ptr<PageBits> valid;  // while partly placed, other than in one run
     std::uint32_t valid_count = 0;
-    Page() = default;
+    std::uint32_t run_begin = 0;  // without `valid`, while 0 < valid_count < 4096
+    Page() : data{} {}
+    // `data` left as it is: for a page whose every octet is written at once (place_content).
+    struct Unset {};
+    explicit Page(Unset) {}
     Page(const Page& o)  // buffers are copied (the GUI's snapshots of the model)
         : data(o.data),
           valid(o.valid ? std::make_unique<PageBits>(*o.valid) : nullptr),
-          valid_count(o.valid_count) {}
+          valid_count(o.valid_count),
+          run_begin(o.run_begin) {}
     Page& operator=(const Page& o) {
       if (this != &o) *this = Page(o);
       return *this;
@@ -186,7 +193,9 @@ class ShadowBuffer {
     Page(Page&&) = default;
     Page& operator=(Page&&) = default;
     bool placed(std::size_t b) const {
-      return valid_count == kPageSize || (valid && ((*valid)[b / 64] >> (b % 64) & 1));
+      if (valid_count == kPageSize) return true;
+      if (valid) return (*valid)[b / 64] >> (b % 64) & 1;
+      return b >= run_begin && b - run_begin < valid_count;
     }
   };
 
