@@ -498,6 +498,29 @@ TEST_F(Shadow, SegmentEndingAtTwoToTheSixtyFour_KnownIssue) {
 // content must be exactly what an octet-by-octet model of the sink's memory gives, for
 // placements at any alignment over pages whole, partly placed and new, with content partly equal
 // to what is there (a changed octet every few, runs of equal ones).
+// A page filled by in-order segments is one run of placed octets; a placement apart from the
+// run turns it into a bitmap page. Either way read() knows exactly the placed octets.
+TEST_F(Shadow, OneRunAndBitmapPagesKnowTheirPlacedOctets) {
+  const Bytes a = pattern(1000, 1), b = pattern(1000, 2), c = pattern(100, 3), d = pattern(96, 4);
+  put(4096 + 100, a);   // run [100, 1100)
+  put(4096 + 1100, b);  // touches it: run [100, 2100)
+  EXPECT_TRUE(all_known(4096 + 100, 2000));
+  EXPECT_FALSE(all_known(4096 + 99, 1));
+  EXPECT_FALSE(all_known(4096 + 2100, 1));
+  put(4096 + 3000, c);  // apart: the page now has a bitmap
+  EXPECT_TRUE(all_known(4096 + 100, 2000));
+  EXPECT_TRUE(all_known(4096 + 3000, 100));
+  EXPECT_FALSE(all_known(4096 + 2100, 900));
+  EXPECT_FALSE(all_known(4096 + 3100, 1));
+  // Changed octets over both: the run's and the bitmap's.
+  const Bytes again = pattern(96, 9);
+  EXPECT_EQ(put(4096 + 2050, again).reused_octets, 50u);  // 2050..2100 placed, 2100.. not
+  put(4096, d);                                           // [0, 96): still short of the run
+  EXPECT_FALSE(all_known(4096 + 96, 4));
+  Bytes back = buf->read(4096, 96);
+  EXPECT_EQ(back, d);
+}
+
 TEST_F(Shadow, ChangedOctetsAndContentMatchAnOctetByOctetModel) {
   constexpr std::uint64_t kSpan = 5 * 4096 + 123;  // spans pages, starts mid-page
   constexpr std::uint64_t kBase = 4096 * 7 + 1000;
