@@ -9,6 +9,9 @@
 #          content), a 1 KiB Send every 8 Writes, a 64 KiB RDMA Read (Request + Response) every
 #          16 Writes.
 #   small  MPA rev 2: Sends of 64 octets, one FPDU per TCP segment: per-frame cost.
+#   esp    the write shape in ESP tunnel mode, AES-GCM-16 with a 128-bit key (RFC 4106): the ESP
+#          layer's cost (decryption with the keys synth writes to OUT.esp_sa, given to analyze
+#          with --esp-sa).
 #   bench/make_capture.sh DDPSCOPE_BIN SIZE_MB OUT.pcap [SHAPE]
 set -euo pipefail
 ddpscope="${1:?usage: make_capture.sh DDPSCOPE_BIN SIZE_MB OUT.pcap [SHAPE]}"
@@ -22,6 +25,9 @@ import json, sys
 mb, shape = int(sys.argv[1]), sys.argv[2]
 ops = [{"op": "advertise_rping", "from": "client", "buf": "0x10000000", "rkey": "0x100", "size": 1 << 30}]
 revision = 2
+esp = shape == "esp"
+if esp:
+    shape = "write"
 if shape == "write":
     for i in range(mb):
         ops.append({"op": "write", "from": "server", "stag": "0x100", "to": hex(0x10000000 + (i % 1024) * (1 << 20)),
@@ -42,11 +48,14 @@ elif shape == "small":
         ops.append({"op": "send", "from": "server" if i % 2 else "client", "size": 64,
                     "pattern": "counter", "seed": i & 255})
 else:
-    sys.exit(f"unknown shape {shape!r} (write, reuse, small)")
-print(json.dumps({"name": "bench-" + shape, "description": "benchmark, shape " + shape,
-                  "connections": [{"client": {"ip": "10.0.0.1", "port": 40001, "mss": 1460},
-                                   "server": {"ip": "10.0.0.2", "port": 4791, "mss": 1460},
-                                   "mpa": {"revision": revision, "enhanced": revision == 2, "crc": True}}],
-                  "operations": ops}))
+    sys.exit(f"unknown shape {shape!r} (write, reuse, small, esp)")
+doc = {"name": "bench-" + sys.argv[2], "description": "benchmark, shape " + sys.argv[2],
+       "connections": [{"client": {"ip": "10.0.0.1", "port": 40001, "mss": 1460},
+                        "server": {"ip": "10.0.0.2", "port": 4791, "mss": 1460},
+                        "mpa": {"revision": revision, "enhanced": revision == 2, "crc": True}}],
+       "operations": ops}
+if esp:
+    doc["esp"] = {"mode": "tunnel", "encryption": "aes-gcm-16", "key_bits": 128}
+print(json.dumps(doc))
 PY
 "$ddpscope" synth "$scenario" -o "$out" >/dev/null

@@ -64,6 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   esp::EspLayer layer(std::move(options));
   DDPSCOPE_FUZZ_CHECK(layer.error().empty());
   Analyzer analyzer;
+  capture::AnalyzerNotes notes(analyzer);
   std::uint64_t number = 0;
   const std::uint32_t link = (sel & 0x80) ? 101 : 1;
   while (fi.remaining() >= 2 && number < 256) {
@@ -71,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const ByteView f = fi.take(n);
     capture::Frame frame{++number, static_cast<std::int64_t>(number) * 1000, link,
                          f,        static_cast<std::uint32_t>(f.size()),     0};
-    const capture::Frame* inner = layer.replace(frame, analyzer);
+    const capture::Frame* inner = layer.replace(frame, notes);
     if (inner) {
       DDPSCOPE_FUZZ_CHECK(inner->number == frame.number);
       DDPSCOPE_FUZZ_CHECK(inner->wire_length == inner->data.size());

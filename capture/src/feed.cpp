@@ -19,9 +19,10 @@ FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const Feed
   const std::uint64_t every = std::max<std::uint64_t>(options.progress_every, 1);
   std::uint64_t until_progress = every;
   Frame frame;
+  AnalyzerNotes notes(analyzer);
   while (reader.next(frame)) {
     if (options.on_frame) options.on_frame(frame);
-    const Frame* replaced = options.layer ? options.layer->replace(frame, analyzer) : nullptr;
+    const Frame* replaced = options.layer ? options.layer->replace(frame, notes) : nullptr;
     feed_frame(analyzer, replaced ? *replaced : frame);
     ++result.frames;
     result.last_frame = frame.number;
@@ -42,8 +43,8 @@ FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const Feed
 }
 
 // Frames read and decoded by the reader thread, in file order. `octets` holds their captured
-// bytes; it is reserved once and never grows past its capacity, so the views of `decoded` (into
-// it) stay valid while the batch travels.
+// bytes (and those of the frames a layer put in their place); it is reserved once and never grows
+// past its capacity, so the views of `decoded` (into it) stay valid while the batch travels.
 struct Batch {
   struct Item {
     std::uint64_t number;
@@ -52,11 +53,34 @@ struct Batch {
     std::uint32_t wire_length;
     std::size_t offset;
     std::size_t size;
+    // The frame the layer put in its place (FrameLayer::replace), when it did: what is decoded
+    // and fed, under its own number and time.
+    bool replaced = false;
+    std::uint64_t replaced_number = 0;
+    std::int64_t replaced_ts_ns = 0;
+    std::size_t replaced_offset = 0;
+    std::size_t replaced_size = 0;
+    std::size_t notes_end = 0;  // the layer's notes of the items up to this one: notes[0, end)
     net::FrameDecode decoded;
+  };
+  struct Note {
+    FindingId id;
+    std::uint64_t frame;
+    std::string message;
   };
   std::vector<std::uint8_t> octets;
   std::vector<Item> items;
+  std::vector<Note> notes;
   std::uint64_t bytes_read = 0;  // the reader's position when the batch was closed
+};
+
+// The layer's notes of one frame, on the reader thread, until its batch is known.
+class HeldNotes final : public LayerNotes {
+ public:
+  void note_finding(FindingId id, std::uint64_t frame, std::string message) override {
+    held.push_back({id, frame, std::move(message)});
+  }
+  std::vector<Batch::Note> held;
 };
 
 // A closable FIFO of at most `cap` entries between one producer and one consumer.
@@ -135,6 +159,7 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
       auto start = [&](std::size_t at_least) {
         if (!empty.try_pop(b) || !b) b = std::make_unique<Batch>();
         b->items.clear();
+        b->notes.clear();
         b->octets.clear();
         const std::size_t want = std::max(octets_per_batch, at_least);
         if (b->octets.capacity() < want || b->octets.capacity() > 4 * want) {
@@ -149,18 +174,37 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
       };
       start(0);
       Frame frame;
+      HeldNotes notes;
       while (reader.next(frame)) {
+        const Frame* replaced = options.layer ? options.layer->replace(frame, notes) : nullptr;
         const std::size_t n = frame.data.size();
-        if (b->items.size() >= frames_per_batch || b->octets.size() + n > b->octets.capacity()) {
+        const std::size_t m = replaced ? replaced->data.size() : 0;
+        if (b->items.size() >= frames_per_batch ||
+            b->octets.size() + n + m > b->octets.capacity()) {
           if (!ship()) return;  // the engine stopped
-          start(n);
+          start(n + m);
         }
         const std::size_t offset = b->octets.size();
         b->octets.insert(b->octets.end(), frame.data.begin(), frame.data.end());
-        const ByteView data(b->octets.data() + offset, n);
-        b->items.push_back(
-            Batch::Item{frame.number, frame.ts_ns, frame.link_type, frame.wire_length, offset, n,
-                        net::decode_frame(frame.link_type, data, frame.wire_length)});
+        for (Batch::Note& note : notes.held)
+          b->notes.push_back(std::move(note));
+        notes.held.clear();
+        Batch::Item& it = b->items.emplace_back(
+            Batch::Item{frame.number, frame.ts_ns, frame.link_type, frame.wire_length, offset, n});
+        it.notes_end = b->notes.size();
+        if (replaced) {
+          it.replaced = true;
+          it.replaced_number = replaced->number;
+          it.replaced_ts_ns = replaced->ts_ns;
+          it.replaced_offset = b->octets.size();
+          it.replaced_size = m;
+          b->octets.insert(b->octets.end(), replaced->data.begin(), replaced->data.end());
+          const ByteView data(b->octets.data() + it.replaced_offset, m);
+          it.decoded = net::decode_frame(replaced->link_type, data, replaced->wire_length);
+        } else {
+          const ByteView data(b->octets.data() + offset, n);
+          it.decoded = net::decode_frame(frame.link_type, data, frame.wire_length);
+        }
       }
       if (!b->items.empty()) ship();
     } catch (...) {
@@ -180,13 +224,18 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
   try {
     BatchPtr b;
     while (!result.cancelled && full.pop(b)) {
+      std::size_t note = 0;
       for (const Batch::Item& it : b->items) {
         const ByteView data(b->octets.data() + it.offset, it.size);
         const Frame frame{it.number, it.ts_ns, it.link_type, data, it.wire_length, 0};
         if (options.on_frame) options.on_frame(frame);
-        if (const Frame* replaced =
-                options.layer ? options.layer->replace(frame, analyzer) : nullptr)
-          feed_frame(analyzer, *replaced);
+        for (; note < it.notes_end; ++note) {
+          Batch::Note& n = b->notes[note];
+          analyzer.note_finding(n.id, n.frame, std::move(n.message));
+        }
+        if (it.replaced)
+          analyzer.feed_decoded(it.replaced_number, it.replaced_ts_ns, it.replaced_size,
+                                it.decoded);
         else
           analyzer.feed_decoded(it.number, it.ts_ns, it.size, it.decoded);
         ++result.frames;

@@ -3,6 +3,7 @@
 
 #include <gcrypt.h>
 
+#include <array>
 #include <cstring>
 #include <mutex>
 
@@ -119,13 +120,21 @@ struct SaCrypto::Impl {
   }
 
   // RFC 4106 §5: SPI || sequence number (SPI || high || low with ESN).
-  Bytes aad(ByteView header, std::uint32_t seq_hi) const {
-    Bytes a(header.begin(), header.begin() + 4);
+  struct Aad {
+    std::array<std::uint8_t, 12> octets{};
+    std::size_t size = 0;
+    const std::uint8_t* data() const { return octets.data(); }
+  };
+  Aad aad(ByteView header, std::uint32_t seq_hi) const {
+    Aad a;
+    std::memcpy(a.octets.data(), header.data(), 4);
+    a.size = 4;
     if (sa.esn) {
-      a.resize(8);
-      put_be32(a.data() + 4, seq_hi);
+      put_be32(a.octets.data() + 4, seq_hi);
+      a.size = 8;
     }
-    a.insert(a.end(), header.begin() + 4, header.begin() + 8);
+    std::memcpy(a.octets.data() + a.size, header.data() + 4, 4);
+    a.size += 4;
     return a;
   }
 };
@@ -164,7 +173,7 @@ SaCrypto::SaCrypto(const SecurityAssociation& sa) : impl_(std::make_unique<Impl>
 
 SaCrypto::~SaCrypto() = default;
 
-Opened SaCrypto::open(ByteView esp, std::uint32_t seq_hi) const {
+Opened SaCrypto::open(ByteView esp, std::uint32_t seq_hi, Bytes& pt) const {
   const Impl& m = *impl_;
   Opened r;
   auto invalid = [&](std::string why) {
@@ -180,13 +189,13 @@ Opened SaCrypto::open(ByteView esp, std::uint32_t seq_hi) const {
   const ByteView iv = esp.subspan(8, m.iv);
   const ByteView icv = esp.last(m.icv);
   const ByteView ct = esp.subspan(8 + m.iv, esp.size() - 8 - m.iv - m.icv);
-  Bytes pt(ct.begin(), ct.end());
+  pt.assign(ct.begin(), ct.end());
   if (is_aead(m.sa.cipher)) {
     if (ct.size() % 4 != 0)
       return invalid("ciphertext of " + std::to_string(ct.size()) +
                      " octets does not end on a 4-octet boundary");
-    const Bytes a = m.aad(header, seq_hi);
-    if (!m.set_nonce(iv) || gcry_cipher_authenticate(m.cipher, a.data(), a.size()) ||
+    const Impl::Aad a = m.aad(header, seq_hi);
+    if (!m.set_nonce(iv) || gcry_cipher_authenticate(m.cipher, a.data(), a.size) ||
         gcry_cipher_decrypt(m.cipher, pt.data(), pt.size(), nullptr, 0))
       return invalid("libgcrypt failed to decrypt");
     if (gcry_cipher_checktag(m.cipher, icv.data(), icv.size())) {
@@ -225,8 +234,7 @@ Opened SaCrypto::open(ByteView esp, std::uint32_t seq_hi) const {
                      " (RFC 4303 §2.4)");
   if (r.next_header == 0 || r.next_header == 255)
     return invalid("Next Header " + std::to_string(r.next_header) + " (RFC 4303 §2.6)");
-  pt.resize(n - 2 - pad_len);
-  r.payload = std::move(pt);
+  r.payload = ByteView(pt).first(n - 2 - pad_len);
   r.status = Opened::Status::ok;
   return r;
 }
@@ -249,9 +257,9 @@ Bytes SaCrypto::seal(std::uint32_t seq, std::uint32_t seq_hi, ByteView payload,
   pt.push_back(next_header);
   const ByteView header(out.data(), 8);
   if (is_aead(m.sa.cipher)) {
-    const Bytes a = m.aad(header, seq_hi);
+    const Impl::Aad a = m.aad(header, seq_hi);
     m.set_nonce(iv);
-    gcry_cipher_authenticate(m.cipher, a.data(), a.size());
+    gcry_cipher_authenticate(m.cipher, a.data(), a.size);
     gcry_cipher_encrypt(m.cipher, pt.data(), pt.size(), nullptr, 0);
     out.insert(out.end(), pt.begin(), pt.end());
     Bytes tag(m.icv);

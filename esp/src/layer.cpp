@@ -130,11 +130,11 @@ EspLayer::EspLayer(EspOptions options) : options_(std::move(options)) {
 
 EspLayer::~EspLayer() = default;
 
-const capture::Frame* EspLayer::replace(const capture::Frame& frame, Analyzer& analyzer) {
-  return process(frame, analyzer);
+const capture::Frame* EspLayer::replace(const capture::Frame& frame, capture::LayerNotes& notes) {
+  return process(frame, notes);
 }
 
-const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& analyzer) {
+const capture::Frame* EspLayer::process(const capture::Frame& frame, capture::LayerNotes& notes) {
   const ByteView f = frame.data;
   const auto off = ip_offset(frame.link_type, f);
   if (!off || *off >= f.size()) return nullptr;
@@ -212,8 +212,11 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
       break;
     }
   }
-  const std::string where = "SPI " + hex32(spi) + " " + src.to_string() + " \u2192 " +
-                            dst.to_string() + " seq " + std::to_string(seq);
+  // Where a finding happened, written only for a finding.
+  const auto where = [&] {
+    return "SPI " + hex32(spi) + " " + src.to_string() + " \u2192 " + dst.to_string() + " seq " +
+           std::to_string(seq);
+  };
   if (st == nullptr) {
     ++frames_without_key_;
     auto key = std::make_tuple(spi, src, dst);
@@ -230,10 +233,10 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
     return nullptr;
   }
   if (truncated) {
-    analyzer.note_finding(FindingId::capture_truncated_frame, frame.number,
-                          where +
-                              ": ESP packet cut by the snaplen; not decrypted (its octets are "
-                              "missing from the analysis)");
+    notes.note_finding(FindingId::capture_truncated_frame, frame.number,
+                       where() +
+                           ": ESP packet cut by the snaplen; not decrypted (its octets are "
+                           "missing from the analysis)");
     return nullptr;
   }
   std::uint32_t hi = st->infer_hi(seq);
@@ -241,15 +244,15 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
   // RFC 4303 §3.4.3: the replay check comes first, the window moves only after the ICV.
   if (const std::uint64_t prev = st->replayed(seq64)) {
     const std::string w = "anti-replay window " + std::to_string(st->window);
-    analyzer.note_finding(FindingId::esp_replay, frame.number,
-                          prev == UINT64_MAX
-                              ? where + ": left of the " + w + " (highest received " +
-                                    std::to_string(st->top) + "); a receiver drops it"
-                              : where + ": already received in frame " + std::to_string(prev) +
-                                    " (" + w + "); a receiver drops it");
+    notes.note_finding(FindingId::esp_replay, frame.number,
+                       prev == UINT64_MAX
+                           ? where() + ": left of the " + w + " (highest received " +
+                                 std::to_string(st->top) + "); a receiver drops it"
+                           : where() + ": already received in frame " + std::to_string(prev) +
+                                 " (" + w + "); a receiver drops it");
     return nullptr;
   }
-  Opened o = st->crypto.open(esp, hi);
+  Opened o = st->crypto.open(esp, hi, plain_);
   if (st->sa.esn && !st->any && o.status == Opened::Status::icv_mismatch) {
     // The SA's first packet: the receiver's high half is unknown here. Try where the SA file
     // says the SA got to, and the few high halves below it (RFC 4303 §2.2.1: only the right one
@@ -257,7 +260,7 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
     for (std::uint32_t back = 0; back < 4 && back <= st->sa.esn_hi_hint; ++back) {
       const std::uint32_t h = st->sa.esn_hi_hint - back;
       if (h == hi) continue;
-      Opened t = st->crypto.open(esp, h);
+      Opened t = st->crypto.open(esp, h, plain_);
       if (t.status != Opened::Status::icv_mismatch) {
         o = std::move(t);
         hi = h;
@@ -266,16 +269,16 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
     }
   }
   if (o.status == Opened::Status::icv_mismatch) {
-    analyzer.note_finding(FindingId::esp_icv_mismatch, frame.number,
-                          where + ": the ICV does not match (" +
-                              integrity_name(st->sa.cipher, st->sa.integrity) + "; wrong key in " +
-                              st->sa.origin + ", or the packet was altered); a receiver drops it");
+    notes.note_finding(FindingId::esp_icv_mismatch, frame.number,
+                       where() + ": the ICV does not match (" +
+                           integrity_name(st->sa.cipher, st->sa.integrity) + "; wrong key in " +
+                           st->sa.origin + ", or the packet was altered); a receiver drops it");
     return nullptr;
   }
   st->accept(st->sa.esn ? (std::uint64_t{hi} << 32 | seq) : seq, frame.number);
   if (o.status == Opened::Status::invalid) {
-    analyzer.note_finding(FindingId::esp_decrypt_invalid, frame.number,
-                          where + ": " + o.detail + "; a receiver drops it");
+    notes.note_finding(FindingId::esp_decrypt_invalid, frame.number,
+                       where() + ": " + o.detail + "; a receiver drops it");
     return nullptr;
   }
   if (!st->profile_checked) {
@@ -283,8 +286,8 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
     const SecurityAssociation& sa = st->sa;
     const std::string why = profile_violation(sa, options_.require_confidentiality);
     if (!why.empty())
-      analyzer.note_finding(FindingId::esp_profile_violation, frame.number,
-                            "SPI " + hex32(spi) + " (" + sa.origin + "): " + why);
+      notes.note_finding(FindingId::esp_profile_violation, frame.number,
+                         "SPI " + hex32(spi) + " (" + sa.origin + "): " + why);
   }
   if (o.next_header == kProtoNoNext) return nullptr;
   std::string mode;
@@ -293,14 +296,14 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, Analyzer& a
     // Tunnel mode (RFC 4303 §3.1.2): the payload is the inner IP packet.
     const std::uint8_t want = o.next_header == kProtoIpv4 ? 4 : 6;
     if (o.payload.empty() || (o.payload[0] >> 4) != want) {
-      analyzer.note_finding(FindingId::esp_decrypt_invalid, frame.number,
-                            where + ": Next Header " + std::to_string(o.next_header) + " (IPv" +
-                                std::to_string(want) +
-                                ") but the payload is no such packet; a receiver drops it");
+      notes.note_finding(FindingId::esp_decrypt_invalid, frame.number,
+                         where() + ": Next Header " + std::to_string(o.next_header) + " (IPv" +
+                             std::to_string(want) +
+                             ") but the payload is no such packet; a receiver drops it");
       return nullptr;
     }
     mode = "tunnel";
-    inner_ = std::move(o.payload);
+    inner_.assign(o.payload.begin(), o.payload.end());
   } else {
     // Transport mode (RFC 4303 §3.1.1): the outer header, its protocol the next header.
     mode = "transport";

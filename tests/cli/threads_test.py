@@ -20,6 +20,7 @@ import tempfile
 ddpscope, samples, shared, make_capture = sys.argv[1:5]
 failures = 0
 compared = 0
+keyed = 0
 
 
 def run(args, stdin=None):
@@ -63,6 +64,13 @@ for f in captures:
         failures += 1
         print(f"FAIL {name}: no report (exit {rc})")
     compare(name + " text", ["-q", f])
+    # With its ESP keys the ESP layer decrypts on the reader thread: its findings must reach
+    # the report in the same places.
+    stem = f[: -len(".pcap")] if f.endswith(".pcap") else None
+    for sidecar, flag in ((".esp_sa", "--esp-sa"), (".xfrm", "--xfrm")):
+        if stem and os.path.exists(stem + sidecar):
+            compare(f"{name} {flag}", ["--json", "-q", flag, stem + sidecar, f])
+            keyed += 1
 
 with tempfile.TemporaryDirectory() as tmp:
     # The biggest sample cut in the middle of a record: truncated-file finding, partial report.
@@ -97,5 +105,9 @@ with tempfile.TemporaryDirectory() as tmp:
     compare("generated, 16-frame queue", ["--json", "-q", big])
     del os.environ["DDPSCOPE_PIPELINE_FRAMES"]
 
-print(f"{compared} comparisons over {len(captures)} captures, {failures} failures")
+if keyed < 10:
+    failures += 1
+    print(f"FAIL only {keyed} captures with ESP keys (.esp_sa / .xfrm beside them)")
+print(f"{compared} comparisons over {len(captures)} captures ({keyed} with ESP keys), "
+      f"{failures} failures")
 sys.exit(1 if failures else 0)

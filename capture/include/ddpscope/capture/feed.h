@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "ddpscope/analysis/analyzer.h"
 #include "ddpscope/capture/file_reader.h"
@@ -22,17 +23,42 @@ inline void feed_frame(Analyzer& analyzer, const Frame& frame) {
   analyzer.feed_frame(frame.number, frame.ts_ns, frame.link_type, frame.data, frame.wire_length);
 }
 
+// What a FrameLayer reports while it replaces frames: Analyzer::note_finding's findings, at a
+// frame, tied to no stream.
+class LayerNotes {
+ public:
+  virtual void note_finding(FindingId id, std::uint64_t frame, std::string message) = 0;
+
+ protected:
+  ~LayerNotes() = default;
+};
+
+// Notes straight into the analysis.
+class AnalyzerNotes final : public LayerNotes {
+ public:
+  explicit AnalyzerNotes(Analyzer& analyzer) : analyzer_(analyzer) {}
+  void note_finding(FindingId id, std::uint64_t frame, std::string message) override {
+    analyzer_.note_finding(id, frame, std::move(message));
+  }
+
+ private:
+  Analyzer& analyzer_;
+};
+
 // A layer under the analysis that may put another frame in place of a captured one: ESP
 // decryption (esp/) hands the analysis the inner packet of an ESP packet, under the outer frame's
-// number. Called on the analysis thread, in frame order, for every frame before it is fed; it may
-// report findings into `analyzer` (Analyzer::note_finding) as it goes.
+// number. Called for every frame in frame order, before the analysis sees it; what it notes
+// reaches the analysis before the frame it was noted with, after the frames before it. With one
+// thread replace() runs on the analysis thread; with two (FeedOptions::threads) on the reader
+// thread, so it must not look at the analysis.
 class FrameLayer {
  public:
   virtual ~FrameLayer() = default;
   // The frame to analyse in place of `frame` (its data valid until the next call), or nullptr
   // to analyse `frame` itself.
-  virtual const Frame* replace(const Frame& frame, Analyzer& analyzer) = 0;
-  // After the last frame, before Analyzer::finish() (not after a stop by the progress hook).
+  virtual const Frame* replace(const Frame& frame, LayerNotes& notes) = 0;
+  // After the last frame, before Analyzer::finish() (not after a stop by the progress hook), on
+  // the analysis thread.
   virtual void finish(Analyzer& analyzer) = 0;
 };
 
@@ -53,16 +79,17 @@ struct FeedOptions {
   // observer runs, as replay does).
   std::function<void(const Frame&)> on_frame;
   // 1: one thread, the loop above. 2 or more: a pipeline of two threads, a reader (libpcap,
-  // gzip, the filter, and net::decode_frame of each frame) and the engine (the analysis, the
-  // hooks above: on the calling thread), with a bounded queue of decoded frames between them
+  // gzip, the filter, the layer below and net::decode_frame of each frame) and the engine (the
+  // analysis, the hooks above: on the calling thread), with a bounded queue of decoded frames
+  // between them
   // (pipeline_frames frames or about pipeline_octets captured octets at most). The frames reach
   // the analysis in the same order and the result is the same, bit for bit. One difference:
   // after a stop by `progress` the reader has read ahead (up to the queue's frames), so the
   // reader's next frame is not the one after the last fed.
   unsigned threads = 1;
   // Runs on every frame before the analysis does (see FrameLayer); not owned. With threads >= 2
-  // the reader thread still decodes each captured frame; a replaced frame is decoded again, on
-  // the analysis thread.
+  // it runs on the reader thread (ESP decryption, the costliest part of an ESP capture, then
+  // beside the analysis rather than before it), and the reader decodes the frame it gives.
   FrameLayer* layer = nullptr;
   std::size_t pipeline_frames = 8192;
   std::size_t pipeline_octets = 8u << 20;

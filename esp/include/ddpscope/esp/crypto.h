@@ -20,7 +20,9 @@ struct Opened {
     invalid,       // RFC 4303 §2.4-2.6: lengths, padding or next header inconsistent
   };
   Status status = Status::invalid;
-  Bytes payload;  // the Payload Data (inner IP packet in tunnel mode, the transport's PDU)
+  // The Payload Data (inner IP packet in tunnel mode, the transport's PDU): a view into the
+  // plaintext buffer given to SaCrypto::open.
+  ByteView payload;
   std::uint8_t next_header = 0;
   std::string detail;  // for invalid
 };
@@ -36,7 +38,8 @@ class SaCrypto {
 
   // `esp` is the ESP packet from its SPI to its last ICV octet. `seq_hi` is the high half of the
   // sequence number with ESN (RFC 4303 §2.2.1: authenticated, never sent), ignored without.
-  Opened open(ByteView esp, std::uint32_t seq_hi) const;
+  // The plaintext goes to `plaintext` (overwritten; its storage reused from packet to packet).
+  Opened open(ByteView esp, std::uint32_t seq_hi, Bytes& plaintext) const;
 
   // An ESP packet: header, IV (`iv`: iv_size() octets), encrypted payload with the RFC 4303
   // §2.4 default padding (pad octets 1, 2, 3, ...; `extra_pad` blocks more), trailer, ICV.

@@ -37,7 +37,7 @@ class EspLayer : public capture::FrameLayer {
   // Why an SA's keys were refused by libgcrypt ("FILE:LINE: ..."), empty when all were taken.
   const std::string& error() const { return error_; }
 
-  const capture::Frame* replace(const capture::Frame& frame, Analyzer& analyzer) override;
+  const capture::Frame* replace(const capture::Frame& frame, capture::LayerNotes& notes) override;
   void finish(Analyzer& analyzer) override;
 
   // ESP packets seen with no key (after finish: what esp.unknown-spi reported).
@@ -55,7 +55,7 @@ class EspLayer : public capture::FrameLayer {
     net::Endpoint from, to;
     auto operator<=>(const DirKey&) const = default;
   };
-  const capture::Frame* process(const capture::Frame& frame, Analyzer& analyzer);
+  const capture::Frame* process(const capture::Frame& frame, capture::LayerNotes& notes);
 
   EspOptions options_;
   std::vector<std::unique_ptr<SaState>> sas_;
@@ -66,7 +66,8 @@ class EspLayer : public capture::FrameLayer {
   std::map<DirKey, EspProtection> protected_;
   std::map<DirKey, std::uint64_t> clear_;  // first frame of each direction seen in the clear
   std::string error_;
-  Bytes inner_;
+  Bytes plain_;  // the decrypted payload of the last ESP packet
+  Bytes inner_;  // the packet handed to the analysis in its place
   capture::Frame frame_;
 };
 
