@@ -10,7 +10,8 @@
 # CPU time (user + system), throughput, peak RSS, and its ratio to the reader + CRC32C floor
 # measured in the same runs. The machine this was written on is shared: the minimum of
 # interleaved runs is the figure that means something.
-#   bench/run_bench.sh BUILD_DIR [SIZE_MB] [RUNS] [SHAPES]   (defaults 200, 3, "write reuse small")
+#   bench/run_bench.sh BUILD_DIR [SIZE_MB] [RUNS] [SHAPES]   (defaults 200, 3, "write reuse small";
+#   "esp" adds the write shape under ESP, analysed with its keys)
 # BENCH_CAPTURE=FILE uses an existing capture instead of generating one (one shape, named after
 # the file; no copy is made).
 set -euo pipefail
@@ -54,6 +55,18 @@ minima() {
 bench_shape() {  # shape, capture
   local shape="$1" cap="$2" bytes i
   bytes=$(stat -c %s "$cap")
+  # An ESP capture with its keys beside it (make_capture.sh's esp shape writes CAPTURE.esp_sa):
+  # ddpscope gets them with --esp-sa, tshark in its profile's esp_sa table with decryption and
+  # ICV checks on (as tests/plugin/esp_test.py runs it).
+  local keys=() tshark_prefs=() tshark_home="$HOME"
+  if [ -f "${cap%.pcap}.esp_sa" ]; then
+    keys=(--esp-sa "${cap%.pcap}.esp_sa")
+    tshark_home="$work/tshark-home"
+    mkdir -p "$tshark_home/.config/wireshark"
+    cp "${cap%.pcap}.esp_sa" "$tshark_home/.config/wireshark/esp_sa"
+    tshark_prefs=(-o esp.enable_encryption_decode:TRUE -o esp.enable_authentication_check:TRUE)
+    echo "ESP keys: ${cap%.pcap}.esp_sa"
+  fi
   cat "$cap" > /dev/null  # every tool reads it from the page cache
   echo "== shape $shape: $bytes octets ($((bytes / 1048576)) MiB), $runs runs each, interleaved"
   echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -61,11 +74,11 @@ bench_shape() {  # shape, capture
   [ "$have_floor" = yes ] && kinds="$kinds floor0 floor1 dd"
   for k in $kinds; do : > "$work/$k"; done
   for ((i = 1; i <= runs; i++)); do
-    measure "$ddpscope" analyze "$cap" --json >> "$work/default"
-    [ "$threads" = yes ] && measure "$ddpscope" analyze "$cap" --json --threads 1 >> "$work/threads1"
-    measure "$ddpscope" analyze "$cap" --json --retain-mib 0 >> "$work/retain0"
-    [ "$threads" = yes ] && measure "$ddpscope" analyze "$cap" --json --threads 2 >> "$work/threads2"
-    measure tshark -q -z expert -r "$cap" >> "$work/tshark"
+    measure "$ddpscope" analyze "$cap" --json "${keys[@]}" >> "$work/default"
+    [ "$threads" = yes ] && measure "$ddpscope" analyze "$cap" --json --threads 1 "${keys[@]}" >> "$work/threads1"
+    measure "$ddpscope" analyze "$cap" --json --retain-mib 0 "${keys[@]}" >> "$work/retain0"
+    [ "$threads" = yes ] && measure "$ddpscope" analyze "$cap" --json --threads 2 "${keys[@]}" >> "$work/threads2"
+    measure env HOME="$tshark_home" tshark -q -z expert "${tshark_prefs[@]}" -r "$cap" >> "$work/tshark"
     if [ "$have_floor" = yes ]; then
       measure "$floor" "$cap" >> "$work/floor0"
       measure "$floor" "$cap" crc >> "$work/floor1"
@@ -112,6 +125,6 @@ else
   for shape in $shapes; do
     "$(dirname "$0")/make_capture.sh" "$ddpscope" "$size_mb" "$work/$shape.pcap" "$shape"
     bench_shape "$shape" "$work/$shape.pcap"
-    rm -f "$work/$shape.pcap"
+    rm -f "$work/$shape".*
   done
 fi
