@@ -3,6 +3,7 @@
 
 #include <gcrypt.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <mutex>
@@ -242,10 +243,10 @@ Opened SaCrypto::open(ByteView esp, std::uint32_t seq_hi, Bytes& pt) const {
 Bytes SaCrypto::seal(std::uint32_t seq, std::uint32_t seq_hi, ByteView payload,
                      std::uint8_t next_header, ByteView iv, bool bad_padding) const {
   const Impl& m = *impl_;
-  Bytes out(8);
+  Bytes out(8 + m.iv);
   put_be32(out.data(), m.sa.spi);
   put_be32(out.data() + 4, seq);
-  out.insert(out.end(), iv.begin(), iv.begin() + static_cast<std::ptrdiff_t>(m.iv));
+  std::copy_n(iv.begin(), m.iv, out.begin() + 8);
   Bytes pt(payload.begin(), payload.end());
   const std::size_t bs = block_size(m.sa.cipher);
   std::size_t pad = (bs - (pt.size() + 2) % bs) % bs;
