@@ -422,8 +422,18 @@ std::uint64_t ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin
     const std::uint8_t* src = content.data() + i;
     i += chunk;
     // Where the page is, or goes: after the previous chunk's page (the pages of a placement
-    // are consecutive), else found by one search.
-    auto at = pit != pages.end() ? std::next(pit) : pages.lower_bound(page);
+    // are consecutive), at or after the page the previous placement ended in (the segments of a
+    // message continue each other), else found by one search.
+    auto at = pages.end();
+    if (pit != pages.end()) {
+      at = std::next(pit);
+    } else if (buf.last_page_.set && buf.last_page_.at->first == page) {
+      at = buf.last_page_.at;
+    } else if (buf.last_page_.set && buf.last_page_.at->first + 1 == page) {
+      at = std::next(buf.last_page_.at);
+    } else {
+      at = pages.lower_bound(page);
+    }
     if (at == pages.end() || at->first != page) {
       if (retained_ + kPage > retention_cap_) {
         r.content_dropped = true;
@@ -441,9 +451,13 @@ std::uint64_t ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin
       std::memset(pg.data.data() + in_page + chunk, 0, kPage - in_page - chunk);
       set_valid(pg, in_page, chunk);
       pit = at;
+      buf.last_page_.at = at;
+      buf.last_page_.set = true;
       continue;
     }
     pit = at;
+    buf.last_page_.at = at;
+    buf.last_page_.set = true;
     auto& pg = at->second;
     // Memory holds the latest, as the sink's would.
     if (pg.valid_count == kPage) {

@@ -221,7 +221,22 @@ class ShadowBuffer {
   std::uint64_t bytes_placed_ = 0;
   std::uint64_t min_to_ = UINT64_MAX;
   std::uint64_t max_end_ = 0;
-  std::pmr::map<std::uint64_t, Page> pages_;
+  using Pages = std::pmr::map<std::uint64_t, Page>;
+  Pages pages_;
+  // The page the last placement ended in: where the next one usually starts (the segments of a
+  // message continue each other). Pages are never erased, so it stays valid; a copied or moved
+  // buffer starts without one.
+  struct LastPage {
+    Pages::iterator at;
+    bool set = false;
+    LastPage() = default;
+    LastPage(const LastPage&) {}
+    LastPage& operator=(const LastPage&) {
+      set = false;
+      return *this;
+    }
+  };
+  LastPage last_page_;
   std::uint64_t retained_ = 0;
 };
 
