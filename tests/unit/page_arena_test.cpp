@@ -14,6 +14,7 @@ namespace ddpscope {
 namespace {
 
 TEST(PageArena, BlocksAreDistinctAndChunksGrowToHugePages) {
+  if (PageArena::kHeapOnly) GTEST_SKIP() << "AddressSanitizer build: every block from the heap";
   PageArena arena;
   EXPECT_EQ(arena.mapped(), 0u);        // nothing mapped before the first block
   constexpr std::size_t kBlock = 4152;  // about a retained page's map node
@@ -41,6 +42,7 @@ TEST(PageArena, BlocksAreDistinctAndChunksGrowToHugePages) {
 }
 
 TEST(PageArena, ASmallUseMapsLittle) {
+  if (PageArena::kHeapOnly) GTEST_SKIP() << "AddressSanitizer build: every block from the heap";
   PageArena arena;
   (void)arena.allocate(4152, 8);
   EXPECT_EQ(arena.chunks(), 1u);
@@ -69,7 +71,7 @@ TEST(PageArena, ServesAPmrMap) {
     m[i].push_back(i);
   for (int i = 0; i < 10000; i += 999)
     EXPECT_EQ(m.at(i).front(), i);
-  EXPECT_GE(arena.chunks(), 1u);
+  EXPECT_EQ(arena.chunks() >= 1u, !PageArena::kHeapOnly);
   m.clear();  // handing blocks back is allowed (they are reused only with the arena)
 }
 

@@ -43,7 +43,7 @@ PageArena::~PageArena() {
 }
 
 void* PageArena::do_allocate(std::size_t bytes, std::size_t alignment) {
-  if (bytes > kLarge || alignment > kLarge)
+  if (kHeapOnly || bytes > kLarge || alignment > kLarge)
     return std::pmr::new_delete_resource()->allocate(bytes, alignment);
   auto align_up = [alignment](char* p) {
     const auto a = reinterpret_cast<std::uintptr_t>(p);
@@ -67,7 +67,7 @@ void* PageArena::do_allocate(std::size_t bytes, std::size_t alignment) {
 }
 
 void PageArena::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
-  if (bytes > kLarge || alignment > kLarge)
+  if (kHeapOnly || bytes > kLarge || alignment > kLarge)
     std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
   // Blocks of a chunk are given back with the arena.
 }

@@ -11,6 +11,8 @@
 //
 // A block handed back is not reused: the arena only grows, until it is destroyed. Blocks larger
 // than a quarter of the largest chunk come from the heap and go back to it. Not thread-safe.
+// Under AddressSanitizer every block comes from the heap (kHeapOnly), so that ASan still sees
+// each page's bounds and lifetime.
 #pragma once
 
 #include <cstddef>
@@ -19,8 +21,21 @@
 
 namespace ddpscope {
 
+#if defined(__SANITIZE_ADDRESS__)
+#define DDPSCOPE_PAGE_ARENA_HEAP_ONLY 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DDPSCOPE_PAGE_ARENA_HEAP_ONLY 1
+#endif
+#endif
+
 class PageArena final : public std::pmr::memory_resource {
  public:
+#ifdef DDPSCOPE_PAGE_ARENA_HEAP_ONLY
+  static constexpr bool kHeapOnly = true;
+#else
+  static constexpr bool kHeapOnly = false;
+#endif
   static constexpr std::size_t kFirstChunk = 64u << 10;
   static constexpr std::size_t kChunk = 2u << 20;  // the largest: one x86-64 huge page
 
@@ -30,8 +45,12 @@ class PageArena final : public std::pmr::memory_resource {
   ~PageArena() override;
 
   // Octets of the address space the arena holds (its chunks), and how many chunks.
-  std::size_t mapped() const { return mapped_; }
-  std::size_t chunks() const { return chunks_.size(); }
+  std::size_t mapped() const {
+    return mapped_;
+  }
+  std::size_t chunks() const {
+    return chunks_.size();
+  }
 
  private:
   struct Chunk {
