@@ -55,12 +55,12 @@ struct Batch {
     std::size_t size;
     // The frame the layer put in its place (FrameLayer::replace), when it did: what is decoded
     // and fed, under its own number and time.
-    bool replaced = false;
-    std::uint64_t replaced_number = 0;
-    std::int64_t replaced_ts_ns = 0;
-    std::size_t replaced_offset = 0;
-    std::size_t replaced_size = 0;
-    std::size_t notes_end = 0;  // the layer's notes of the items up to this one: notes[0, end)
+    bool replaced;
+    std::uint64_t replaced_number;
+    std::int64_t replaced_ts_ns;
+    std::size_t replaced_offset;
+    std::size_t replaced_size;
+    std::size_t notes_end;  // the layer's notes of the items up to this one: notes[0, end)
     net::FrameDecode decoded;
   };
   struct Note {
@@ -189,22 +189,16 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
         for (Batch::Note& note : notes.held)
           b->notes.push_back(std::move(note));
         notes.held.clear();
-        Batch::Item& it = b->items.emplace_back(
-            Batch::Item{frame.number, frame.ts_ns, frame.link_type, frame.wire_length, offset, n});
-        it.notes_end = b->notes.size();
-        if (replaced) {
-          it.replaced = true;
-          it.replaced_number = replaced->number;
-          it.replaced_ts_ns = replaced->ts_ns;
-          it.replaced_offset = b->octets.size();
-          it.replaced_size = m;
+        const std::size_t replaced_offset = b->octets.size();
+        if (replaced)
           b->octets.insert(b->octets.end(), replaced->data.begin(), replaced->data.end());
-          const ByteView data(b->octets.data() + it.replaced_offset, m);
-          it.decoded = net::decode_frame(replaced->link_type, data, replaced->wire_length);
-        } else {
-          const ByteView data(b->octets.data() + offset, n);
-          it.decoded = net::decode_frame(frame.link_type, data, frame.wire_length);
-        }
+        const Frame& fed = replaced ? *replaced : frame;
+        const ByteView data(b->octets.data() + (replaced ? replaced_offset : offset),
+                            replaced ? m : n);
+        b->items.push_back(Batch::Item{frame.number, frame.ts_ns, frame.link_type,
+                                       frame.wire_length, offset, n, replaced != nullptr,
+                                       fed.number, fed.ts_ns, replaced_offset, m, b->notes.size(),
+                                       net::decode_frame(fed.link_type, data, fed.wire_length)});
       }
       if (!b->items.empty()) ship();
     } catch (...) {
