@@ -55,7 +55,10 @@ class EspLayer : public capture::FrameLayer {
     net::Endpoint from, to;
     auto operator<=>(const DirKey&) const = default;
   };
+  struct Packet;
   const capture::Frame* process(const capture::Frame& frame, Analyzer& analyzer);
+  const capture::Frame* open(const capture::Frame& frame, const Packet& packet, Analyzer& analyzer);
+  void note_clear(const capture::Frame& frame);
 
   EspOptions options_;
   std::vector<std::unique_ptr<SaState>> sas_;
