@@ -222,6 +222,7 @@ struct Analyzer::Impl {
   ShadowBuffer* last_region = nullptr;  // see find_region()
   bool ranges_capped = false;           // max_ranges_per_region reported
   bool history_capped = false;          // max_history_total reported
+  bool records_capped = false;          // max_message_records reported
   std::uint64_t pending_total = 0;      // out-of-order octets held by all reassemblers
   std::uint64_t resync_total = 0;       // octets held by all framers looking for a boundary
 

@@ -409,7 +409,10 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
 std::size_t Analyzer::Impl::new_record(Connection& c, int dir, std::uint8_t opcode,
                                        bool is_tagged) {
   if (model.messages.size() >= options.limits.max_message_records) {
-    limit_reached("max_message_records", Ctx{c.stream, dir, cur_frame, {}});
+    if (!records_capped) {
+      records_capped = true;  // every later message asks again
+      limit_reached("max_message_records", Ctx{c.stream, dir, cur_frame, {}});
+    }
     return kNoIndex;
   }
   MessageRecord r;
