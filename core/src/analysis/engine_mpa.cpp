@@ -321,8 +321,10 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
   ev.plain = p.plain;
   ev.ulpdu = p.plain.subspan(2, len);
   ev.crc_field = p.crc_field;
-  ev.markers = p.markers;
-  ev.marker_offsets = p.marker_offsets;
+  if (!p.markers.empty()) {  // most streams have none: no copy then
+    ev.markers = p.markers;
+    ev.marker_offsets = p.marker_offsets;
+  }
   ev.leading_marker = p.leading_marker;
 
   if (p.crc_detected) {
