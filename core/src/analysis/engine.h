@@ -267,6 +267,13 @@ struct Analyzer::Impl {
   void limit_reached(std::string_view what, const Ctx& ctx);
   bool once(DirectionEngine& ds, FindingId id) { return ds.once.insert(id).second; }
 
+  // ---- the facade (analyzer.cpp) ----
+  // A decoded frame: counted, then handed to TCP or SCTP. Folded into Analyzer::feed_frame,
+  // feed_decoded and feed_tcp (every frame passes through two or three of them).
+  inline void on_frame(std::uint64_t frame, std::int64_t ts, std::size_t captured,
+                       const net::FrameDecode& d);
+  inline void on_tcp_frame(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
+
   // ---- TCP (engine_tcp.cpp) ----
   void feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
   Connection* connection_for(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
