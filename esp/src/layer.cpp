@@ -134,37 +134,44 @@ const capture::Frame* EspLayer::replace(const capture::Frame& frame, capture::La
   return process(frame, notes);
 }
 
+// Where an ESP packet lies in a frame (process() found it, open() receives it).
+struct EspLayer::Packet {
+  std::size_t ip = 0;         // the outer IP header
+  std::size_t ip_header = 0;  // its length (IPv6: the fixed 40 octets)
+  std::size_t esp_at = 0;     // the ESP header
+  std::size_t end = 0;        // the IP packet's end within the captured octets
+  std::uint8_t version = 0;
+  bool udp = false;  // RFC 3948 UDP encapsulation
+  bool truncated = false;
+};
+
+// Per frame: finds the ESP packet, if any; most frames of a capture are none and cost only this.
 const capture::Frame* EspLayer::process(const capture::Frame& frame, capture::LayerNotes& notes) {
   const ByteView f = frame.data;
   const auto off = ip_offset(frame.link_type, f);
   if (!off || *off >= f.size()) return nullptr;
-  const std::size_t ip = *off;
-  const std::uint8_t version = f[ip] >> 4;
-  std::size_t l4 = 0, ip_end = 0, ip_header = 0;
+  Packet p;
+  p.ip = *off;
+  const std::size_t ip = p.ip;
+  p.version = f[ip] >> 4;
+  std::size_t l4 = 0, ip_end = 0;
   std::uint8_t proto = 0;
-  net::Address src, dst;
-  bool truncated = frame.wire_length > f.size();
-  if (version == 4) {
+  p.truncated = frame.wire_length > f.size();
+  if (p.version == 4) {
     if (f.size() < ip + 20) return nullptr;
-    ip_header = std::size_t{f[ip] & 0x0Fu} * 4;
+    p.ip_header = std::size_t{f[ip] & 0x0Fu} * 4;
     const std::size_t total = load_be16(&f[ip + 2]);
-    if (ip_header < 20 || total < ip_header || f.size() < ip + ip_header) return nullptr;
+    if (p.ip_header < 20 || total < p.ip_header || f.size() < ip + p.ip_header) return nullptr;
     if (load_be16(&f[ip + 6]) & 0x3FFF) return nullptr;  // a fragment: not reassembled here
     proto = f[ip + 9];
-    src.bytes[0] = f[ip + 12];
-    std::copy_n(&f[ip + 12], 4, src.bytes.begin());
-    std::copy_n(&f[ip + 16], 4, dst.bytes.begin());
-    l4 = ip + ip_header;
+    l4 = ip + p.ip_header;
     ip_end = ip + total;
-  } else if (version == 6) {
+  } else if (p.version == 6) {
     if (f.size() < ip + 40) return nullptr;
-    src.v6 = dst.v6 = true;
-    std::copy_n(&f[ip + 8], 16, src.bytes.begin());
-    std::copy_n(&f[ip + 24], 16, dst.bytes.begin());
     ip_end = ip + 40 + load_be16(&f[ip + 4]);
     proto = f[ip + 6];
     l4 = ip + 40;
-    ip_header = 40;
+    p.ip_header = 40;
     // Extension headers in front of ESP (RFC 8200 §4): hop-by-hop, routing, destination options.
     for (int hops = 0; hops < 8 && (proto == 0 || proto == 43 || proto == 60 || proto == kProtoAh);
          ++hops) {
@@ -177,30 +184,53 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, capture::La
   } else {
     return nullptr;
   }
-  if (ip_end > f.size()) truncated = true;
-  const std::size_t end = std::min(ip_end, f.size());
-  if (l4 > end) return nullptr;
-  bool udp = false;
-  std::size_t esp_at = l4;
+  if (ip_end > f.size()) p.truncated = true;
+  p.end = std::min(ip_end, f.size());
+  if (l4 > p.end) return nullptr;
+  p.esp_at = l4;
   if (proto == kProtoUdp) {
     // RFC 3948 §2.2: on port 4500 a payload whose first four octets are not zero is ESP (zero:
     // the non-ESP marker of IKE; one 0xFF octet: a NAT-keepalive).
-    if (end < l4 + 8) return nullptr;
+    if (p.end < l4 + 8) return nullptr;
     const std::uint16_t sport = load_be16(&f[l4]), dport = load_be16(&f[l4 + 2]);
     if (sport != kNatTPort && dport != kNatTPort) return nullptr;
-    esp_at = l4 + 8;
-    if (end < esp_at + 8) return nullptr;
-    if (load_be32(&f[esp_at]) == 0) return nullptr;
-    udp = true;
+    p.esp_at = l4 + 8;
+    if (p.end < p.esp_at + 8) return nullptr;
+    if (load_be32(&f[p.esp_at]) == 0) return nullptr;
+    p.udp = true;
   } else if (proto != kProtoEsp) {
-    if (options_.require_esp && proto == kProtoTcp && clear_.size() < kMaxDirections) {
-      const net::FrameDecode d = net::decode_frame(frame.link_type, f, frame.wire_length);
-      if (d.status == net::FrameStatus::tcp && !d.tcp.payload.empty())
-        clear_.emplace(DirKey{d.tcp.src, d.tcp.dst}, frame.number);
-    }
+    if (options_.require_esp && proto == kProtoTcp && clear_.size() < kMaxDirections)
+      note_clear(frame);
     return nullptr;
   }
-  if (end < esp_at + 8) return nullptr;
+  if (p.end < p.esp_at + 8) return nullptr;
+  return open(frame, p, notes);
+}
+
+// --require-esp: the direction of a TCP frame with payload was seen in the clear. Out of line,
+// as open() is: process() runs for every frame and stays small.
+[[gnu::noinline]] void EspLayer::note_clear(const capture::Frame& frame) {
+  const net::FrameDecode d = net::decode_frame(frame.link_type, frame.data, frame.wire_length);
+  if (d.status == net::FrameStatus::tcp && !d.tcp.payload.empty())
+    clear_.emplace(DirKey{d.tcp.src, d.tcp.dst}, frame.number);
+}
+
+// An ESP packet, as its receiver processes it (RFC 4303 §3.4).
+[[gnu::noinline]] const capture::Frame* EspLayer::open(const capture::Frame& frame, const Packet& p,
+                                                       capture::LayerNotes& notes) {
+  const ByteView f = frame.data;
+  const std::size_t ip = p.ip, ip_header = p.ip_header, esp_at = p.esp_at, end = p.end;
+  const std::uint8_t version = p.version;
+  const bool udp = p.udp, truncated = p.truncated;
+  net::Address src, dst;
+  if (version == 4) {
+    std::copy_n(&f[ip + 12], 4, src.bytes.begin());
+    std::copy_n(&f[ip + 16], 4, dst.bytes.begin());
+  } else {
+    src.v6 = dst.v6 = true;
+    std::copy_n(&f[ip + 8], 16, src.bytes.begin());
+    std::copy_n(&f[ip + 24], 16, dst.bytes.begin());
+  }
   const ByteView esp = f.subspan(esp_at, end - esp_at);
   const std::uint32_t spi = load_be32(&esp[0]);
   const std::uint32_t seq = load_be32(&esp[4]);
@@ -212,7 +242,7 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, capture::La
       break;
     }
   }
-  // Where a finding happened, written only for a finding.
+  // The packet in a finding's message (built only for one).
   const auto where = [&] {
     return "SPI " + hex32(spi) + " " + src.to_string() + " \u2192 " + dst.to_string() + " seq " +
            std::to_string(seq);

@@ -637,6 +637,42 @@ TEST(Analysis, SiwTerminateIsDecodedLinkedAndFlaggedNonconformant) {
   EXPECT_NE(m.findings[0].message.find("frame 5"), std::string::npos) << m.findings[0].message;
 }
 
+// A Terminate is linked to the newest of the last 256 segments its peer sent with the header
+// it quotes; older ones are forgotten.
+TEST(Analysis, TerminateQuotesTheNewestOfTheLast256Segments) {
+  Conn c;
+  c.cut_at_fpdus = true;  // one FPDU a frame: the handshake is frames 3-4, write i frame 5 + i
+  c.handshake();
+  const auto write = [](std::size_t i) {
+    const std::uint64_t to = i == 10 || i == 200 ? 0xABC000 : 0x1000 * i;  // 10 and 200 alike
+    return Conn::tagged(Opcode::rdma_write, 0x77, to, true);
+  };
+  for (std::size_t i = 0; i < 300; ++i)
+    c.fpdu(0, write(i), pattern(16));
+  std::uint32_t msn = 1;
+  for (std::size_t quoted :
+       {std::size_t{43}, std::size_t{44}, std::size_t{200}, std::size_t{299}}) {
+    wire::Terminate t;
+    t.control = {0, rdmap_etype::remote_protection, rdmap_code::invalid_stag, true, true, false, 0};
+    t.ddp_segment_length = 30;
+    t.ddp_header = write(quoted);
+    Bytes body;
+    ByteWriter w(body);
+    wire::encode_terminate(t, wire::TerminateLayout::rfc, w);
+    c.fpdu(1, Conn::untagged(Opcode::terminate, 2, msn++, 0, true), body);
+  }
+  Analyzer a;
+  const Model& m = c.run(a, c.segments());
+  std::vector<std::string> quoted;
+  for (const auto& f : m.findings) {
+    if (f.id != FindingId::rdmap_terminate) continue;
+    const auto at = f.message.find("(quotes the segment in frame ");
+    quoted.push_back(at == std::string::npos ? "-" : f.message.substr(at + 29));
+  }
+  // Write 43 is one of the 44 pushed out of the ring; 200 (not 10) is the newest like it.
+  EXPECT_EQ(quoted, (std::vector<std::string>{"-", "49)", "205)", "304)"}));
+}
+
 TEST(Analysis, MarkersInOneDirectionFrameCleanly) {
   for (bool crc : {false, true}) {
     Conn c;

@@ -36,45 +36,56 @@ void Analyzer::add_regions(std::span<const RegionSpec> regions) {
   impl_->add_regions(regions);
 }
 
+[[gnu::always_inline]] inline void Analyzer::Impl::on_tcp_frame(std::uint64_t frame,
+                                                                std::int64_t ts,
+                                                                const net::TcpSegment& seg) {
+  if (!user_regions.empty()) {
+    ensure_ownerless_regions(seg.src.addr);
+    ensure_ownerless_regions(seg.dst.addr);
+  }
+  feed_tcp(frame, ts, seg);
+}
+
+[[gnu::always_inline]] inline void Analyzer::Impl::on_frame(std::uint64_t frame, std::int64_t ts,
+                                                            std::size_t captured,
+                                                            const net::FrameDecode& d) {
+  model.frames++;
+  model.bytes += captured;
+  switch (d.status) {
+    case net::FrameStatus::tcp:
+      on_tcp_frame(frame, ts, d.tcp);
+      break;
+    case net::FrameStatus::sctp:
+      if (!user_regions.empty()) {
+        ensure_ownerless_regions(d.sctp.src);
+        ensure_ownerless_regions(d.sctp.dst);
+      }
+      feed_sctp(frame, ts, d.sctp);
+      break;
+    case net::FrameStatus::not_tcp:
+      model.frames_not_tcp++;
+      break;
+    case net::FrameStatus::unsupported:
+      model.frames_unsupported++;
+      break;
+    case net::FrameStatus::malformed:
+      model.frames_malformed++;
+      break;
+  }
+}
+
 void Analyzer::feed_frame(std::uint64_t frame, std::int64_t ts_ns, std::uint32_t link_type,
                           ByteView data, std::uint32_t wire_length) {
-  feed_decoded(frame, ts_ns, data.size(), net::decode_frame(link_type, data, wire_length));
+  impl_->on_frame(frame, ts_ns, data.size(), net::decode_frame(link_type, data, wire_length));
 }
 
 void Analyzer::feed_decoded(std::uint64_t frame, std::int64_t ts_ns, std::size_t captured,
                             const net::FrameDecode& d) {
-  Model& m = impl_->model;
-  m.frames++;
-  m.bytes += captured;
-  switch (d.status) {
-    case net::FrameStatus::tcp:
-      feed_tcp(frame, ts_ns, d.tcp);
-      break;
-    case net::FrameStatus::sctp:
-      if (!impl_->user_regions.empty()) {
-        impl_->ensure_ownerless_regions(d.sctp.src);
-        impl_->ensure_ownerless_regions(d.sctp.dst);
-      }
-      impl_->feed_sctp(frame, ts_ns, d.sctp);
-      break;
-    case net::FrameStatus::not_tcp:
-      m.frames_not_tcp++;
-      break;
-    case net::FrameStatus::unsupported:
-      m.frames_unsupported++;
-      break;
-    case net::FrameStatus::malformed:
-      m.frames_malformed++;
-      break;
-  }
+  impl_->on_frame(frame, ts_ns, captured, d);
 }
 
 void Analyzer::feed_tcp(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment) {
-  if (!impl_->user_regions.empty()) {
-    impl_->ensure_ownerless_regions(segment.src.addr);
-    impl_->ensure_ownerless_regions(segment.dst.addr);
-  }
-  impl_->feed_tcp(frame, ts_ns, segment);
+  impl_->on_tcp_frame(frame, ts_ns, segment);
 }
 
 void Analyzer::note_truncated_file(std::uint64_t last_frame, const std::string& detail) {

@@ -52,6 +52,14 @@ struct MessageTrack {
   std::uint64_t delivery_id = 0;   // place in the delivery queue
   Bytes body;                      // the first octets of an untagged message, for decoding
   bool conflict_reported = false;  // ddp.tagged.conflicting-placement: once per message
+  // No message: as constructed, but the body's storage is kept for the queue's next message
+  // (an allocation less per Send).
+  void reset() {
+    Bytes keep = std::move(body);
+    keep.clear();
+    *this = MessageTrack{};
+    body = std::move(keep);
+  }
 };
 
 struct PendingDelivery {
@@ -65,6 +73,35 @@ struct HeaderEcho {
   std::uint64_t frame = 0;
 };
 
+// The last DDP headers a direction sent and their frames, for the Terminates that quote one
+// (RFC 5040 §7.1). A ring of kCap: one is added per segment, so it allocates only while it
+// fills.
+class RecentHeaders {
+ public:
+  static constexpr std::size_t kCap = 256;
+  void push(const wire::DdpHeader& header, std::uint64_t frame) {
+    if (ring_.size() < kCap) {
+      ring_.push_back({header, frame});
+      return;
+    }
+    ring_[next_] = {header, frame};
+    next_ = (next_ + 1) % kCap;
+  }
+  // The most recent one with this header, or nullptr.
+  const HeaderEcho* find(const wire::DdpHeader& header) const {
+    // Newest first: ring_[next_ - 1] back to ring_[0], then ring_.back() down to ring_[next_].
+    for (std::size_t i = next_; i-- > 0;)
+      if (ring_[i].header == header) return &ring_[i];
+    for (std::size_t i = ring_.size(); i-- > next_;)
+      if (ring_[i].header == header) return &ring_[i];
+    return nullptr;
+  }
+
+ private:
+  std::vector<HeaderEcho> ring_;
+  std::size_t next_ = 0;  // the oldest once full (where the next one goes)
+};
+
 // The analysis of one direction of a stream: what its sender sent, and the Data Sink of its
 // receiver.
 struct DirectionEngine {
@@ -76,7 +113,7 @@ struct DirectionEngine {
   std::array<MessageTrack, rdmap::DataSink::kQueues> queues;
   std::deque<PendingDelivery> delivery;  // messages in arrival order, awaiting delivery
   std::uint64_t delivery_base = 0;       // id of delivery.front()
-  std::deque<HeaderEcho> recent;         // DDP headers sent, for Terminates that quote them
+  RecentHeaders recent;                  // DDP headers sent, for Terminates that quote them
   std::set<FindingId> once;              // noisy findings reported once per direction
   bool truncated_reported = false;
   Consequence last_loss = Consequence::none;  // what this direction last lost octets to
@@ -185,6 +222,7 @@ struct Analyzer::Impl {
   ShadowBuffer* last_region = nullptr;  // see find_region()
   bool ranges_capped = false;           // max_ranges_per_region reported
   bool history_capped = false;          // max_history_total reported
+  bool records_capped = false;          // max_message_records reported
   std::uint64_t pending_total = 0;      // out-of-order octets held by all reassemblers
   std::uint64_t resync_total = 0;       // octets held by all framers looking for a boundary
 
@@ -192,6 +230,19 @@ struct Analyzer::Impl {
   std::uint64_t cur_frame = 0;
   std::int64_t cur_ts = 0;
   PduEvent* cur_ev = nullptr;
+  // A PDU's message lists (SegmentAnalysis) get the storage of the PDU before, handed back once
+  // observers have seen it: a Send completes and delivers a message, two allocations a PDU.
+  std::vector<std::size_t> spare_completed, spare_delivered;
+  void lend_message_lists(PduEvent& ev) {
+    ev.analysis.messages_completed.swap(spare_completed);
+    ev.analysis.messages_delivered.swap(spare_delivered);
+  }
+  void take_back_message_lists(PduEvent& ev) {
+    ev.analysis.messages_completed.clear();
+    ev.analysis.messages_delivered.clear();
+    spare_completed.swap(ev.analysis.messages_completed);
+    spare_delivered.swap(ev.analysis.messages_delivered);
+  }
 
   // ---- findings (engine_tcp.cpp) ----
   struct Ctx {
@@ -215,6 +266,13 @@ struct Analyzer::Impl {
   // Reported once per limit. Called for every item past a cap, so the repeat costs a lookup.
   void limit_reached(std::string_view what, const Ctx& ctx);
   bool once(DirectionEngine& ds, FindingId id) { return ds.once.insert(id).second; }
+
+  // ---- the facade (analyzer.cpp) ----
+  // A decoded frame: counted, then handed to TCP or SCTP. Folded into Analyzer::feed_frame,
+  // feed_decoded and feed_tcp (every frame passes through two or three of them).
+  inline void on_frame(std::uint64_t frame, std::int64_t ts, std::size_t captured,
+                       const net::FrameDecode& d);
+  inline void on_tcp_frame(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
 
   // ---- TCP (engine_tcp.cpp) ----
   void feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);

@@ -14,8 +14,6 @@ namespace ddpscope {
 
 namespace {
 
-constexpr std::size_t kRecentHeaders = 256;
-
 // What an analysis accepts of a frame: all the RFCs allow, and revision 0 as siw does.
 const mpa::Policy kAnalysisPolicy{};
 
@@ -142,6 +140,7 @@ void Analyzer::Impl::report_lost_framing(Connection& c, int dir) {
 void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
   StreamModel& sm = model.streams[c.stream];
   PduEvent ev;
+  lend_message_lists(ev);
   ev.stream = c.stream;
   ev.direction = dir;
   ev.stream_offset = p.stream_offset;
@@ -157,6 +156,7 @@ void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
       on_not_mpa(c, dir, ctx);
       cur_ev = outer;
       p.slices = std::move(ev.slices);
+      take_back_message_lists(ev);
       return;  // nothing consumed: no event
     case RawPdu::Kind::reqrep:
       ev.kind =
@@ -187,6 +187,7 @@ void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
   cur_ev = outer;
   if (observer) observer->on_pdu(ev);
   p.slices = std::move(ev.slices);  // the framer reuses the storage
+  take_back_message_lists(ev);
 }
 
 void Analyzer::Impl::on_not_mpa(Connection& c, int dir, const Ctx& ctx) {
@@ -320,8 +321,10 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
   ev.plain = p.plain;
   ev.ulpdu = p.plain.subspan(2, len);
   ev.crc_field = p.crc_field;
-  ev.markers = p.markers;
-  ev.marker_offsets = p.marker_offsets;
+  if (!p.markers.empty()) {  // most streams have none: no copy then
+    ev.markers = p.markers;
+    ev.marker_offsets = p.marker_offsets;
+  }
   ev.leading_marker = p.leading_marker;
 
   if (p.crc_detected) {
@@ -400,8 +403,7 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
   ev.ddp = seg.value();
   if (dm.fpdus == 1) check_setup_order(c, dir, seg->header, ctx);
   on_ddp_segment(c, dir, ev, ctx);  // the LLP boundary
-  if (ds.recent.size() >= kRecentHeaders) ds.recent.pop_front();
-  ds.recent.push_back({seg->header, ctx.frame});
+  ds.recent.push(seg->header, ctx.frame);
 }
 
 // The first FPDU of each direction against the connection setup order: the initiator sends

@@ -653,6 +653,7 @@ void Analyzer::Impl::sctp_segment(Connection& c, int dir, SctpMessageBuild& m, c
       break;
   }
   PduEvent ev;
+  lend_message_lists(ev);
   ev.stream = c.stream;
   ev.direction = dir;
   ev.kind = PduKind::fpdu;
@@ -675,11 +676,11 @@ void Analyzer::Impl::sctp_segment(Connection& c, int dir, SctpMessageBuild& m, c
   } else {
     ev.ddp = seg.value();
     on_ddp_segment(c, dir, ev, ctx);  // the LLP boundary
-    if (ds.recent.size() >= 256) ds.recent.pop_front();
-    ds.recent.push_back({seg->header, ctx.frame});
+    ds.recent.push(seg->header, ctx.frame);
   }
   cur_ev = outer;
   if (observer) observer->on_pdu(ev);
+  take_back_message_lists(ev);
 }
 
 // ---- end of input --------------------------------------------------------------------------

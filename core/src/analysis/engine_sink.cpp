@@ -244,7 +244,7 @@ void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, cons
   MessageTrack& m = ds.queues[h.qn];
   if (step.abandoned) abandon(c, dir, m.delivery_id);
   if (step.starts_message) {
-    m = MessageTrack{};
+    m.reset();
     m.record = new_record(c, dir, step.opcode, false);
     if (m.record != kNoIndex) {
       model.messages[m.record].qn = h.qn;
@@ -269,10 +269,10 @@ void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, cons
   qs.last_msn = step.msn;
   if (qs.messages == 1) qs.first_msn = step.msn;
   dm.opcodes[step.opcode].messages++;
-  const MessageTrack done = std::move(m);
-  m = MessageTrack{};
-  complete(c, dir, done.delivery_id, done.record, ev, true);
-  if (!step.damaged) untagged_message(c, dir, ev, ctx, step, done);
+  // Neither reads the queue's track: it is reset after them, its body's storage kept.
+  complete(c, dir, m.delivery_id, m.record, ev, true);
+  if (!step.damaged) untagged_message(c, dir, ev, ctx, step, m);
+  m.reset();
 }
 
 // What a complete untagged message means beyond its queue (RFC 5040 §5, RFC 7306).
@@ -384,13 +384,9 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
   std::string msg = "peer sent Terminate: " + terminate_error_name(err);
   if (t->ddp_header) {
     // Link to the segment it quotes: the peer's recent segment with the same DDP header.
-    const auto& recent = c.ds(1 - dir).recent;
-    for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
-      if (it->header == *t->ddp_header) {
-        ev.analysis.quoted_frame = it->frame;
-        msg += " (quotes the segment in frame " + std::to_string(it->frame) + ")";
-        break;
-      }
+    if (const HeaderEcho* e = c.ds(1 - dir).recent.find(*t->ddp_header)) {
+      ev.analysis.quoted_frame = e->frame;
+      msg += " (quotes the segment in frame " + std::to_string(e->frame) + ")";
     }
   }
   report(FindingId::rdmap_terminate, ctx, msg, Consequence::none, err);
@@ -413,7 +409,10 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
 std::size_t Analyzer::Impl::new_record(Connection& c, int dir, std::uint8_t opcode,
                                        bool is_tagged) {
   if (model.messages.size() >= options.limits.max_message_records) {
-    limit_reached("max_message_records", Ctx{c.stream, dir, cur_frame, {}});
+    if (!records_capped) {
+      records_capped = true;  // every later message asks again
+      limit_reached("max_message_records", Ctx{c.stream, dir, cur_frame, {}});
+    }
     return kNoIndex;
   }
   MessageRecord r;

@@ -84,21 +84,20 @@ std::optional<NetworkLayer> by_bsd_family(std::uint32_t family) {
   return std::nullopt;
 }
 
-// The result of the link layer: either a network layer to decode or a final answer.
+// The result of the link layer: either a network layer to decode or why not (trivially
+// copyable: decode_frame builds the FrameDecode of a failure, and only for one).
 struct LinkResult {
   std::optional<NetworkLayer> net;
-  std::optional<FrameDecode> final;
+  FrameStatus status = FrameStatus::not_tcp;  // without `net`: not_tcp, malformed or unsupported
+  std::string_view cut;                       // malformed: the header the snaplen cut
 };
 
 LinkResult decode_link(std::uint32_t link_type, ByteView frame) {
-  auto done = [](FrameDecode d) { return LinkResult{std::nullopt, std::move(d)}; };
-  auto cut = [&](std::string_view header) {
-    return done(fail(FrameStatus::malformed,
-                     "cut by snaplen before the " + std::string(header) + " header ended"));
+  auto cut = [](std::string_view header) {
+    return LinkResult{std::nullopt, FrameStatus::malformed, header};
   };
-  auto ethertype_result = [&](std::uint16_t ethertype, std::size_t offset) {
-    if (auto net = by_ethertype(ethertype, offset)) return LinkResult{net, std::nullopt};
-    return done(not_tcp());
+  auto ethertype_result = [](std::uint16_t ethertype, std::size_t offset) {
+    return LinkResult{by_ethertype(ethertype, offset)};
   };
   switch (link_type) {
     case static_cast<std::uint32_t>(LinkType::ethernet): {
@@ -125,28 +124,25 @@ LinkResult decode_link(std::uint32_t link_type, ByteView frame) {
     case static_cast<std::uint32_t>(LinkType::raw):
     case dlt_raw_a:
     case dlt_raw_b:
-      return LinkResult{NetworkLayer{NetworkLayer::Kind::by_version, 0}, std::nullopt};
+      return LinkResult{NetworkLayer{NetworkLayer::Kind::by_version, 0}};
     case static_cast<std::uint32_t>(LinkType::ipv4):
-      return LinkResult{NetworkLayer{NetworkLayer::Kind::ipv4, 0}, std::nullopt};
+      return LinkResult{NetworkLayer{NetworkLayer::Kind::ipv4, 0}};
     case static_cast<std::uint32_t>(LinkType::ipv6):
-      return LinkResult{NetworkLayer{NetworkLayer::Kind::ipv6, 0}, std::nullopt};
+      return LinkResult{NetworkLayer{NetworkLayer::Kind::ipv6, 0}};
     case static_cast<std::uint32_t>(LinkType::null): {
       if (frame.size() < 4) return cut("loopback");
       // Host order of the capturing machine, which may differ from ours: families are
       // small, so whichever reading fits in 16 bits is the right one.
       std::uint32_t le = load_le32(&frame[0]);
       std::uint32_t family = (le & 0xFFFF0000u) == 0 ? le : load_be32(&frame[0]);
-      if (auto net = by_bsd_family(family)) return LinkResult{net, std::nullopt};
-      return done(not_tcp());
+      return LinkResult{by_bsd_family(family)};
     }
     case static_cast<std::uint32_t>(LinkType::loop): {
       if (frame.size() < 4) return cut("loopback");
-      if (auto net = by_bsd_family(load_be32(&frame[0]))) return LinkResult{net, std::nullopt};
-      return done(not_tcp());
+      return LinkResult{by_bsd_family(load_be32(&frame[0]))};
     }
     default:
-      return done(fail(FrameStatus::unsupported,
-                       "link type " + std::to_string(link_type) + " is not supported"));
+      return LinkResult{std::nullopt, FrameStatus::unsupported};
   }
 }
 
@@ -493,8 +489,16 @@ std::string Endpoint::to_string() const {
 }
 
 FrameDecode decode_frame(std::uint32_t link_type, ByteView data, std::uint32_t wire_length) {
-  LinkResult link = decode_link(link_type, data);
-  if (link.final) return std::move(*link.final);
+  const LinkResult link = decode_link(link_type, data);
+  if (!link.net) {
+    if (link.status == FrameStatus::malformed)
+      return fail(FrameStatus::malformed,
+                  "cut by snaplen before the " + std::string(link.cut) + " header ended");
+    if (link.status == FrameStatus::unsupported)
+      return fail(FrameStatus::unsupported,
+                  "link type " + std::to_string(link_type) + " is not supported");
+    return not_tcp();
+  }
   NetworkLayer net = *link.net;
   // A capture's wire length cannot be below what was captured; trust the larger.
   std::size_t wire = std::max<std::size_t>(wire_length, data.size());

@@ -11,6 +11,9 @@ namespace ddpscope {
 
 void RpingAdvertisementDecoder::decode(const AdvertContext& ctx, UlpStreamState*, ByteView message,
                                        UlpEvents& out) const {
+  // rping's SEND is its 16-octet advertisement alone: any other size is none (the size
+  // decode_rping_info asks for, checked here before a call per message into rping.cpp).
+  if (message.size() != ulp::RpingInfo::kSize) return;
   const auto info =
       ulp::rping_advertisement(ctx.opcode, ctx.sender.port, ctx.receiver.port, message);
   if (!info) return;
@@ -43,18 +46,18 @@ UlpStreamDecoders::UlpStreamDecoders(
     states_.push_back(d->new_stream());
 }
 
+// A state claims only while its own decoder runs (setup or decode): asking that one state
+// then is enough, and claimed() is a load, not a walk over every decoder (it is asked for every
+// untagged message). Folded into its callers: it runs after every decoder, for every message.
+[[gnu::always_inline]] inline void UlpStreamDecoders::note_claim(std::size_t i) {
+  if (!claimed_ && states_[i] && states_[i]->claimed()) claimed_ = i;
+}
+
 void UlpStreamDecoders::setup(const UlpSetup& setup) {
   for (std::size_t i = 0; i < decoders_.size(); ++i) {
     decoders_[i]->setup(states_[i].get(), setup);
     note_claim(i);
   }
-}
-
-// A state claims only while its own decoder runs (setup or decode): asking that one state
-// then is enough, and claimed() is a load, not a walk over every decoder (it is asked for every
-// untagged message).
-void UlpStreamDecoders::note_claim(std::size_t i) {
-  if (!claimed_ && states_[i] && states_[i]->claimed()) claimed_ = i;
 }
 
 std::vector<UlpStreamDecoders::Decoded> UlpStreamDecoders::decode(const AdvertContext& ctx,
@@ -68,8 +71,11 @@ std::vector<UlpStreamDecoders::Decoded> UlpStreamDecoders::decode(const AdvertCo
     if (!d.events.empty()) out.push_back(std::move(d));
     return out;
   }
+  // One event list for every decoder: most find nothing in a message, and what one found is
+  // moved out (leaving the list empty for the next).
+  Decoded d;
   for (std::size_t i = 0; i < decoders_.size(); ++i) {
-    Decoded d{i, {}};
+    d.decoder = i;
     decoders_[i]->decode(ctx, states_[i].get(), message, d.events);
     note_claim(i);
     if (claimed_) {
@@ -77,7 +83,10 @@ std::vector<UlpStreamDecoders::Decoded> UlpStreamDecoders::decode(const AdvertCo
       if (!d.events.empty()) out.push_back(std::move(d));
       return out;
     }
-    if (!d.events.empty()) out.push_back(std::move(d));
+    if (!d.events.empty()) {
+      out.push_back(std::move(d));
+      d.events = UlpEvents{};
+    }
   }
   return out;
 }

@@ -244,9 +244,15 @@ void IserDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteVi
                          UlpEvents& out) const {
   auto* st = static_cast<IserStream*>(state);
   if (!wire::opcode_is_send_family(ctx.opcode)) return;
-  const bool first_of_sender =
-      std::find(st->senders.begin(), st->senders.end(), ctx.sender) == st->senders.end();
-  if (first_of_sender && st->senders.size() < 2) st->senders.push_back(ctx.sender);
+  // The stream's first two senders, noted from every message. Whether this is its sender's
+  // first message matters to a Hello alone: once both are known it is looked up there.
+  const bool senders_known = st->senders.size() >= 2;
+  bool first_of_sender = false;
+  if (!senders_known) {
+    first_of_sender =
+        std::find(st->senders.begin(), st->senders.end(), ctx.sender) == st->senders.end();
+    if (first_of_sender) st->senders.push_back(ctx.sender);
+  }
   const auto h = decode_iser_header(message);
   if (!h) return;
   if (h->opcode == iser_opcode::hello || h->opcode == iser_opcode::hello_reply) {
@@ -255,6 +261,9 @@ void IserDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteVi
     // evidence (any Send may start 0x20): taken only as its sender's first message, on a
     // stream whose start the capture holds, with a hint (port 3260, iSER CM private data) or
     // a Login; a HelloReply only after the peer's Hello.
+    if (senders_known)
+      first_of_sender =
+          std::find(st->senders.begin(), st->senders.end(), ctx.sender) == st->senders.end();
     const bool hinted = st->recognised || st->cm_hint || ctx.sender.port == kIscsiPort ||
                         ctx.receiver.port == kIscsiPort;
     const bool hello = h->opcode == iser_opcode::hello;

@@ -11,6 +11,13 @@
 namespace ddpscope::ulp {
 namespace {
 
+// An SQE's flags octet as NVMe over Fabrics has it: PSDT (bits 7:6) 01b or 10b (SGLs: fabrics
+// use no PRPs), reserved bits 5:2 zero.
+bool sqe_flags_plausible(std::uint8_t flags) {
+  const std::uint8_t psdt = static_cast<std::uint8_t>(flags >> 6);
+  return (psdt == 1 || psdt == 2) && (flags & 0x3C) == 0;
+}
+
 bool all_zero(ByteView d) {
   return std::all_of(d.begin(), d.end(), [](std::uint8_t b) { return b == 0; });
 }
@@ -306,8 +313,7 @@ std::optional<std::uint64_t> nvme_command_transfer_length(const NvmeSqe& sqe, bo
 
 bool nvme_sqe_plausible(const NvmeSqe& sqe, std::uint64_t capsule_length) {
   if (capsule_length < kNvmeSqeSize) return false;
-  if (sqe.psdt() != 1 && sqe.psdt() != 2) return false;
-  if ((sqe.flags & 0x3C) != 0) return false;  // reserved bits 5:2
+  if (!sqe_flags_plausible(sqe.flags)) return false;
   const NvmeSgl& s = sqe.sgl1;
   switch (s.type) {
     case sgl_type::data_block:
@@ -374,6 +380,11 @@ void NvmeRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, By
     return;
   }
   if (to_host) return;  // a controller sends no command capsules
+  // What rejects most Sends of a stream that is not NVMe, before the whole SQE is decoded:
+  // shorter than an SQE, or flags no SQE over RDMA has (both of nvme_sqe_plausible's rules).
+  if (message.size() < kNvmeSqeSize || ctx.length < kNvmeSqeSize ||
+      !sqe_flags_plausible(message[1]))
+    return;
   const auto sqe = decode_nvme_sqe(message);
   if (!sqe || !nvme_sqe_plausible(*sqe, ctx.length)) return;
   const bool connect = sqe->opcode == kNvmeFabricsOpcode && sqe->fctype() == kFctypeConnect;

@@ -85,6 +85,10 @@ const char* nfs3_name(std::uint32_t proc) {
 }  // namespace
 
 std::optional<RpcRdmaHeader> decode_rpcrdma_header(ByteView m) {
+  // The four fixed words first, without building the header and its lists: most messages a
+  // decoder is shown are no RPC-over-RDMA (version 1, a known procedure).
+  if (m.size() < 16 || load_be32(&m[4]) != 1 || load_be32(&m[12]) > rpcrdma_proc::error)
+    return std::nullopt;
   Xdr x{m};
   RpcRdmaHeader h;
   h.xid = x.u32();

@@ -92,13 +92,13 @@ std::optional<SmbdNegotiateResponse> decode_smbd_negotiate_response(ByteView m) 
 std::optional<SmbdDataHeader> decode_smbd_data_header(ByteView m, std::uint64_t length) {
   if (m.size() < kSmbdDataHeaderSize) return std::nullopt;
   SmbdDataHeader h;
+  h.flags = le16(m, 4);
+  if ((h.flags & ~0x0001u) != 0 || le16(m, 6) != 0) return std::nullopt;
   h.credits_requested = le16(m, 0);
   h.credits_granted = le16(m, 2);
-  h.flags = le16(m, 4);
   h.remaining_data_length = le32(m, 8);
   h.data_offset = le32(m, 12);
   h.data_length = le32(m, 16);
-  if ((h.flags & ~0x0001u) != 0 || le16(m, 6) != 0) return std::nullopt;
   if (h.data_length == 0)
     return h.data_offset == 0 && h.remaining_data_length == 0 ? std::optional<SmbdDataHeader>(h)
                                                               : std::nullopt;

@@ -22,14 +22,14 @@ DdpControl DdpControl::from_byte(std::uint8_t b) {
   return c;
 }
 
-// The T bit of the first octet selects the header size; nothing here is validated (version,
-// reserved bits and QN belong to the engine), so a complete header always decodes.
-Result<DdpHeader> decode_ddp_header(ByteView data) {
-  if (data.empty()) return Result<DdpHeader>::need_more(kDdpTaggedHeaderSize);
-  DdpHeader h;
+namespace {
+
+// The header at data[0] into `h`: its size, the octets it needs (more than data holds when it
+// is cut). The T bit of the first octet selects the size.
+std::size_t read_ddp_header(ByteView data, DdpHeader& h) {
   h.control = DdpControl::from_byte(data[ddp_field::control.offset]);
   const std::size_t size = h.size();
-  if (data.size() < size) return Result<DdpHeader>::need_more(size);
+  if (data.size() < size) return size;
   const std::uint8_t* p = data.data();
   h.rsvd_ulp0 = p[ddp_field::rsvd_ulp.offset];
   if (h.control.tagged) {
@@ -41,6 +41,18 @@ Result<DdpHeader> decode_ddp_header(ByteView data) {
     h.msn = load_be32(p + ddp_field::msn.offset);
     h.mo = load_be32(p + ddp_field::mo.offset);
   }
+  return size;
+}
+
+}  // namespace
+
+// Nothing here is validated (version, reserved bits and QN belong to the engine), so a complete
+// header always decodes.
+Result<DdpHeader> decode_ddp_header(ByteView data) {
+  if (data.empty()) return Result<DdpHeader>::need_more(kDdpTaggedHeaderSize);
+  DdpHeader h;
+  const std::size_t size = read_ddp_header(data, h);
+  if (data.size() < size) return Result<DdpHeader>::need_more(size);
   return Result<DdpHeader>::ok(h, size);
 }
 
@@ -70,15 +82,15 @@ void encode_ddp_header(const DdpHeader& header, ByteWriter& out) {
 }
 
 // A ULPDU is complete once MPA framed it, so a short one is malformed rather than incomplete.
+// Decoded per FPDU: the header is read in place (no Result of its own).
 Result<DdpSegment> decode_ddp_segment(ByteView ulpdu) {
-  auto h = decode_ddp_header(ulpdu);
-  if (!h) {
+  DdpSegment s;
+  const std::size_t size = ulpdu.empty() ? kDdpTaggedHeaderSize : read_ddp_header(ulpdu, s.header);
+  if (ulpdu.size() < size) {
     return Result<DdpSegment>::malformed("ddp.truncated", ulpdu.size(),
                                          "ULPDU shorter than its DDP header");
   }
-  DdpSegment s;
-  s.header = h.value();
-  s.payload = ulpdu.subspan(h.consumed());
+  s.payload = ulpdu.subspan(size);
   return Result<DdpSegment>::ok(s, ulpdu.size());
 }
 

@@ -55,7 +55,11 @@ class EspLayer : public capture::FrameLayer {
     net::Endpoint from, to;
     auto operator<=>(const DirKey&) const = default;
   };
+  struct Packet;
   const capture::Frame* process(const capture::Frame& frame, capture::LayerNotes& notes);
+  const capture::Frame* open(const capture::Frame& frame, const Packet& packet,
+                             capture::LayerNotes& notes);
+  void note_clear(const capture::Frame& frame);
 
   EspOptions options_;
   std::vector<std::unique_ptr<SaState>> sas_;
