@@ -81,11 +81,10 @@ struct FeedOptions {
   // 1: one thread, the loop above. 2 or more: a pipeline of two threads, a reader (libpcap,
   // gzip, the filter, the layer below and net::decode_frame of each frame) and the engine (the
   // analysis, the hooks above: on the calling thread), with a bounded queue of decoded frames
-  // between them
-  // (pipeline_frames frames or about pipeline_octets captured octets at most). The frames reach
-  // the analysis in the same order and the result is the same, bit for bit. One difference:
-  // after a stop by `progress` the reader has read ahead (up to the queue's frames), so the
-  // reader's next frame is not the one after the last fed.
+  // between them (pipeline_frames frames or about pipeline_octets captured octets at most). The
+  // frames reach the analysis in the same order and the result is the same, bit for bit. One
+  // difference: after a stop by `progress` the reader (and the layer) have read ahead (up to the
+  // queue's frames), so the reader's next frame is not the one after the last fed.
   unsigned threads = 1;
   // Runs on every frame before the analysis does (see FrameLayer); not owned. With threads >= 2
   // it runs on the reader thread (ESP decryption, the costliest part of an ESP capture, then
