@@ -8,7 +8,7 @@
 #include <tuple>
 #include <utility>
 
-#if defined(__SSE2__)
+#if defined(__SSE2__) && defined(__x86_64__)
 #include <emmintrin.h>
 #endif
 
@@ -52,7 +52,7 @@ std::uint64_t count_differing(const std::uint8_t* a, const std::uint8_t* b, std:
 // x86-64): equal octets are counted per lane (a compare gives -1 per equal octet; at most 255
 // rounds before a lane could overflow), then the lanes are summed (SAD against zero).
 std::uint64_t copy_counting_changes(std::uint8_t* dst, const std::uint8_t* src, std::size_t n) {
-#if defined(__SSE2__)
+#if defined(__SSE2__) && defined(__x86_64__)
   std::uint64_t equal = 0;
   std::size_t i = 0;
   const __m128i zero = _mm_setzero_si128();
