@@ -86,13 +86,12 @@ std::uint64_t bit_range(std::size_t lo, std::size_t hi) {
   return upto_hi & ~((1ull << lo) - 1);
 }
 
-// Octets [lo, lo + n) of a page that were placed and differ from `src`.
+// Octets [lo, lo + n) of a page not wholly placed that were placed and differ from `src` (a
+// whole page is compared as it is copied: copy_counting_changes).
 std::uint64_t count_changed(const ShadowBuffer::Page& pg, std::size_t lo, const std::uint8_t* src,
                             std::size_t n) {
-  if (pg.valid_count == 0) return 0;
-  if (pg.valid_count == kPage) return count_differing(pg.data.data() + lo, src, n);
   const std::size_t hi = lo + n;
-  if (!pg.valid) {  // one run: only where it meets [lo, hi)
+  if (!pg.valid) {  // one run (or none): only where it meets [lo, hi)
     const std::size_t b0 = std::max<std::size_t>(lo, pg.run_begin);
     const std::size_t b1 = std::min<std::size_t>(hi, pg.run_begin + pg.valid_count);
     return b0 < b1 ? count_differing(pg.data.data() + b0, src + (b0 - lo), b1 - b0) : 0;
@@ -413,7 +412,7 @@ std::uint64_t ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin
   std::uint64_t changed = 0;
   const std::size_t n = content.size();
   auto& pages = buf.pages_;
-  auto pit = pages.end();  // the previous chunk's page, when it is retained
+  auto& last = buf.last_page_;
   for (std::size_t i = 0; i < n;) {
     const std::uint64_t pos = begin + i;
     const std::uint64_t page = pos / kPage;
@@ -421,23 +420,16 @@ std::uint64_t ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin
     const std::size_t chunk = std::min<std::size_t>(n - i, kPage - in_page);
     const std::uint8_t* src = content.data() + i;
     i += chunk;
-    // Where the page is, or goes: after the previous chunk's page (the pages of a placement
-    // are consecutive), at or after the page the previous placement ended in (the segments of a
-    // message continue each other), else found by one search.
-    auto at = pages.end();
-    if (pit != pages.end()) {
-      at = std::next(pit);
-    } else if (buf.last_page_.set && buf.last_page_.at->first == page) {
-      at = buf.last_page_.at;
-    } else if (buf.last_page_.set && buf.last_page_.at->first + 1 == page) {
-      at = std::next(buf.last_page_.at);
-    } else {
-      at = pages.lower_bound(page);
-    }
+    // Where the page is, or goes: the page the buffer's last chunk went to or the one after it
+    // (a placement's pages are consecutive, and the segments of a message continue each
+    // other), else found by one search.
+    auto at = !last.set                    ? pages.lower_bound(page)
+              : last.at->first == page     ? last.at
+              : last.at->first + 1 == page ? std::next(last.at)
+                                           : pages.lower_bound(page);
     if (at == pages.end() || at->first != page) {
       if (retained_ + kPage > retention_cap_) {
         r.content_dropped = true;
-        pit = pages.end();
         continue;
       }
       // A new page: written once, its placed octets one run.
@@ -450,23 +442,16 @@ std::uint64_t ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin
       std::memcpy(pg.data.data() + in_page, src, chunk);
       std::memset(pg.data.data() + in_page + chunk, 0, kPage - in_page - chunk);
       set_valid(pg, in_page, chunk);
-      pit = at;
-      buf.last_page_.at = at;
-      buf.last_page_.set = true;
-      continue;
-    }
-    pit = at;
-    buf.last_page_.at = at;
-    buf.last_page_.set = true;
-    auto& pg = at->second;
-    // Memory holds the latest, as the sink's would.
-    if (pg.valid_count == kPage) {
+    } else if (auto& pg = at->second; pg.valid_count == kPage) {
+      // Memory holds the latest, as the sink's would.
       changed += copy_counting_changes(pg.data.data() + in_page, src, chunk);
     } else {
       changed += count_changed(pg, in_page, src, chunk);
       std::memcpy(pg.data.data() + in_page, src, chunk);
       set_valid(pg, in_page, chunk);
     }
+    last.at = at;
+    last.set = true;
   }
   return changed;
 }
