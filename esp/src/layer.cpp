@@ -320,8 +320,10 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, capture::La
                          "SPI " + hex32(spi) + " (" + sa.origin + "): " + why);
   }
   if (o.next_header == kProtoNoNext) return nullptr;
-  std::string mode;
-  inner_.clear();
+  // The packet handed on: tunnel mode's inner packet as decrypted (in plain_), transport mode's
+  // built in inner_ from the outer header and the payload.
+  ByteView inner;
+  const char* mode = nullptr;
   if (o.next_header == kProtoIpv4 || o.next_header == kProtoIpv6) {
     // Tunnel mode (RFC 4303 §3.1.2): the payload is the inner IP packet.
     const std::uint8_t want = o.next_header == kProtoIpv4 ? 4 : 6;
@@ -333,7 +335,7 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, capture::La
       return nullptr;
     }
     mode = "tunnel";
-    inner_.assign(o.payload.begin(), o.payload.end());
+    inner = o.payload;
   } else {
     // Transport mode (RFC 4303 §3.1.1): the outer header, its protocol the next header.
     mode = "transport";
@@ -358,14 +360,12 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, capture::La
       inner_[6] = o.next_header;
     }
     inner_.insert(inner_.end(), o.payload.begin(), o.payload.end());
+    inner = ByteView(inner_);
   }
   ++st->frames;
-  frame_ = capture::Frame{frame.number,
-                          frame.ts_ns,
-                          kLinkRaw,
-                          ByteView(inner_),
-                          static_cast<std::uint32_t>(inner_.size()),
-                          frame.interface_id};
+  frame_ = capture::Frame{
+      frame.number,      frame.ts_ns, kLinkRaw, inner, static_cast<std::uint32_t>(inner.size()),
+      frame.interface_id};
   const net::FrameDecode d = net::decode_frame(kLinkRaw, frame_.data, frame_.wire_length);
   if (d.status == net::FrameStatus::tcp) {
     DirKey k{d.tcp.src, d.tcp.dst};

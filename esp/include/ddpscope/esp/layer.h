@@ -70,8 +70,8 @@ class EspLayer : public capture::FrameLayer {
   std::map<DirKey, EspProtection> protected_;
   std::map<DirKey, std::uint64_t> clear_;  // first frame of each direction seen in the clear
   std::string error_;
-  Bytes plain_;  // the decrypted payload of the last ESP packet
-  Bytes inner_;  // the packet handed to the analysis in its place
+  Bytes plain_;  // the decrypted payload of the last ESP packet (a tunnel's inner packet)
+  Bytes inner_;  // the packet built for a transport-mode ESP packet
   capture::Frame frame_;
 };
 
