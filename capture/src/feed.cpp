@@ -53,13 +53,11 @@ struct Batch {
     std::uint32_t wire_length;
     std::size_t offset;
     std::size_t size;
-    // The frame the layer put in its place (FrameLayer::replace), when it did: what is decoded
-    // and fed, under its own number and time.
-    bool replaced;
-    std::uint64_t replaced_number;
-    std::int64_t replaced_ts_ns;
-    std::size_t replaced_offset;
-    std::size_t replaced_size;
+    // What is decoded and fed: the frame itself, or the one the layer put in its place
+    // (FrameLayer::replace, its octets after the frame's), under its own number and time.
+    std::uint64_t fed_number;
+    std::int64_t fed_ts_ns;
+    std::size_t fed_size;
     std::size_t notes_end;  // the layer's notes of the items up to this one: notes[0, end)
     net::FrameDecode decoded;
   };
@@ -196,8 +194,8 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
         const ByteView data(b->octets.data() + (replaced ? replaced_offset : offset),
                             replaced ? m : n);
         b->items.push_back(Batch::Item{frame.number, frame.ts_ns, frame.link_type,
-                                       frame.wire_length, offset, n, replaced != nullptr,
-                                       fed.number, fed.ts_ns, replaced_offset, m, b->notes.size(),
+                                       frame.wire_length, offset, n, fed.number, fed.ts_ns,
+                                       data.size(), b->notes.size(),
                                        net::decode_frame(fed.link_type, data, fed.wire_length)});
       }
       if (!b->items.empty()) ship();
@@ -227,11 +225,7 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
           Batch::Note& n = b->notes[note];
           analyzer.note_finding(n.id, n.frame, std::move(n.message));
         }
-        if (it.replaced)
-          analyzer.feed_decoded(it.replaced_number, it.replaced_ts_ns, it.replaced_size,
-                                it.decoded);
-        else
-          analyzer.feed_decoded(it.number, it.ts_ns, it.size, it.decoded);
+        analyzer.feed_decoded(it.fed_number, it.fed_ts_ns, it.fed_size, it.decoded);
         ++result.frames;
         result.last_frame = it.number;
         if (!options.progress || --until_progress != 0) continue;
