@@ -139,27 +139,29 @@ struct StreamModel {
   std::string ulp_detail;
 };
 
-// One DDP message (tagged or untagged), for MSN charts and delivery views.
+// One DDP message (tagged or untagged), for MSN charts and delivery views. Kept per message up
+// to Limits::max_message_records: the fields are ordered so that none pads (96 octets).
 struct MessageRecord {
   std::uint32_t stream = 0;
   int direction = 0;
-  std::uint8_t opcode = 0;
-  bool tagged = false;
   std::uint32_t qn = 0;
   std::uint32_t msn = 0;
   std::uint32_t stag = 0;
+  std::uint32_t segments = 0;
+  std::uint8_t opcode = 0;
+  bool tagged = false;
+  bool complete = false;  // L=1 seen and every segment present
+  bool damaged_by_gap = false;
   std::uint64_t to = 0;
   std::uint64_t length = 0;
-  std::uint32_t segments = 0;
   std::uint64_t first_frame = 0;
   std::int64_t first_ts_ns = 0;
   std::uint64_t placed_frame = 0;  // frame where the last missing octet was placed; 0 = never
   std::int64_t placed_ts_ns = 0;
   std::uint64_t delivered_frame = 0;  // frame where it was delivered; 0 = never
   std::int64_t delivered_ts_ns = 0;
-  bool complete = false;  // L=1 seen and every segment present
-  bool damaged_by_gap = false;
 };
+static_assert(sizeof(MessageRecord) <= 96, "a message record is kept per message: keep it packed");
 
 struct Model {
   std::vector<StreamModel> streams;
