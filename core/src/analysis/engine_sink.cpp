@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "ddpscope/common/bytes.h"
+#include "ddpscope/common/page_arena.h"
 #include "engine.h"
 
 namespace ddpscope {
@@ -418,9 +419,13 @@ std::size_t Analyzer::Impl::new_record(Connection& c, int dir, std::uint8_t opco
   // Room for every record up to the cap at once (untouched until written): growing by doubling
   // copies the records so far and faults their pages in twice, on a capture of small messages
   // a tenth of the run. A cap set far above the default reserves no more than the default's.
-  if (model.messages.capacity() == 0)
+  // The block is written in order to its end (when the cap is reached): huge pages, as the
+  // shadow's retained pages (common/page_arena.h), spare the rest of the page faults.
+  if (model.messages.capacity() == 0) {
     model.messages.reserve(
         std::min(options.limits.max_message_records, Limits{}.max_message_records));
+    advise_huge_pages(model.messages.data(), model.messages.capacity() * sizeof(MessageRecord));
+  }
   MessageRecord r;
   r.stream = c.stream;
   r.direction = dir;

@@ -26,9 +26,7 @@ void* map_chunk(std::size_t n) {
   void* chunk = reinterpret_cast<void*>(aligned);
   // Advice only; an older kernel refuses MADV_POPULATE_WRITE (EINVAL) and the chunk is faulted
   // in page by page as it is used.
-#ifdef MADV_HUGEPAGE
-  if (n == PageArena::kChunk) ::madvise(chunk, n, MADV_HUGEPAGE);
-#endif
+  if (n == PageArena::kChunk) advise_huge_pages(chunk, n);
 #ifdef MADV_POPULATE_WRITE
   ::madvise(chunk, n, MADV_POPULATE_WRITE);
 #endif
@@ -36,6 +34,18 @@ void* map_chunk(std::size_t n) {
 }
 
 }  // namespace
+
+void advise_huge_pages(void* p, std::size_t n) {
+#ifdef MADV_HUGEPAGE
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t begin = (at + PageArena::kChunk - 1) & ~(PageArena::kChunk - 1);
+  const std::uintptr_t end = (at + n) & ~(PageArena::kChunk - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
 
 PageArena::~PageArena() {
   for (const Chunk& c : chunks_)
