@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -198,6 +199,42 @@ TEST(Reassembly, SharedHistoryBudgetBoundsAllHistories) {
   EXPECT_TRUE(c.history_limited());
   EXPECT_EQ(c.next_offset(), 6000u);
   EXPECT_EQ(none.used, 0u);
+}
+
+TEST(Reassembly, HistoryThatWrappedIsRelaidWhenItGrows) {
+  // A history the shared budget held to 1904 octets wraps; once the budget is given back it
+  // grows to its cap, and the octets it kept are found at their new places: an exact
+  // retransmission of them is no conflict, a changed one is.
+  HistoryBudget budget{6000};
+  Bytes stream(12000);
+  for (std::size_t i = 0; i < stream.size(); ++i)
+    stream[i] = static_cast<std::uint8_t>(i * 11 + i / 253 + 3);
+  auto a = std::make_unique<TcpReassembler>(kWindow, 4096, &budget);
+  Recorder ra;
+  a->syn(0);
+  a->segment(1, ByteView(stream).first(10000), 1, 0, ra);
+  TcpReassembler b(kWindow, 4096, &budget);
+  Recorder rb;
+  b.syn(0);
+  for (std::size_t off = 0; off < 10000; off += 700)  // 10000 octets through a 1904-octet ring
+    b.segment(static_cast<std::uint32_t>(1 + off),
+              ByteView(stream).subspan(off, std::min<std::size_t>(700, 10000 - off)), 1, 0, rb);
+  ASSERT_TRUE(b.history_limited());
+  a.reset();
+  EXPECT_EQ(budget.used, 1904u);
+  b.segment(1 + 10000, ByteView(stream).subspan(10000, 100), 2, 0, rb);  // grows to 4096
+  EXPECT_EQ(budget.used, 4096u);
+  b.segment(1 + 8200, ByteView(stream).subspan(8200, 1900), 3, 0, rb);  // kept before growth
+  for (const auto& e : rb.events)
+    ASSERT_NE(e.kind, 'c') << "exact retransmission at " << e.offset;
+  for (const std::size_t at : {8200u, 8999u, 9950u}) {
+    Bytes changed(stream.begin() + static_cast<std::ptrdiff_t>(at),
+                  stream.begin() + static_cast<std::ptrdiff_t>(at) + 40);
+    changed[7] ^= 0x80;
+    b.segment(static_cast<std::uint32_t>(1 + at), changed, 4, 0, rb);
+    ASSERT_EQ(rb.events.back().kind, 'c') << at;
+    EXPECT_EQ(rb.events.back().offset, at);
+  }
 }
 
 TEST(Reassembly, AckPastAHoleDeclaresItCaptureLossBeforeFlush) {

@@ -211,10 +211,16 @@ void TcpReassembler::grow_history(std::size_t wanted) {
     budget_->used += size - old_size;
   }
   Bytes grown(size);
-  // Re-lay the valid octets at their offsets modulo the new size.
+  // Re-lay the valid octets at their offsets modulo the new size: runs that wrap in neither ring.
   const std::size_t old = history_.size();
-  for (std::uint64_t pos = history_end_ - history_size_; pos < history_end_; ++pos)
-    grown[static_cast<std::size_t>(pos % size)] = history_[static_cast<std::size_t>(pos % old)];
+  for (std::uint64_t pos = history_end_ - history_size_; pos < history_end_;) {
+    const std::size_t from = static_cast<std::size_t>(pos % old);
+    const std::size_t to = static_cast<std::size_t>(pos % size);
+    const std::size_t n = static_cast<std::size_t>(
+        std::min<std::uint64_t>({history_end_ - pos, old - from, size - to}));
+    std::memcpy(grown.data() + to, history_.data() + from, n);
+    pos += n;
+  }
   history_ = std::move(grown);
 }
 
