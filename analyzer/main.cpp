@@ -130,6 +130,7 @@ int analyze(const AnalyzeArgs& a) {
   cli::apply_limits(a.limits, opt.limits);
   opt.decode_advertisements = !a.no_advert;
   opt.check_crc = !a.no_crc_check;
+  opt.message_records = false;  // no report shows them (the GUI's MSN chart does)
   opt.send_buffer_size = a.send_buffer;
   for (auto p : a.ports)
     opt.hints.push_back(

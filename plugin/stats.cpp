@@ -25,9 +25,9 @@ void print_model(const Model& m, std::uint64_t segments, std::uint64_t last_fram
   std::printf("ddpscope iWARP statistics\n");
   const auto sev = [&](Severity s) { return m.severity_counts[static_cast<std::size_t>(s)]; };
   std::printf("TCP segments analysed: %" PRIu64 " (up to frame %" PRIu64
-              ")  streams: %zu  messages: %zu  findings: %" PRIu64 " errors, %" PRIu64
+              ")  streams: %zu  messages: %" PRIu64 "  findings: %" PRIu64 " errors, %" PRIu64
               " warnings, %" PRIu64 " notes\n",
-              segments, last_frame, m.streams.size(), m.messages.size(), sev(Severity::error),
+              segments, last_frame, m.streams.size(), m.message_count, sev(Severity::error),
               sev(Severity::warning), sev(Severity::note));
   for (const StreamModel& s : m.streams) {
     if (s.state == StreamState::unknown || s.state == StreamState::not_iwarp) continue;

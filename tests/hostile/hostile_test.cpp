@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -226,6 +227,41 @@ TEST(Hostile, ManyMsnsHitMessageRecordsAndFindingsCaps) {
   EXPECT_EQ(count(m, FindingId::ddp_untagged_msn_gap), n);
   EXPECT_EQ(m.findings_dropped, n + 1 - 1000);  // the gaps and the limit, less those kept
   EXPECT_EQ(m.streams[0].dirs[0].queues.at(0).messages, 2u * n);
+  EXPECT_EQ(m.message_count, 2u * n);  // every message counted, recorded or not
+}
+
+TEST(Hostile, WithoutMessageRecordsTheFindingsAreTheSame) {
+  // A host that shows no message records (ddpscope analyze) keeps none, and reports exactly
+  // what a host that keeps them does: the record cap's finding included, at the same frame.
+  auto run = [](bool records) {
+    AnalyzerOptions o;
+    o.limits.max_message_records = 300;
+    o.message_records = records;
+    auto an = std::make_unique<Analyzer>(o);
+    Wire w(*an);
+    w.crc = false;
+    w.handshake();
+    const Bytes p(4, 9);
+    for (std::uint32_t msn = 1; msn <= 1000; ++msn)  // MSN 500 missing: one gap finding
+      if (msn != 500) w.fpdu(0, wire::untagged_header(Opcode::send, 0, msn, 0, true), p);
+    an->finish();
+    return an;
+  };
+  const auto with = run(true);
+  const auto without = run(false);
+  EXPECT_EQ(with->model().messages.size(), 300u);
+  EXPECT_TRUE(without->model().messages.empty());
+  EXPECT_EQ(with->model().message_count, 999u);
+  EXPECT_EQ(without->model().message_count, 999u);
+  ASSERT_EQ(with->model().findings.size(), without->model().findings.size());
+  ASSERT_TRUE(has_limit(without->model(), "max_message_records"));
+  for (std::size_t i = 0; i < with->model().findings.size(); ++i) {
+    const Finding& a = with->model().findings[i];
+    const Finding& b = without->model().findings[i];
+    EXPECT_EQ(a.id, b.id) << i;
+    EXPECT_EQ(a.frame, b.frame) << i;
+    EXPECT_EQ(a.message, b.message) << i;
+  }
 }
 
 TEST(Hostile, UndeliveredMessagesHitMaxPendingMessages) {

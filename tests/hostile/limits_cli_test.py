@@ -66,6 +66,10 @@ def test_max_message_records(ddpscope, samples):
     rest = [f for f in findings(capped) if f[2] != "engine.limit-reached"]
     check(rest == findings(full), f"findings changed under the cap:\n{rest}\n{findings(full)}")
     check(any(f[0] > frame for f in rest), f"no finding after frame {frame} to show it went on")
+    # The summary counts every message, not the records kept for views.
+    check(capped["summary"]["messages"] == full["summary"]["messages"] > 2,
+          f"summary messages {capped['summary']['messages']} under the cap, "
+          f"{full['summary']['messages']} without")
 
 
 def test_defaults_round_trip(ddpscope, samples):

@@ -270,7 +270,7 @@ json summary_json(const Model& m) {
   summary["errors"] = m.severity_counts[static_cast<std::size_t>(Severity::error)];
   summary["warnings"] = m.severity_counts[static_cast<std::size_t>(Severity::warning)];
   summary["notes"] = m.severity_counts[static_cast<std::size_t>(Severity::note)];
-  summary["messages"] = m.messages.size();
+  summary["messages"] = m.message_count;
   summary["frames_not_tcp"] = m.frames_not_tcp;
   summary["frames_unsupported"] = m.frames_unsupported;
   summary["frames_malformed"] = m.frames_malformed;

@@ -409,13 +409,14 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
 
 std::size_t Analyzer::Impl::new_record(Connection& c, int dir, std::uint8_t opcode,
                                        bool is_tagged) {
-  if (model.messages.size() >= options.limits.max_message_records) {
+  if (model.message_count++ >= options.limits.max_message_records) {
     if (!records_capped) {
       records_capped = true;  // every later message asks again
       limit_reached("max_message_records", Ctx{c.stream, dir, cur_frame, {}});
     }
     return kNoIndex;
   }
+  if (!options.message_records) return kNoIndex;
   // Room for every record up to the cap at once (untouched until written): growing by doubling
   // copies the records so far and faults their pages in twice, on a capture of small messages
   // a tenth of the run. A cap set far above the default reserves no more than the default's.

@@ -30,7 +30,7 @@ constexpr std::array kFields{
     LimitField{"max_pending_messages", &Limits::max_pending_messages, false,
                "undelivered messages per direction"},
     LimitField{"max_message_records", &Limits::max_message_records, false,
-               "message records kept for views (MSN charts)"},
+               "message records kept for views (GUI MSN chart, plugin; analyze keeps none)"},
     LimitField{"max_findings", &Limits::max_findings, false,
                "findings kept; later ones are only counted"},
     LimitField{"max_outstanding_reads", &Limits::max_outstanding_reads, false,

@@ -36,6 +36,13 @@ struct AnalyzerOptions {
   std::vector<StreamHint> hints;
   bool decode_advertisements = true;  // learn regions from ULP advertisements (rping, ...)
   bool check_crc = true;
+  // Keep a MessageRecord per DDP message (Model::messages; PduEvent's message, completed and
+  // delivered indices) for hosts that show them: the GUI's MSN chart, the plugin's "placed in" /
+  // "delivered in". A host that shows none (`ddpscope analyze`'s reports) turns this off and
+  // spares their memory (Limits::max_message_records of them, 96 octets each). Findings are the
+  // same either way: engine.limit-reached for max_message_records still marks the message where
+  // a host that keeps records stops keeping them.
+  bool message_records = true;
   // Size of the receive buffers posted for Sends (QN 0), when the user knows it.
   std::optional<std::uint32_t> send_buffer_size;
   // The protection domain each Data Sink puts its streams in, when the user knows it (the

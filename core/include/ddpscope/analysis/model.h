@@ -173,6 +173,9 @@ struct Model {
   std::array<std::uint64_t, 3> severity_counts{};
   ShadowMemory memory;  // shadow buffers keyed by (owner host, STag)
   std::vector<MessageRecord> messages;
+  // DDP messages begun (tagged and untagged, all streams), whether recorded in `messages` or not
+  // (past Limits::max_message_records, or AnalyzerOptions::message_records off).
+  std::uint64_t message_count = 0;
   std::uint64_t frames = 0;
   std::uint64_t frames_not_tcp = 0;
   std::uint64_t frames_sctp = 0;  // SCTP packets fed (over IP or UDP)

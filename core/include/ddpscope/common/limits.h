@@ -38,7 +38,7 @@ struct Limits {
   std::size_t max_regions = 1u << 18;            // shadow buffers, all streams
   std::size_t max_ranges_per_region = 1u << 16;  // distinct placed ranges kept per region
   std::size_t max_pending_messages = 4096;       // undelivered messages per direction
-  std::size_t max_message_records = 1u << 19;    // message records kept for views (MSN charts)
+  std::size_t max_message_records = 1u << 19;    // message records kept for views (GUI, plugin)
   std::size_t max_findings = 100000;             // findings kept; later ones are only counted
   // Requests awaiting their Response, per direction: the oldest is forgotten at the cap (a
   // later Response may then be reported unmatched). IRD/ORD are 14 bits, so a conforming
