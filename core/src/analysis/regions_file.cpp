@@ -102,8 +102,10 @@ bool known_keys(const json& e, std::initializer_list<std::string_view> keys,
   for (const auto& [key, value] : e.items()) {
     if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
     std::string list;
-    for (const std::string_view k : keys)
-      list += (list.empty() ? "" : ", ") + std::string(k);
+    for (const std::string_view k : keys) {
+      if (!list.empty()) list += ", ";
+      list += k;
+    }
     error = where + "unknown key \"" + key + "\" (known: " + list + ")";
     return false;
   }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -126,7 +127,12 @@ class ByteWriter {
     for (std::size_t i = octets; i-- > 0;)
       out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
   }
-  void bytes(ByteView v) { out_.insert(out_.end(), v.begin(), v.end()); }
+  void bytes(ByteView v) {
+    if (v.empty()) return;
+    const std::size_t at = out_.size();
+    out_.resize(at + v.size());
+    std::memcpy(out_.data() + at, v.data(), v.size());
+  }
   void zeros(std::size_t n) { out_.insert(out_.end(), n, 0); }
 
  private:
