@@ -417,11 +417,9 @@ std::size_t Analyzer::Impl::new_record(Connection& c, int dir, std::uint8_t opco
     return kNoIndex;
   }
   if (!options.message_records) return kNoIndex;
-  // Room for every record up to the cap at once (untouched until written): growing by doubling
-  // copies the records so far and faults their pages in twice, on a capture of small messages
-  // a tenth of the run. A cap set far above the default reserves no more than the default's.
-  // The block is written in order to its end (when the cap is reached): huge pages, as the
-  // shadow's retained pages (common/page_arena.h), spare the rest of the page faults.
+  // Room for every record up to the cap at once, untouched until written (growing by doubling
+  // copied the records and faulted their pages in twice), in huge pages as it fills in order; a
+  // cap set far above the default reserves no more than the default's.
   if (model.messages.capacity() == 0) {
     model.messages.reserve(
         std::min(options.limits.max_message_records, Limits{}.max_message_records));
