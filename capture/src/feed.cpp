@@ -14,6 +14,13 @@ namespace ddpscope::capture {
 
 namespace {
 
+// What `layer` puts in place of `frame` (decoded as `decoded`), or nullptr: the frame itself.
+const Frame* layer_replace(FrameLayer* layer, const Frame& frame, const net::FrameDecode& decoded,
+                           LayerNotes& notes) {
+  if (layer == nullptr || !layer->wants(decoded)) return nullptr;
+  return layer->replace(frame, notes);
+}
+
 FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const FeedOptions& options) {
   FeedResult result;
   const std::uint64_t every = std::max<std::uint64_t>(options.progress_every, 1);
@@ -22,8 +29,13 @@ FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const Feed
   AnalyzerNotes notes(analyzer);
   while (reader.next(frame)) {
     if (options.on_frame) options.on_frame(frame);
-    const Frame* replaced = options.layer ? options.layer->replace(frame, notes) : nullptr;
-    feed_frame(analyzer, replaced ? *replaced : frame);
+    const net::FrameDecode decoded =
+        net::decode_frame(frame.link_type, frame.data, frame.wire_length);
+    const Frame* replaced = layer_replace(options.layer, frame, decoded, notes);
+    if (replaced)
+      feed_frame(analyzer, *replaced);
+    else
+      analyzer.feed_decoded(frame.number, frame.ts_ns, frame.data.size(), decoded);
     ++result.frames;
     result.last_frame = frame.number;
     if (!options.progress || --until_progress != 0) continue;
@@ -174,7 +186,9 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
       Frame frame;
       HeldNotes notes;
       while (reader.next(frame)) {
-        const Frame* replaced = options.layer ? options.layer->replace(frame, notes) : nullptr;
+        net::FrameDecode decoded =
+            net::decode_frame(frame.link_type, frame.data, frame.wire_length);
+        const Frame* replaced = layer_replace(options.layer, frame, decoded, notes);
         const std::size_t n = frame.data.size();
         const std::size_t m = replaced ? replaced->data.size() : 0;
         if (b->items.size() >= frames_per_batch ||
@@ -193,10 +207,14 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
         const Frame& fed = replaced ? *replaced : frame;
         const ByteView data(b->octets.data() + (replaced ? replaced_offset : offset),
                             replaced ? m : n);
+        // The decode's views move to the batch's copy (a replacing frame is decoded there).
+        if (replaced)
+          decoded = net::decode_frame(fed.link_type, data, fed.wire_length);
+        else
+          net::rebase(decoded, frame.data.data(), data.data());
         b->items.push_back(Batch::Item{frame.number, frame.ts_ns, frame.link_type,
                                        frame.wire_length, offset, n, fed.number, fed.ts_ns,
-                                       data.size(), b->notes.size(),
-                                       net::decode_frame(fed.link_type, data, fed.wire_length)});
+                                       data.size(), b->notes.size(), std::move(decoded)});
       }
       if (!b->items.empty()) ship();
     } catch (...) {

@@ -130,6 +130,19 @@ EspLayer::EspLayer(EspOptions options) : options_(std::move(options)) {
 
 EspLayer::~EspLayer() = default;
 
+bool EspLayer::wants(const net::FrameDecode& decoded) const {
+  switch (decoded.status) {
+    case net::FrameStatus::tcp:
+      return options_.require_esp;
+    case net::FrameStatus::sctp:
+      // SCTP in UDP (port 9899) from or to the NAT-T port would be ESP's on that side.
+      return decoded.sctp.over_udp &&
+             (decoded.sctp.udp_src_port == kNatTPort || decoded.sctp.udp_dst_port == kNatTPort);
+    default:
+      return true;
+  }
+}
+
 const capture::Frame* EspLayer::replace(const capture::Frame& frame, capture::LayerNotes& notes) {
   return process(frame, notes);
 }

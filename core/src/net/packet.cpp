@@ -631,6 +631,14 @@ Bytes encode_sctp_frame(const SctpFrameSpec& spec, ByteView sctp_packet) {
   return out;
 }
 
+void rebase(FrameDecode& d, const std::uint8_t* from, const std::uint8_t* to) {
+  auto move = [from, to](ByteView v) {
+    return v.data() == nullptr ? v : ByteView(to + (v.data() - from), v.size());
+  };
+  d.tcp.payload = move(d.tcp.payload);
+  d.sctp.packet = move(d.sctp.packet);
+}
+
 FrameDecode decode_tcp_segment(ByteView segment, std::uint32_t tcp_length, const Address& src,
                                const Address& dst) {
   if (src.v6 != dst.v6) {

@@ -57,6 +57,14 @@ class FrameLayer {
   // The frame to analyse in place of `frame` (its data valid until the next call), or nullptr
   // to analyse `frame` itself.
   virtual const Frame* replace(const Frame& frame, LayerNotes& notes) = 0;
+  // Whether replace() must see a frame that net::decode_frame decoded as `decoded`. The feed
+  // decodes every frame first and calls replace() only for those a layer wants: ESP's are
+  // neither TCP nor SCTP, so the ESP layer is not asked about the frames the analysis takes as
+  // they are (most of a capture). The default: every frame.
+  virtual bool wants(const net::FrameDecode& decoded) const {
+    (void)decoded;
+    return true;
+  }
   // After the last frame, before Analyzer::finish() (not after a stop by the progress hook), on
   // the analysis thread.
   virtual void finish(Analyzer& analyzer) = 0;

@@ -104,6 +104,10 @@ struct FrameDecode {
 // frame's original length. Never reads past `data`.
 FrameDecode decode_frame(std::uint32_t link_type, ByteView data, std::uint32_t wire_length);
 
+// `d`, the decode of the octets at `from`, made the decode of a copy of them at `to`: its views
+// into the frame (the TCP payload, the SCTP packet) moved by the same distance.
+void rebase(FrameDecode& d, const std::uint8_t* from, const std::uint8_t* to);
+
 // Decodes one TCP segment whose lower layers a host has decoded itself (the Wireshark plugin):
 // `segment` is what was captured from the TCP header on, `tcp_length` the segment's length
 // (header and payload) per the IP header, `src` and `dst` the IP header's addresses (both of

@@ -38,6 +38,9 @@ class EspLayer : public capture::FrameLayer {
   const std::string& error() const { return error_; }
 
   const capture::Frame* replace(const capture::Frame& frame, capture::LayerNotes& notes) override;
+  // Not a frame decoded as TCP or SCTP (unless --require-esp looks for TCP in the clear): the
+  // frame decoder found no ESP there.
+  bool wants(const net::FrameDecode& decoded) const override;
   void finish(Analyzer& analyzer) override;
 
   // ESP packets seen with no key (after finish: what esp.unknown-spi reported).
