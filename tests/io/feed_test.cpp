@@ -276,6 +276,56 @@ TEST_P(Feed, StopFromProgressLeavesTheAnalysisUnfinished) {
     EXPECT_LE(f.number, 9u + 6 + 1 + 1);
 }
 
+// A layer that wants only the frames that carry no TCP payload and puts a copy of each in its
+// place, under the same number: it is asked about exactly those, in order, and the analysis is
+// the same as without it (the copies' decode, the others' views moved to the pipeline's batch).
+class CopyingLayer final : public FrameLayer {
+ public:
+  const Frame* replace(const Frame& frame, LayerNotes&) override {
+    asked.push_back(frame.number);
+    copy = Bytes(frame.data.begin(), frame.data.end());
+    out = frame;
+    out.data = copy;
+    return &out;
+  }
+  bool wants(const net::FrameDecode& d) const override {
+    return d.status != net::FrameStatus::tcp || d.tcp.payload_length == 0;
+  }
+  void finish(Analyzer&) override {}
+  std::vector<std::uint64_t> asked;
+
+ private:
+  Bytes copy;
+  Frame out;
+};
+
+TEST_P(Feed, ALayerIsAskedOnlyAboutTheFramesItWants) {
+  const fs::path p = write_file(".pcap", sample());
+  std::vector<std::uint64_t> without_payload;
+  {
+    auto r = open(p);
+    ASSERT_TRUE(r);
+    Frame f;
+    while (r->next(f)) {
+      const auto d = net::decode_frame(f.link_type, f.data, f.wire_length);
+      ASSERT_EQ(d.status, net::FrameStatus::tcp);
+      if (d.tcp.payload_length == 0) without_payload.push_back(f.number);
+    }
+  }
+  ASSERT_GT(without_payload.size(), 2u);  // the handshake's and the ACKs
+  ASSERT_LT(without_payload.size(), record_offsets(sample()).size());
+  auto r = open(p);
+  ASSERT_TRUE(r);
+  Analyzer an;
+  CopyingLayer layer;
+  FeedOptions o = options();
+  o.layer = &layer;
+  const FeedResult fed = feed(*r, an, o);
+  EXPECT_EQ(layer.asked, without_payload);
+  EXPECT_EQ(fed.frames, record_offsets(sample()).size());
+  EXPECT_EQ(findings_of(an.model()), reference_findings(p));
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, Feed, ::testing::Values(1u, 2u),
                          [](const auto& info) { return "threads" + std::to_string(info.param); });
 
