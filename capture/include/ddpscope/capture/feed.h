@@ -99,7 +99,9 @@ struct FeedOptions {
   // beside the analysis rather than before it), and the reader decodes the frame it gives.
   FrameLayer* layer = nullptr;
   std::size_t pipeline_frames = 8192;
-  std::size_t pipeline_octets = 8u << 20;
+  // 4 MiB: as fast as 8 on every benchmark shape (a little faster on write and reuse) and 5 MiB
+  // less resident (bench/RESULTS.md, 2026-12-05).
+  std::size_t pipeline_octets = 4u << 20;
 };
 
 struct FeedResult {
