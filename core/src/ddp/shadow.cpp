@@ -8,77 +8,13 @@
 #include <tuple>
 #include <utility>
 
-#if defined(__SSE2__) && defined(__x86_64__)
-#include <emmintrin.h>
-#endif
+#include "ddpscope/common/octets.h"
 
 namespace ddpscope {
 
 namespace {
 constexpr std::uint64_t kPage = 4096;
 static_assert(kPage == ShadowBuffer::kPageSize);
-
-// How many of the n octets at a and b differ: eight at a time, so comparing costs about a
-// memcmp. A word's differing octets are folded to bit 0 of each octet and added up per octet
-// lane (at most 255 words before a lane could overflow), then the lanes are summed.
-std::uint64_t count_differing(const std::uint8_t* a, const std::uint8_t* b, std::size_t n) {
-  constexpr std::uint64_t kLow = 0x0101010101010101ull;
-  std::uint64_t count = 0;
-  std::size_t i = 0;
-  while (i + 8 <= n) {
-    std::uint64_t lanes = 0;
-    for (int w = 0; w < 255 && i + 8 <= n; ++w, i += 8) {
-      std::uint64_t x = 0;
-      std::uint64_t y = 0;
-      std::memcpy(&x, a + i, 8);
-      std::memcpy(&y, b + i, 8);
-      std::uint64_t z = x ^ y;
-      z |= z >> 4;
-      z |= z >> 2;
-      z |= z >> 1;
-      lanes += z & kLow;
-    }
-    // The eight lane counts (each at most 255) summed, without a popcount instruction.
-    lanes = (lanes & 0x00FF00FF00FF00FFull) + ((lanes >> 8) & 0x00FF00FF00FF00FFull);
-    count += (lanes * 0x0001000100010001ull) >> 48;
-  }
-  for (; i < n; ++i)
-    count += a[i] != b[i];
-  return count;
-}
-
-// Copies n octets from src over dst and returns how many of them differed from what dst held:
-// one pass over both, as a memcpy with a compare folded in. Sixteen at a time where SSE2 is (every
-// x86-64): equal octets are counted per lane (a compare gives -1 per equal octet; at most 255
-// rounds before a lane could overflow), then the lanes are summed (SAD against zero).
-std::uint64_t copy_counting_changes(std::uint8_t* dst, const std::uint8_t* src, std::size_t n) {
-#if defined(__SSE2__) && defined(__x86_64__)
-  std::uint64_t equal = 0;
-  std::size_t i = 0;
-  const __m128i zero = _mm_setzero_si128();
-  while (i + 16 <= n) {
-    __m128i lanes = zero;
-    for (int r = 0; r < 255 && i + 16 <= n; ++r, i += 16) {
-      const __m128i have = _mm_loadu_si128(reinterpret_cast<const __m128i*>(dst + i));
-      const __m128i put = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-      lanes = _mm_sub_epi8(lanes, _mm_cmpeq_epi8(have, put));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), put);
-    }
-    const __m128i sums = _mm_sad_epu8(lanes, zero);
-    equal += static_cast<std::uint64_t>(_mm_cvtsi128_si64(sums)) +
-             static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
-  }
-  for (; i < n; ++i) {
-    equal += dst[i] == src[i];
-    dst[i] = src[i];
-  }
-  return n - equal;
-#else
-  const std::uint64_t changed = count_differing(dst, src, n);
-  std::memcpy(dst, src, n);
-  return changed;
-#endif
-}
 
 // Bits [lo, hi) of a 64-bit word (0 <= lo < hi <= 64).
 std::uint64_t bit_range(std::size_t lo, std::size_t hi) {
