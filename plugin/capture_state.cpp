@@ -143,14 +143,16 @@ CaptureState::CaptureState(PluginOptions options)
 
 CaptureState::~CaptureState() = default;
 
-const FrameRecord* CaptureState::frame(std::uint64_t n) const {
-  // One dissection asks for its frame several times: the last record found answers again.
-  if (last_found_ != nullptr && last_found_frame_ == n) return last_found_;
-  auto it = frames_.find(n);
-  if (it == frames_.end()) return nullptr;
-  last_found_frame_ = n;
-  last_found_ = &it->second;
-  return last_found_;
+FrameRecord& CaptureState::frame_mut(std::uint64_t n) {
+  if (n >= frame_index_.size())
+    frame_index_.resize(
+        std::max<std::size_t>(n + 1, frame_index_.size() + frame_index_.size() / 2));
+  std::uint32_t& at = frame_index_[n];
+  if (at == 0) {
+    frames_.emplace_back();
+    at = static_cast<std::uint32_t>(frames_.size());
+  }
+  return frames_[at - 1];
 }
 
 void CaptureState::feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment,
@@ -223,7 +225,7 @@ void CaptureState::index_new_streams() {
 void CaptureState::collect_new_findings() {
   const auto& findings = analyzer_.model().findings;
   for (; findings_collected_ < findings.size(); ++findings_collected_) {
-    frames_[findings[findings_collected_].frame].findings.push_back(findings_collected_);
+    frame_mut(findings[findings_collected_].frame).findings.push_back(arena_, findings_collected_);
     finding_reported_in_.push_back(finished_ ? 0 : current_frame_);
   }
 }
@@ -235,8 +237,8 @@ void CaptureState::on_finding(std::size_t /*finding_index*/) {
 void CaptureState::link_response(PduRecord& response) {
   const std::optional<std::uint64_t>& req_frame = response.analysis.request_frame;
   if (!req_frame) return;
-  auto it = frames_.find(*req_frame);
-  if (it == frames_.end()) return;
+  const FrameRecord* rec = frame(*req_frame);
+  if (rec == nullptr) return;
   auto try_link = [&](std::uint32_t idx) {
     PduRecord& req = pdus_[idx];
     if (req.stream != response.stream || req.direction == response.direction) return false;
@@ -246,10 +248,10 @@ void CaptureState::link_response(PduRecord& response) {
     req.detail->response_time_ns = response.ts_ns - req.ts_ns;
     return true;
   };
-  for (std::uint32_t idx : it->second.pdus_complete) {
+  for (std::uint32_t idx : rec->pdus_complete) {
     if (try_link(idx)) return;
   }
-  for (std::uint32_t idx : it->second.pdus_continued) {
+  for (std::uint32_t idx : rec->pdus_continued) {
     if (try_link(idx)) return;
   }
 }
@@ -344,11 +346,11 @@ void CaptureState::on_pdu(const PduEvent& e) {
 
   const auto index = static_cast<std::uint32_t>(pdus_.size());
   link_response(p);
-  frames_[p.completed_frame].pdus_complete.push_back(index);
+  frame_mut(p.completed_frame).pdus_complete.push_back(arena_, index);
   for (const FrameSlice& s : p.slices) {
     if (s.frame == p.completed_frame) continue;
-    auto& cont = frames_[s.frame].pdus_continued;
-    if (std::find(cont.begin(), cont.end(), index) == cont.end()) cont.push_back(index);
+    auto& cont = frame_mut(s.frame).pdus_continued;
+    if (std::find(cont.begin(), cont.end(), index) == cont.end()) cont.push_back(arena_, index);
   }
   pdus_.push_back(std::move(p));
 }

@@ -5,6 +5,7 @@
 // no longjmp can cross these frames.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -14,7 +15,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -109,15 +109,44 @@ struct PduRecord {
   bool reassembled() const;  // more than one slice or not all in completed_frame
 };
 
+// A frame's list of PDU or finding indices, kept in CaptureState's arena: no heap allocation per
+// frame (a capture of 800k Sends has 800k frames with one PDU each). It grows by doubling into
+// a new block; the old one stays in the arena until the capture is closed.
+template <class T>
+class ArenaList {
+ public:
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T& front() const { return data_[0]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+  void push_back(std::pmr::memory_resource& arena, T v) {
+    if (size_ == cap_) {
+      const std::uint32_t cap = cap_ == 0 ? 1 : 2 * cap_;
+      T* data = static_cast<T*>(arena.allocate(cap * sizeof(T), alignof(T)));
+      std::copy(data_, data_ + size_, data);
+      data_ = data;
+      cap_ = cap;
+    }
+    data_[size_++] = v;
+  }
+
+ private:
+  T* data_ = nullptr;
+  std::uint32_t size_ = 0;
+  std::uint32_t cap_ = 0;
+};
+
 struct FrameRecord {
   bool claimed = false;  // our dissector took this frame's TCP payload
-  std::vector<std::uint32_t> pdus_complete;
-  std::vector<std::uint32_t> pdus_continued;  // slices here, completed in another frame
-  std::vector<std::size_t> findings;          // Model::findings with Finding::frame == here
   // Where the TCP payload lies in the frame's own tvb (payload_length 0: not known): revisits
   // may not get TCP's payload field, and PDUs without a stored copy are drawn from here.
   std::uint32_t payload_offset = 0;
   std::uint32_t payload_length = 0;
+  ArenaList<std::uint32_t> pdus_complete;
+  ArenaList<std::uint32_t> pdus_continued;  // slices here, completed in another frame
+  ArenaList<std::size_t> findings;          // Model::findings with Finding::frame == here
 };
 
 // One DDP Stream Session Control message (PPID 17, RFC 5043), decoded on the first pass.
@@ -176,8 +205,12 @@ class CaptureState final : private AnalysisObserver {
   const SessionControlRecord* sctp_session(std::uint64_t frame, std::size_t nth,
                                            ByteView message) noexcept;
 
-  const FrameRecord* frame(std::uint64_t n) const;
-  FrameRecord& frame_mut(std::uint64_t n) { return frames_[n]; }
+  // Frame n's record (nullptr: none); frame_mut makes it. Records are never removed or moved.
+  const FrameRecord* frame(std::uint64_t n) const {
+    return n < frame_index_.size() && frame_index_[n] != 0 ? &frames_[frame_index_[n] - 1]
+                                                           : nullptr;
+  }
+  FrameRecord& frame_mut(std::uint64_t n);
   const PduRecord& pdu(std::uint32_t i) const { return pdus_[i]; }
   const Model& model() const { return analyzer_.model(); }
   const PluginOptions& options() const { return options_; }
@@ -204,8 +237,10 @@ class CaptureState final : private AnalysisObserver {
   std::pmr::deque<PduRecord> pdus_{&arena_};
   std::deque<SessionControlRecord> sctp_sessions_;
   std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> sctp_session_index_;
-  // Node-based: references stay valid.
-  std::pmr::unordered_map<std::uint64_t, FrameRecord> frames_{&arena_};
+  // The frames' records, and per frame number 1 + its record's index (0: none): Wireshark numbers
+  // frames 1, 2, 3, ... A deque: growing never moves a record (the tap holds pointers).
+  std::pmr::deque<FrameRecord> frames_{&arena_};
+  std::vector<std::uint32_t> frame_index_;
   std::map<std::pair<net::Endpoint, net::Endpoint>, std::uint32_t> stream_index_;
   std::size_t streams_indexed_ = 0;
   std::size_t findings_collected_ = 0;
@@ -216,9 +251,6 @@ class CaptureState final : private AnalysisObserver {
   std::uint64_t last_frame_ = 0;
   // One copy of each region text PduRecord points at (node-based: the pointers stay valid).
   std::unordered_set<std::string> texts_;
-  // The record frame() found last (records are never removed: the pointer stays valid).
-  mutable std::uint64_t last_found_frame_ = 0;
-  mutable const FrameRecord* last_found_ = nullptr;
   std::optional<RegionKey> last_region_;  // region whose text last_region_text_ is
   const std::string* last_region_text_ = nullptr;
   std::uint64_t segments_fed_ = 0;
