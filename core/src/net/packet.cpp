@@ -206,11 +206,16 @@ FrameDecode decode_tcp(ByteView frame, std::size_t offset, std::uint32_t ip_payl
   }
   d.status = FrameStatus::tcp;
   TcpSegment& seg = d.tcp;
-  const std::size_t addr_size = v6 ? 16 : 4;
   seg.src.addr.v6 = v6;
   seg.dst.addr.v6 = v6;
-  std::memcpy(seg.src.addr.bytes.data(), src, addr_size);
-  std::memcpy(seg.dst.addr.bytes.data(), dst, addr_size);
+  // Fixed sizes: copied inline, not by a memcpy call of a variable size.
+  if (v6) {
+    std::memcpy(seg.src.addr.bytes.data(), src, 16);
+    std::memcpy(seg.dst.addr.bytes.data(), dst, 16);
+  } else {
+    std::memcpy(seg.src.addr.bytes.data(), src, 4);
+    std::memcpy(seg.dst.addr.bytes.data(), dst, 4);
+  }
   seg.src.port = load_be16(&segment[0]);
   seg.dst.port = load_be16(&segment[2]);
   seg.seq = load_be32(&segment[4]);
