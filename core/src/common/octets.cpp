@@ -41,6 +41,7 @@ std::uint64_t count_differing(const std::uint8_t* a, const std::uint8_t* b, std:
 namespace {
 
 std::uint64_t copy_counting_portable(std::uint8_t* dst, const std::uint8_t* src, std::size_t n) {
+  if (n == 0) return 0;  // src may then be null, which memcpy must not be given
   const std::uint64_t changed = count_differing(dst, src, n);
   std::memcpy(dst, src, n);
   return changed;
