@@ -689,7 +689,12 @@ std::string profile_violation(const SecurityAssociation& sa, bool require_confid
 std::string to_esp_sa_line(const SecurityAssociation& sa) {
   char spi[16];
   std::snprintf(spi, sizeof spi, "0x%08x", sa.spi);
-  auto q = [](std::string_view s) { return "\"" + std::string(s) + "\""; };
+  auto q = [](std::string_view s) {  // appended: see Endpoint::to_string on operator+
+    std::string quoted(1, '"');
+    quoted.append(s);
+    quoted += '"';
+    return quoted;
+  };
   return q(sa.v6 ? "IPv6" : "IPv4") + "," + q(sa.src.to_string()) + "," + q(sa.dst.to_string()) +
          "," + q(spi) + "," + q(wireshark_label(sa.cipher)) + "," + q(hex_of(sa.enc_key)) + "," +
          q(wireshark_label(is_aead(sa.cipher) ? Integrity::null : sa.integrity)) + "," +

@@ -3,6 +3,20 @@
 
 namespace ddpscope {
 
+void ByteWriter::le(std::uint64_t v, std::size_t octets) {
+  for (std::size_t i = 0; i < octets; ++i)
+    out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+void ByteWriter::be(std::uint64_t v, std::size_t octets) {
+  for (std::size_t i = octets; i-- > 0;)
+    out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+void ByteWriter::zeros(std::size_t n) {
+  out_.resize(out_.size() + n);
+}
+
 // Lower-case hex, two digits per octet, no separators; "..." marks a cut at max_bytes.
 std::string to_hex(ByteView data, std::size_t max_bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
