@@ -357,8 +357,9 @@ struct Analyzer::Impl {
                         const rdmap::SegmentStep& step);
   void conflicting_placement(const Connection& c, const Ctx& ctx, const ShadowBuffer& buf,
                              const PlacedRange& r, const PlaceResult& pr);
+  // `body`: the message's first octets (up to kBodyKeep).
   void untagged_message(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
-                        const rdmap::SegmentStep& step, const MessageTrack& m);
+                        const rdmap::SegmentStep& step, ByteView body);
   void learn_from_read_request(Connection& c, int dir, const wire::ReadRequest& rr, const Ctx& ctx);
   // ---- upper layers (engine_ulp.cpp) ----
   UlpStream& ulp_of(Connection& c);

@@ -260,7 +260,10 @@ void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, cons
     ev.analysis.message = m.record;
   }
   const ByteView payload = ev.ddp->payload;
-  if (m.body.size() < kBodyKeep) {
+  // A message of one segment is decoded from the segment itself; one of several keeps its first
+  // octets until its last segment.
+  const bool whole = step.starts_message && step.ends_message;
+  if (!whole && m.body.size() < kBodyKeep) {
     const std::size_t n = std::min<std::size_t>(payload.size(), kBodyKeep - m.body.size());
     m.body.insert(m.body.end(), payload.begin(), payload.begin() + n);
   }
@@ -272,13 +275,16 @@ void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, cons
   dm.opcodes[step.opcode].messages++;
   // Neither reads the queue's track: it is reset after them, its body's storage kept.
   complete(c, dir, m.delivery_id, m.record, ev, true);
-  if (!step.damaged) untagged_message(c, dir, ev, ctx, step, m);
+  if (!step.damaged)
+    untagged_message(
+        c, dir, ev, ctx, step,
+        whole ? payload.first(std::min<std::size_t>(payload.size(), kBodyKeep)) : ByteView(m.body));
   m.reset();
 }
 
 // What a complete untagged message means beyond its queue (RFC 5040 §5, RFC 7306).
 void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
-                                      const rdmap::SegmentStep& step, const MessageTrack& m) {
+                                      const rdmap::SegmentStep& step, ByteView body) {
   const DirectionModel& dm = model.streams[c.stream].dirs[dir];
   DirectionEngine& peer = c.ds(1 - dir);  // the sender's own Data Sink
   switch (static_cast<wire::Opcode>(step.opcode)) {
@@ -307,11 +313,11 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
     case wire::Opcode::send:
     case wire::Opcode::send_se:
       if (options.decode_advertisements)
-        advertisements(c, dir, ctx, step.opcode, m.body, step.message_length,
+        advertisements(c, dir, ctx, step.opcode, body, step.message_length,
                        ev.ddp->header.rsvd_ulp1);
       return;
     case wire::Opcode::terminate:
-      terminate(c, dir, ev, ctx, m.body);
+      terminate(c, dir, ev, ctx, body);
       return;
     case wire::Opcode::atomic_request:
       if (step.atomic_request) {

@@ -132,11 +132,12 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
   if (sm.state == StreamState::not_iwarp) return;
   sm.last_frame = frame;
   sm.last_ts_ns = ts;
+  bool from_client = same_endpoint(seg.src, sm.client);
   if (seg.flags & net::tcp_flag::ack) {
     // This segment acknowledges the other direction's octets: that direction's holes before
     // the ACK are capture loss, declared now rather than when its window fills or the capture
-    // ends. (Delivery may swap the sides: the sender's direction is looked up after it.)
-    const int acked = same_endpoint(seg.src, sm.client) ? 1 : 0;
+    // ends. (Delivery may swap the sides: the sender's direction is looked up again after it.)
+    const int acked = from_client ? 1 : 0;
     if (c.ds(acked).reasm.pending_bytes() > 0) {
       auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
       auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
@@ -146,9 +147,10 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
       c.ds(acked).reasm.acked(seg.ack, g);
       pending_total += held();
       resync_total += resyncing();
+      from_client = same_endpoint(seg.src, sm.client);
     }
   }
-  const int dir = same_endpoint(seg.src, sm.client) ? 0 : 1;
+  const int dir = from_client ? 0 : 1;
   DirectionModel& dm = sm.dirs[dir];
   DirectionEngine& ds = c.ds(dir);
   if (seg.flags & net::tcp_flag::syn) {
