@@ -259,14 +259,13 @@ void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, cons
     model.messages[m.record].segments++;
     ev.analysis.message = m.record;
   }
+  // The message's first kBodyKeep octets are what the decoders read: a message of one segment
+  // is decoded from the segment itself, one of several keeps them until its last segment.
   const ByteView payload = ev.ddp->payload;
-  // A message of one segment is decoded from the segment itself; one of several keeps its first
-  // octets until its last segment.
+  const std::size_t room = kBodyKeep - std::min<std::size_t>(m.body.size(), kBodyKeep);
+  const ByteView head = payload.first(std::min<std::size_t>(payload.size(), room));
   const bool whole = step.starts_message && step.ends_message;
-  if (!whole && m.body.size() < kBodyKeep) {
-    const std::size_t n = std::min<std::size_t>(payload.size(), kBodyKeep - m.body.size());
-    m.body.insert(m.body.end(), payload.begin(), payload.begin() + n);
-  }
+  if (!whole) m.body.insert(m.body.end(), head.begin(), head.end());
   ev.analysis.placed = step.placed;
   if (!step.ends_message) return;
   qs.messages++;
@@ -275,10 +274,7 @@ void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, cons
   dm.opcodes[step.opcode].messages++;
   // Neither reads the queue's track: it is reset after them, its body's storage kept.
   complete(c, dir, m.delivery_id, m.record, ev, true);
-  if (!step.damaged)
-    untagged_message(
-        c, dir, ev, ctx, step,
-        whole ? payload.first(std::min<std::size_t>(payload.size(), kBodyKeep)) : ByteView(m.body));
+  if (!step.damaged) untagged_message(c, dir, ev, ctx, step, whole ? head : ByteView(m.body));
   m.reset();
 }
 
