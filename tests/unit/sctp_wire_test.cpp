@@ -49,8 +49,8 @@ TEST(SctpWire, ConstantsOfRfc5043AndRfc6951) {
   EXPECT_EQ(sctp_param::adaptation_layer_indication, 0xC006);
 }
 
-// Two IANA registry summaries give 1; the RFC text was not at hand (verify RFC 5043 §12).
-TEST(SctpWire, DdpAdaptationCodePoint_unverified) {
+// RFC 5043 §5.1, §12: the Adaptation Code Point 0x00000001 is DDP.
+TEST(SctpWire, DdpAdaptationCodePointIsOne) {
   EXPECT_EQ(kAdaptationCodePointDdp, 1u);
 }
 
@@ -290,28 +290,41 @@ TEST(SctpWire, ControlChunksEncodeTheirTypesFlagsAndLengths) {
 // DDP Stream Session Control (PPID 17)
 // ---------------------------------------------------------------------------------------------
 
-// The function-code numbering is unconfirmed (verify RFC 5043 §5.3, RFC 6581 §8).
-TEST(SctpWire, SessionControlFunctionCodes_unverified) {
-  EXPECT_EQ(ddp_session_fn::legacy_mode_unverified, 0x1);
-  EXPECT_EQ(ddp_session_fn::initiate_unverified, 0x2);
-  EXPECT_EQ(ddp_session_fn::accept_unverified, 0x3);
-  EXPECT_EQ(ddp_session_fn::reject_unverified, 0x4);
-  EXPECT_EQ(ddp_session_fn::terminate_unverified, 0x5);
-  EXPECT_EQ(ddp_session_kind(ddp_session_fn::enhanced_accept_unverified), DdpSessionKind::accept);
-  EXPECT_TRUE(ddp_session_is_enhanced(ddp_session_fn::enhanced_initiate_unverified));
-  EXPECT_FALSE(ddp_session_is_enhanced(ddp_session_fn::initiate_unverified));
-  EXPECT_EQ(ddp_session_kind(0x7777), DdpSessionKind::unknown);
-  EXPECT_EQ(ddp_session_function_name(ddp_session_fn::reject_unverified), "Session Reject");
+// RFC 5043 §5.2.3 (Initiate 1, Accept 2, Reject 3, Terminate 4) and RFC 6581 §7 (Enhanced
+// Initiate 5, Enhanced Accept 6, Enhanced Reject 7); RFC 6580 §3.5 lists them as 16-bit values
+// and keeps 0xFFFF for experiments. There is no "legacy mode" code and no enhanced Terminate.
+TEST(SctpWire, SessionControlFunctionCodesOfRfc5043AndRfc6581) {
+  EXPECT_EQ(ddp_session_fn::initiate, 0x1);
+  EXPECT_EQ(ddp_session_fn::accept, 0x2);
+  EXPECT_EQ(ddp_session_fn::reject, 0x3);
+  EXPECT_EQ(ddp_session_fn::terminate, 0x4);
+  EXPECT_EQ(ddp_session_fn::enhanced_initiate, 0x5);
+  EXPECT_EQ(ddp_session_fn::enhanced_accept, 0x6);
+  EXPECT_EQ(ddp_session_fn::enhanced_reject, 0x7);
+  EXPECT_EQ(ddp_session_kind(ddp_session_fn::enhanced_accept), DdpSessionKind::accept);
+  EXPECT_EQ(ddp_session_kind(ddp_session_fn::enhanced_reject), DdpSessionKind::reject);
+  EXPECT_TRUE(ddp_session_is_enhanced(ddp_session_fn::enhanced_initiate));
+  EXPECT_FALSE(ddp_session_is_enhanced(ddp_session_fn::initiate));
+  EXPECT_FALSE(ddp_session_is_enhanced(ddp_session_fn::terminate));
+  for (std::uint16_t undefined : {0x0000, 0x0008, 0x7777, 0xFFFF})
+    EXPECT_EQ(ddp_session_kind(undefined), DdpSessionKind::unknown) << undefined;
+  EXPECT_EQ(ddp_session_function_name(ddp_session_fn::reject), "Session Reject");
+  EXPECT_EQ(ddp_session_function_name(ddp_session_fn::enhanced_accept), "Enhanced Session Accept");
+  EXPECT_TRUE(ddp_session_function_name(0x0008).empty());
 }
 
-TEST(SctpWire, SessionControlRoundTrip) {
+// RFC 5043 §5.2.3: DDP-SSN (2) | Function Code (2) | Private Data to the end of the message, no
+// length field.
+TEST(SctpWire, SessionControlLayoutIsSsnFunctionCodeThenPrivateData) {
   DdpSessionControl m;
-  m.function_code = ddp_session_fn::initiate_unverified;
+  m.ddp_ssn = 0x1234;
+  m.function_code = ddp_session_fn::initiate;
   m.private_data = pattern(10);
   const Bytes wire = encode_ddp_session_control(m);
   ASSERT_EQ(wire.size(), 14u);
-  EXPECT_EQ(be16(wire, 0), ddp_session_fn::initiate_unverified);
-  EXPECT_EQ(be16(wire, 2), 10);
+  EXPECT_EQ(be16(wire, 0), 0x1234);
+  EXPECT_EQ(be16(wire, 2), ddp_session_fn::initiate);
+  EXPECT_EQ(Bytes(wire.begin() + 4, wire.end()), pattern(10));
   const auto back = decode_ddp_session_control(wire);
   ASSERT_TRUE(back);
   EXPECT_EQ(*back, m);
@@ -319,9 +332,10 @@ TEST(SctpWire, SessionControlRoundTrip) {
   EXPECT_EQ(back->ulp_private_data().size(), 10u);
 }
 
-TEST(SctpWire, EnhancedSessionControlCarriesTheRfc6581Word_unverified) {
+// RFC 6581 §7: the enhanced codes' private data opens with the IRD/ORD word, as in MPA.
+TEST(SctpWire, EnhancedSessionControlCarriesTheRfc6581Word) {
   DdpSessionControl m;
-  m.function_code = ddp_session_fn::enhanced_accept_unverified;
+  m.function_code = ddp_session_fn::enhanced_accept;
   MpaEnhancedPd pd;
   pd.peer_to_peer = true;
   pd.ird = 16;
@@ -340,30 +354,54 @@ TEST(SctpWire, EnhancedSessionControlCarriesTheRfc6581Word_unverified) {
   EXPECT_EQ(Bytes(ulp.begin(), ulp.end()), pattern(3));
 }
 
-TEST(SctpWire, SessionControlShortOrTrailingIsMalformed) {
+// A message is whole (SCTP delivers messages): short is malformed; the 512-octet limit and a
+// Terminate's private data are rules (sctp.private-data-invalid), not decode errors.
+TEST(SctpWire, SessionControlShorterThanItsHeaderIsMalformed) {
   DdpSessionControl m;
-  m.function_code = ddp_session_fn::accept_unverified;
-  m.private_data = pattern(6);
-  Bytes wire = encode_ddp_session_control(m);
-  for (std::size_t n = 0; n < wire.size(); ++n) {
+  m.function_code = ddp_session_fn::terminate;
+  m.private_data = pattern(600);
+  const Bytes wire = encode_ddp_session_control(m);
+  for (std::size_t n = 0; n < kDdpSessionControlHeaderSize; ++n) {
     const auto r = decode_ddp_session_control(ByteView{wire}.first(n));
     ASSERT_FALSE(r) << n;
     EXPECT_EQ(r.error().code, "sctp.session-short");
   }
-  wire.push_back(0);
   const auto r = decode_ddp_session_control(wire);
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code, "sctp.session-trailing");
-  EXPECT_EQ(r.error().offset, 10u);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->private_data.size(), 600u);
 }
 
-TEST(SctpWire, SctpLlpTerminateCodes_unverified) {
-  const TerminateError e = term::sctp_llp(sctp_llp_code::invalid_ppid_unverified);
-  EXPECT_EQ(e.layer, 0x2);
-  EXPECT_EQ(e.etype, llp_etype::sctp_unverified);
-  EXPECT_NE(e.etype, llp_etype::mpa);
-  EXPECT_EQ(terminate_error_name(e),
-            "LLP / SCTP / Invalid SCTP Payload Protocol Identifier (verify RFC 5043)");
+// RFC 5043 §5.2.1: every PPID 16 message opens with its DDP-SSN; the DDP header is at octet 2.
+TEST(SctpWire, DdpSegmentMessageOpensWithItsDdpSsn) {
+  const Bytes body = pattern(20);
+  const Bytes msg = encode_ddp_sctp_message(0xBEEF, body);
+  ASSERT_EQ(msg.size(), 22u);
+  EXPECT_EQ(be16(msg, 0), 0xBEEF);
+  const auto back = decode_ddp_sctp_message(msg);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->ddp_ssn, 0xBEEF);
+  EXPECT_EQ(Bytes(back->body.begin(), back->body.end()), body);
+  for (std::size_t n = 0; n < kDdpSsnSize; ++n) {
+    const auto r = decode_ddp_sctp_message(ByteView{msg}.first(n));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, "sctp.message-short");
+  }
+}
+
+// RFC 5043 §10: 16-bit serial arithmetic.
+TEST(SctpWire, DdpSsnCompareInSerialArithmetic) {
+  EXPECT_TRUE(ddp_ssn_before(1, 2));
+  EXPECT_FALSE(ddp_ssn_before(2, 2));
+  EXPECT_TRUE(ddp_ssn_before(0xFFFF, 0));
+  EXPECT_FALSE(ddp_ssn_before(0, 0xFFFF));
+  EXPECT_TRUE(ddp_ssn_before(0x8001, 0));
+}
+
+// RFC 6581 §8: RFC 5043 defines no LLP Terminate codes. A Terminate that carries the LLP error
+// type earlier ddpscope endpoints used for SCTP is named as not defined by RFC 5043.
+TEST(SctpWire, SctpLlpTerminateTypeIsNamedNonStandard) {
+  EXPECT_EQ(term_etype_name(0x2, llp_etype::sctp_non_standard), "SCTP (not defined by RFC 5043)");
+  EXPECT_TRUE(term_code_name(0x2, llp_etype::sctp_non_standard, 0x02).empty());
 }
 
 }  // namespace

@@ -365,20 +365,38 @@ Result<std::uint32_t> decode_sctp_shutdown(const SctpChunkView& chunk) {
 // DDP Stream Session Control
 // ---------------------------------------------------------------------------------------------
 
+Result<DdpSctpMessage> decode_ddp_sctp_message(ByteView user_message) {
+  using R = Result<DdpSctpMessage>;
+  if (user_message.size() < kDdpSsnSize) {
+    return R::malformed("sctp.message-short", user_message.size(),
+                        "user message of " + std::to_string(user_message.size()) +
+                            " octets is shorter than its DDP-SSN (RFC 5043 §5.2.1)");
+  }
+  return R::ok(DdpSctpMessage{be16(user_message, 0), user_message.subspan(kDdpSsnSize)},
+               user_message.size());
+}
+
+Bytes encode_ddp_sctp_message(std::uint16_t ddp_ssn, ByteView body) {
+  Bytes out;
+  out.reserve(kDdpSsnSize + body.size());
+  ByteWriter w(out);
+  w.be16(ddp_ssn);
+  w.bytes(body);
+  return out;
+}
+
 DdpSessionKind ddp_session_kind(std::uint16_t fn) {
   switch (fn) {
-    case ddp_session_fn::legacy_mode_unverified:
-      return DdpSessionKind::legacy_mode;
-    case ddp_session_fn::initiate_unverified:
-    case ddp_session_fn::enhanced_initiate_unverified:
+    case ddp_session_fn::initiate:
+    case ddp_session_fn::enhanced_initiate:
       return DdpSessionKind::initiate;
-    case ddp_session_fn::accept_unverified:
-    case ddp_session_fn::enhanced_accept_unverified:
+    case ddp_session_fn::accept:
+    case ddp_session_fn::enhanced_accept:
       return DdpSessionKind::accept;
-    case ddp_session_fn::reject_unverified:
-    case ddp_session_fn::enhanced_reject_unverified:
+    case ddp_session_fn::reject:
+    case ddp_session_fn::enhanced_reject:
       return DdpSessionKind::reject;
-    case ddp_session_fn::terminate_unverified:
+    case ddp_session_fn::terminate:
       return DdpSessionKind::terminate;
     default:
       return DdpSessionKind::unknown;
@@ -386,28 +404,25 @@ DdpSessionKind ddp_session_kind(std::uint16_t fn) {
 }
 
 bool ddp_session_is_enhanced(std::uint16_t fn) {
-  return fn == ddp_session_fn::enhanced_initiate_unverified ||
-         fn == ddp_session_fn::enhanced_accept_unverified ||
-         fn == ddp_session_fn::enhanced_reject_unverified;
+  return fn == ddp_session_fn::enhanced_initiate || fn == ddp_session_fn::enhanced_accept ||
+         fn == ddp_session_fn::enhanced_reject;
 }
 
 std::string_view ddp_session_function_name(std::uint16_t fn) {
   switch (fn) {
-    case ddp_session_fn::legacy_mode_unverified:
-      return "Legacy Mode";
-    case ddp_session_fn::initiate_unverified:
+    case ddp_session_fn::initiate:
       return "Session Initiate";
-    case ddp_session_fn::accept_unverified:
+    case ddp_session_fn::accept:
       return "Session Accept";
-    case ddp_session_fn::reject_unverified:
+    case ddp_session_fn::reject:
       return "Session Reject";
-    case ddp_session_fn::terminate_unverified:
+    case ddp_session_fn::terminate:
       return "Session Terminate";
-    case ddp_session_fn::enhanced_initiate_unverified:
+    case ddp_session_fn::enhanced_initiate:
       return "Enhanced Session Initiate";
-    case ddp_session_fn::enhanced_accept_unverified:
+    case ddp_session_fn::enhanced_accept:
       return "Enhanced Session Accept";
-    case ddp_session_fn::enhanced_reject_unverified:
+    case ddp_session_fn::enhanced_reject:
       return "Enhanced Session Reject";
     default:
       return {};
@@ -424,24 +439,15 @@ Result<DdpSessionControl> decode_ddp_session_control(ByteView message) {
   using R = Result<DdpSessionControl>;
   if (message.size() < kDdpSessionControlHeaderSize) {
     return R::malformed("sctp.session-short", message.size(),
-                        "DDP Stream Session Control message shorter than 4 octets");
+                        "DDP Stream Session Control message of " + std::to_string(message.size()) +
+                            " octets (the DDP-SSN and the function code take 4)");
   }
   DdpSessionControl m;
+  m.ddp_ssn = be16(message, ddp_session_field::ddp_ssn.offset);
   m.function_code = be16(message, ddp_session_field::function_code.offset);
-  const std::size_t pdl = be16(message, ddp_session_field::pd_length.offset);
-  const std::size_t have = message.size() - kDdpSessionControlHeaderSize;
-  if (have < pdl) {
-    return R::malformed("sctp.session-short", message.size(),
-                        "Private Data Length " + std::to_string(pdl) + " but " +
-                            std::to_string(have) + " octets follow");
-  }
-  if (have > pdl) {
-    return R::malformed("sctp.session-trailing", kDdpSessionControlHeaderSize + pdl,
-                        std::to_string(have - pdl) + " octets after the private data");
-  }
-  const ByteView pd = message.subspan(ddp_session_field::private_data, pdl);
+  const ByteView pd = message.subspan(ddp_session_field::private_data);
   m.private_data.assign(pd.begin(), pd.end());
-  if (ddp_session_is_enhanced(m.function_code) && pdl >= MpaEnhancedPd::kSize) {
+  if (ddp_session_is_enhanced(m.function_code) && pd.size() >= MpaEnhancedPd::kSize) {
     m.enhanced_pd = decode_mpa_enhanced_pd(pd.data());
   }
   return R::ok(std::move(m), message.size());
@@ -450,10 +456,8 @@ Result<DdpSessionControl> decode_ddp_session_control(ByteView message) {
 Bytes encode_ddp_session_control(const DdpSessionControl& message) {
   Bytes out;
   ByteWriter w(out);
-  const std::size_t pdl =
-      message.private_data.size() + (message.enhanced_pd ? MpaEnhancedPd::kSize : 0);
+  w.be16(message.ddp_ssn);
   w.be16(message.function_code);
-  w.be16(static_cast<std::uint16_t>(pdl));
   if (message.enhanced_pd) encode_mpa_enhanced_pd(*message.enhanced_pd, w);
   w.bytes(message.private_data);
   return out;

@@ -67,14 +67,6 @@ constexpr CodeName kCodes[] = {
     {kLlp, llp_etype::mpa, mpa_code::local_catastrophic, "Local catastrophic error"},
     {kLlp, llp_etype::mpa, mpa_code::insufficient_ird, "Insufficient IRD resources"},
     {kLlp, llp_etype::mpa, mpa_code::no_matching_rtr, "No matching RTR option"},
-    {kLlp, llp_etype::sctp_unverified, sctp_llp_code::association_lost_unverified,
-     "SCTP association lost (verify RFC 5043)"},
-    {kLlp, llp_etype::sctp_unverified, sctp_llp_code::invalid_session_control_unverified,
-     "Invalid DDP Stream Session Control message (verify RFC 5043)"},
-    {kLlp, llp_etype::sctp_unverified, sctp_llp_code::invalid_ppid_unverified,
-     "Invalid SCTP Payload Protocol Identifier (verify RFC 5043)"},
-    {kLlp, llp_etype::sctp_unverified, sctp_llp_code::session_rejected_unverified,
-     "DDP Stream Session rejected (verify RFC 5043)"},
 };
 
 std::string hex(std::uint8_t v, int digits) {
@@ -126,7 +118,8 @@ std::string_view term_etype_name(std::uint8_t layer, std::uint8_t etype) {
     }
   }
   if (layer == kLlp && etype == llp_etype::mpa) return "MPA";
-  if (layer == kLlp && etype == llp_etype::sctp_unverified) return "SCTP";
+  if (layer == kLlp && etype == llp_etype::sctp_non_standard)
+    return "SCTP (not defined by RFC 5043)";
   return {};
 }
 

@@ -5,8 +5,8 @@
 // (with their parameters), SACK, ABORT, SHUTDOWN*, COOKIE*, and the DDP Stream Session Control
 // message carried on PPID 17.
 // Pure functions: no state, no I/O. Decoders are bounds-checked and return a Result; encoders
-// append to a byte vector. Values this project could not confirm against the RFC text carry
-// `_unverified` in their names and "(verify RFC 5043 §x)" in their comments.
+// append to a byte vector. The adaptation's layout and codes are read from RFC 5043's own text
+// (../shared/reference/iwarp-wire-facts.md, "DDP over SCTP").
 #pragma once
 
 #include <cstdint>
@@ -28,14 +28,13 @@ namespace ddpscope::wire {
 inline constexpr std::uint8_t kIpProtocolSctp = 132;  // IANA protocol numbers
 inline constexpr std::uint16_t kSctpUdpPort = 9899;   // RFC 6951 §5.1 (IANA sctp-tunneling)
 
-// SCTP Payload Protocol Identifiers of RFC 5043 §5 (IANA; tshark names them "DDP Segment Chunk"
-// and "DDP Stream Session Control").
+// SCTP Payload Protocol Identifiers of RFC 5043 §5.2, §12 (IANA; tshark names them "DDP Segment
+// Chunk" and "DDP Stream Session Control").
 inline constexpr std::uint32_t kPpidDdpSegment = 16;
 inline constexpr std::uint32_t kPpidDdpSessionControl = 17;
 
 // The Adaptation Code Point that says "DDP" in the Adaptation Layer Indication parameter
-// (RFC 5043 §5.1, IANA "Adaptation Code Points"): 1. Two independent summaries of the IANA
-// registry give 1; the RFC text itself was not at hand (verify RFC 5043 §12).
+// (RFC 5043 §5.1, §12): 1. An association whose INIT or INIT ACK lacks it runs no DDP.
 inline constexpr std::uint32_t kAdaptationCodePointDdp = 0x00000001;
 
 // ---------------------------------------------------------------------------------------------
@@ -259,42 +258,66 @@ void encode_sctp_cookie_ack(Bytes& out);
 Result<std::uint32_t> decode_sctp_shutdown(const SctpChunkView& chunk);
 
 // ---------------------------------------------------------------------------------------------
-// DDP Stream Session Control (PPID 17; RFC 5043 §5, RFC 6581 §8)
+// The DDP adaptation's user messages (RFC 5043 §5.2): DDP-SSN, then a DDP segment (PPID 16) or a
+// DDP Stream Session Control message (PPID 17)
 // ---------------------------------------------------------------------------------------------
 //
-// Layout as implemented (verify RFC 5043 §5.3, not confirmed from the RFC text):
-//   bytes 0..1  Function Code (big-endian)
-//   bytes 2..3  Private Data Length (big-endian)
-//   bytes 4..   Private Data
-// For the RFC 6581 enhanced function codes the private data opens with the same IRD/ORD/RTR
-// word as an enhanced MPA Request/Reply (MpaEnhancedPd), the ULP's private data after it
-// (verify RFC 6581 §8).
+// Every user message of the adaptation, on either PPID, opens with a 16-bit DDP-SSN
+// (RFC 5043 §5.2.1): per SCTP stream and direction it numbers the messages in the order the
+// sender submitted them, starts at 0 with each DDP Stream Session and has no gaps. Chunks are
+// sent unordered (U = 1, §4, §10), so the DDP-SSN, not the TSN, is the order a receiver judges a
+// stream in.
+//   PPID 16:  DDP-SSN (2) | DDP segment (RFC 5041 header and payload)
+//   PPID 17:  DDP-SSN (2) | Function Code (2) | Private Data (to the end of the message)
 
-inline constexpr std::size_t kDdpSessionControlHeaderSize = 4;
+inline constexpr std::size_t kDdpSsnSize = 2;
+
+// RFC 5043 §10: DDP-SSNs compare in 16-bit serial arithmetic (RFC 1982); fewer than 2^15
+// messages of one stream and direction are ever in flight.
+constexpr bool ddp_ssn_before(std::uint16_t a, std::uint16_t b) {
+  return static_cast<std::int16_t>(static_cast<std::uint16_t>(a - b)) < 0;
+}
+
+// A user message split into its DDP-SSN and what follows it.
+struct DdpSctpMessage {
+  std::uint16_t ddp_ssn = 0;
+  ByteView body;  // the DDP segment (PPID 16) or the session control after the DDP-SSN (PPID 17)
+};
+// Malformed "sctp.message-short" when the message is shorter than the DDP-SSN.
+Result<DdpSctpMessage> decode_ddp_sctp_message(ByteView user_message);
+// DDP-SSN followed by `body`: a PPID 16 user message when `body` is a DDP segment.
+Bytes encode_ddp_sctp_message(std::uint16_t ddp_ssn, ByteView body);
+
+// DDP Stream Session Control (PPID 17; RFC 5043 §5.2.3, RFC 6581 §7). There is no length field:
+// the private data is the rest of the message.
+inline constexpr std::size_t kDdpSessionControlHeaderSize = 4;  // DDP-SSN and Function Code
 namespace ddp_session_field {
-inline constexpr FieldSpan function_code{0, 2};
-inline constexpr FieldSpan pd_length{2, 2};
+inline constexpr FieldSpan ddp_ssn{0, 2};
+inline constexpr FieldSpan function_code{2, 2};
 inline constexpr std::size_t private_data = kDdpSessionControlHeaderSize;
 }  // namespace ddp_session_field
 
-// Function codes (verify RFC 5043 §5.3 and RFC 6581 §8: the numbering is this project's reading
-// of the order both RFCs list them in; every name says so). Kept in one table so a correction is
-// one edit.
+// RFC 5043 §5.2.3: Initiate, Accept and Reject carry at most 512 octets of private data (the
+// RFC 6581 word included, RFC 6581 §7); Terminate carries none.
+inline constexpr std::size_t kDdpSessionMaxPrivateData = 512;
+
+// Function codes: RFC 5043 §5.2.3 (1-4), RFC 6581 §7 (5-7); RFC 6580 §3.5 keeps 0xFFFF for
+// experiments. Every other value is invalid. There is no enhanced Terminate: an enhanced
+// session ends with the plain one.
 namespace ddp_session_fn {
-inline constexpr std::uint16_t legacy_mode_unverified = 0x1;
-inline constexpr std::uint16_t initiate_unverified = 0x2;
-inline constexpr std::uint16_t accept_unverified = 0x3;
-inline constexpr std::uint16_t reject_unverified = 0x4;
-inline constexpr std::uint16_t terminate_unverified = 0x5;
-inline constexpr std::uint16_t enhanced_initiate_unverified = 0x6;  // RFC 6581
-inline constexpr std::uint16_t enhanced_accept_unverified = 0x7;    // RFC 6581
-inline constexpr std::uint16_t enhanced_reject_unverified = 0x8;    // RFC 6581
+inline constexpr std::uint16_t initiate = 0x0001;
+inline constexpr std::uint16_t accept = 0x0002;
+inline constexpr std::uint16_t reject = 0x0003;
+inline constexpr std::uint16_t terminate = 0x0004;
+inline constexpr std::uint16_t enhanced_initiate = 0x0005;  // RFC 6581
+inline constexpr std::uint16_t enhanced_accept = 0x0006;    // RFC 6581
+inline constexpr std::uint16_t enhanced_reject = 0x0007;    // RFC 6581
+inline constexpr std::uint16_t experimental = 0xFFFF;       // RFC 6580 §3.5
 }  // namespace ddp_session_fn
 
-// What a function code means to the engine.
+// What a function code means to the session rules.
 enum class DdpSessionKind : std::uint8_t {
-  unknown,
-  legacy_mode,
+  unknown,  // not a code RFC 5043 or RFC 6581 defines (0xFFFF included)
   initiate,
   accept,
   reject,
@@ -302,10 +325,11 @@ enum class DdpSessionKind : std::uint8_t {
 };
 DdpSessionKind ddp_session_kind(std::uint16_t function_code);
 bool ddp_session_is_enhanced(std::uint16_t function_code);
-// "Session Initiate", "Enhanced Session Accept", ... or empty for an unknown code.
+// "Session Initiate", "Enhanced Session Accept", ... or empty for an undefined code.
 std::string_view ddp_session_function_name(std::uint16_t function_code);
 
 struct DdpSessionControl {
+  std::uint16_t ddp_ssn = 0;
   std::uint16_t function_code = 0;
   Bytes private_data;  // all PD octets as on the wire (the enhanced word included)
   // Decoded RFC 6581 word: present for an enhanced function code with >= 4 PD octets.
@@ -315,10 +339,10 @@ struct DdpSessionControl {
   ByteView ulp_private_data() const;
   bool operator==(const DdpSessionControl&) const = default;
 };
-// Decodes one whole user message (SCTP delivers messages, not a byte stream, so a short one is
-// malformed, never need_more). Malformed codes: "sctp.session-short" (< 4 octets or fewer PD
-// octets than Private Data Length says; offset = where it ended), "sctp.session-trailing" (more
-// octets than the header accounts for).
+// Decodes one whole PPID 17 user message (SCTP delivers messages, not a byte stream, so a short
+// one is malformed, never need_more): "sctp.session-short" when it is shorter than the DDP-SSN
+// and the function code. Private data over 512 octets, private data in a Terminate and an
+// undefined function code decode: they are rules (sctp/ddp_session.h), not wire errors.
 Result<DdpSessionControl> decode_ddp_session_control(ByteView message);
 // Builds the message. When enhanced_pd is set its word is written first and private_data is the
 // ULP's PD only (the same asymmetry as encode_mpa_reqrep).

@@ -56,9 +56,11 @@ inline constexpr std::uint8_t invalid_version = 0x06;
 
 namespace llp_etype {
 inline constexpr std::uint8_t mpa = 0x0;
-// DDP over SCTP's own LLP errors (RFC 5043): the error type and codes below are this project's
-// placeholders, chosen not to collide with MPA's (verify RFC 5043 §7 / RFC 6580's registry).
-inline constexpr std::uint8_t sctp_unverified = 0x1;
+// RFC 5043 defines no LLP error type or codes (RFC 6581 §8): an RFC 5043 receiver ends the DDP
+// stream with a Session Terminate instead (findings/catalog.h, LlpAction). Earlier ddpscope
+// endpoints sent LLP type 1 in an RDMAP Terminate for SCTP errors; a Terminate carrying it is
+// named "SCTP (not defined by RFC 5043)" and its codes are left unnamed.
+inline constexpr std::uint8_t sctp_non_standard = 0x1;
 }  // namespace llp_etype
 namespace mpa_code {
 inline constexpr std::uint8_t connection_lost = 0x01;
@@ -69,12 +71,6 @@ inline constexpr std::uint8_t local_catastrophic = 0x05;  // RFC 6581
 inline constexpr std::uint8_t insufficient_ird = 0x06;    // RFC 6581
 inline constexpr std::uint8_t no_matching_rtr = 0x07;     // RFC 6581
 }  // namespace mpa_code
-namespace sctp_llp_code {  // (verify RFC 5043 §7): every value here is unconfirmed
-inline constexpr std::uint8_t association_lost_unverified = 0x01;
-inline constexpr std::uint8_t invalid_session_control_unverified = 0x02;
-inline constexpr std::uint8_t invalid_ppid_unverified = 0x03;
-inline constexpr std::uint8_t session_rejected_unverified = 0x04;
-}  // namespace sctp_llp_code
 
 // The (layer, type, code) triple a compliant Data Sink puts in a Terminate.
 struct TerminateError {
@@ -107,9 +103,6 @@ constexpr TerminateError ddp_untagged(std::uint8_t code) {
 }
 constexpr TerminateError mpa(std::uint8_t code) {
   return {static_cast<std::uint8_t>(TermLayer::llp), llp_etype::mpa, code};
-}
-constexpr TerminateError sctp_llp(std::uint8_t code) {
-  return {static_cast<std::uint8_t>(TermLayer::llp), llp_etype::sctp_unverified, code};
 }
 }  // namespace term
 
