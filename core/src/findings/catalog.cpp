@@ -12,6 +12,8 @@ constexpr std::uint8_t kRdmap = static_cast<std::uint8_t>(TermLayer::rdmap);
 constexpr std::uint8_t kDdp = static_cast<std::uint8_t>(TermLayer::ddp);
 constexpr std::uint8_t kLlp = static_cast<std::uint8_t>(TermLayer::llp);
 constexpr std::optional<TerminateError> kNone = std::nullopt;
+constexpr LlpAction kTerminateStream = LlpAction::session_terminate;
+constexpr LlpAction kAbort = LlpAction::abort;
 constexpr TerminateError term(std::uint8_t l, std::uint8_t t, std::uint8_t c) {
   return {l, t, c};
 }
@@ -66,14 +68,47 @@ constexpr std::array<FindingSpec, kFindingCount> kCatalog{{
     {F::sctp_retransmission_conflict, "sctp.retransmission-conflict", S::warning, "sctp",
      "RFC 9260 §6.2", kNone,
      "a retransmitted DATA chunk carries different octets than the first copy (first copy kept)"},
-    {F::sctp_ppid_invalid, "sctp.ppid-invalid", S::error, "sctp", "RFC 5043 §5",
-     term(kLlp, llp_etype::sctp_unverified, sctp_llp_code::invalid_ppid_unverified),
-     "DDP-looking data on a PPID other than 16, or a PPID 16 message that is not a DDP segment"},
-    {F::sctp_session_invalid, "sctp.session-invalid", S::error, "sctp", "RFC 5043 §5, RFC 6581",
-     term(kLlp, llp_etype::sctp_unverified, sctp_llp_code::invalid_session_control_unverified),
-     "malformed or out-of-order DDP Stream Session Control, or DDP segments before the Accept"},
-    {F::sctp_session_rejected, "sctp.session-rejected", S::warning, "sctp", "RFC 5043 §5", kNone,
+    {F::sctp_ppid_invalid, "sctp.ppid-invalid", S::error, "sctp", "RFC 5043 §5.2", kNone,
+     "DDP-looking data on a PPID other than 16, or a PPID 16 message that is not a DDP segment",
+     kTerminateStream},
+    {F::sctp_session_invalid, "sctp.session-invalid", S::error, "sctp",
+     "RFC 5043 §6.1-§6.4, RFC 6581 §7", kNone,
+     "DDP Stream Session Control outside the legal sequences (Initiate, then Accept, Reject or "
+     "Terminate; a Terminate ends it), malformed, or a failed RFC 6581 negotiation",
+     kTerminateStream},
+    {F::sctp_session_rejected, "sctp.session-rejected", S::warning, "sctp", "RFC 5043 §6.2", kNone,
      "the responder rejected the DDP stream (Session Reject)"},
+    {F::sctp_ssn_invalid, "sctp.ssn-invalid", S::error, "sctp", "RFC 5043 §5.2.1, §10", kNone,
+     "a DDP-SSN skipped, reused, or not 0 at the session's start: the stream's order is broken",
+     kTerminateStream},
+    {F::sctp_function_code_invalid, "sctp.function-code-invalid", S::error, "sctp",
+     "RFC 5043 §5.2.3, RFC 6581 §7", kNone,
+     "a DDP Stream Session Control function code that RFC 5043 and RFC 6581 do not define",
+     kTerminateStream},
+    {F::sctp_private_data_invalid, "sctp.private-data-invalid", S::error, "sctp", "RFC 5043 §5.2.3",
+     kNone, "more than 512 octets of private data, or private data in a Session Terminate",
+     kTerminateStream},
+    {F::sctp_segment_early, "sctp.segment-early", S::error, "sctp", "RFC 5043 §6.6", kNone,
+     "a DDP segment the session did not allow yet: the active side's before its Initiate was "
+     "acknowledged or answered, the passive side's before its Accept, either after a Reject or "
+     "its own Terminate",
+     kTerminateStream},
+    {F::sctp_chunk_ordered, "sctp.chunk-ordered", S::error, "sctp", "RFC 5043 §4, §10", kNone,
+     "a DATA chunk of the DDP adaptation sent ordered (U = 0): every chunk must be unordered",
+     kTerminateStream},
+    {F::sctp_adaptation_missing, "sctp.adaptation-missing", S::error, "sctp",
+     "RFC 5043 §5.1, §11.1", kNone,
+     "DDP messages on an association whose INIT and INIT ACK did not both carry the DDP "
+     "adaptation indication (0x00000001)",
+     kAbort},
+    {F::sctp_segment_too_large, "sctp.segment-too-large", S::warning, "sctp", "RFC 5043 §9", kNone,
+     "a DDP segment larger than the path's MULPDU (it needed SCTP fragmentation; a path MTU that "
+     "fell after the segment was sized does this too)",
+     kTerminateStream},
+    {F::sctp_session_unterminated, "sctp.session-unterminated", S::warning, "sctp", "RFC 5043 §6.1",
+     kNone,
+     "an accepted DDP Stream Session whose association shut down with no Session Terminate from "
+     "either side"},
     {F::ddp_version_invalid, "ddp.version-invalid", S::error, "ddp", "RFC 5041 §4.1",
      term(kDdp, ddp_etype::tagged_buffer, ddp_tagged_code::invalid_version),
      "DDP version (DV) is not 1"},
@@ -214,6 +249,18 @@ std::string_view to_string(Severity s) {
       return "error";
   }
   return "?";
+}
+
+std::string_view to_string(LlpAction a) {
+  switch (a) {
+    case LlpAction::none:
+      return "";
+    case LlpAction::session_terminate:
+      return "session-terminate";
+    case LlpAction::abort:
+      return "abort";
+  }
+  return "";
 }
 
 std::string_view to_string(Consequence c) {

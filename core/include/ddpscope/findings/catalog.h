@@ -47,6 +47,14 @@ enum class FindingId : std::uint16_t {
   sctp_ppid_invalid,
   sctp_session_invalid,
   sctp_session_rejected,
+  sctp_ssn_invalid,
+  sctp_function_code_invalid,
+  sctp_private_data_invalid,
+  sctp_segment_early,
+  sctp_chunk_ordered,
+  sctp_adaptation_missing,
+  sctp_segment_too_large,
+  sctp_session_unterminated,
   // DDP
   ddp_version_invalid,
   ddp_reserved_nonzero,
@@ -95,6 +103,14 @@ enum class FindingId : std::uint16_t {
 };
 inline constexpr std::size_t kFindingCount = static_cast<std::size_t>(FindingId::count_);
 
+// What an RFC 5043 Data Sink does about an SCTP-level violation (RFC 5043 §11.3). RFC 5043
+// defines no LLP Terminate codes (RFC 6581 §8 says so), so no RDMAP Terminate names these rules:
+// the receiver ends the DDP stream with a DDP Stream Session Terminate (function code 4), or,
+// when the association itself cannot carry DDP, ends the association with an SCTP ABORT.
+enum class LlpAction : std::uint8_t { none, session_terminate, abort };
+// "", "session-terminate", "abort"
+std::string_view to_string(LlpAction a);
+
 struct FindingSpec {
   FindingId id;
   std::string_view code;  // stable dotted name, e.g. "ddp.tagged.bounds"
@@ -104,6 +120,7 @@ struct FindingSpec {
   std::string_view rfc;  // the rule's home, e.g. "RFC 5041 §7.2"
   std::optional<TerminateError> terminate;  // what a compliant Data Sink sends
   std::string_view summary;                 // one line
+  LlpAction llp_action = LlpAction::none;   // SCTP rules: what the sink does instead
 };
 
 const FindingSpec& finding_spec(FindingId id);
