@@ -506,16 +506,26 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, const char* inf
                      packet_info* pinfo, proto_tree* tree) {
   tvbuff_t* pdu_tvb = frame_pdu_tvb(ctx, p);
   if (p.sctp) {
-    // RFC 5043: the user message is the ULPDU, no MPA framing around it.
+    // RFC 5043 §5.2.1: the user message is the DDP-SSN and the DDP segment, no MPA framing.
     if (pdu_tvb == nullptr && p.raw_stored())
-      pdu_tvb = child_tvb(ctx, pinfo, p.raw, "DDP segment (SCTP user message)");
+      pdu_tvb = child_tvb(ctx, pinfo, p.raw, "DDP-SSN and DDP segment (SCTP user message)");
+    tvbuff_t* segment_tvb = nullptr;
+    const At ssn_at = at(pdu_tvb, 0, wire::kDdpSsnSize);
+    if (ssn_at.tvb != nullptr) {
+      proto_item* si =
+          proto_tree_add_item(tree, proto.sctp_session, ssn_at.tvb, ssn_at.off, ssn_at.len, ENC_NA);
+      const std::uint16_t ssn = tvb_get_ntohs(ssn_at.tvb, ssn_at.off);
+      proto_item_append_text(si, ", DDP-SSN %u", ssn);
+      add_uint(proto_item_add_subtree(si, ett.sctp_session), hf.ss_ddp_ssn, ssn_at, ssn);
+      segment_tvb = tvb_new_subset_remaining(pdu_tvb, static_cast<gint>(wire::kDdpSsnSize));
+    }
     if (!p.ddp) {
-      const At a = pdu_tvb != nullptr ? At{pdu_tvb, 0, -1} : At{ctx.frame_tvb, 0, 0};
+      const At a = segment_tvb != nullptr ? At{segment_tvb, 0, -1} : At{ctx.frame_tvb, 0, 0};
       proto_item* di = proto_tree_add_item(tree, proto.ddp, a.tvb, a.off, a.len, ENC_NA);
       proto_item_append_text(di, ", %s", info);
       return di;
     }
-    proto_item* ri = draw_ddp_rdmap(ctx, p, info, pdu_tvb, pinfo, tree);
+    proto_item* ri = draw_ddp_rdmap(ctx, p, info, segment_tvb, pinfo, tree);
     // As for FPDUs: a message held behind a TSN hole (reordering, loss) that a later frame let
     // go, or one flushed at the end, is drawn in its own last frame and says so.
     if (p.end_of_capture) {
@@ -712,13 +722,12 @@ void draw_sctp_session(const SessionControlRecord& r, tvbuff_t* tvb, packet_info
   }
   namespace field = wire::ddp_session_field;
   const wire::DdpSessionControl& m = r.message;
+  add_uint(st, hf.ss_ddp_ssn, at(tvb, 0, field::ddp_ssn), m.ddp_ssn);
   proto_tree_add_uint_format_value(st, hf.ss_function,
                                    or_empty(at(tvb, 0, field::function_code)).tvb,
                                    or_empty(at(tvb, 0, field::function_code)).off,
                                    or_empty(at(tvb, 0, field::function_code)).len, m.function_code,
                                    "%s (0x%04x)", r.function_name.c_str(), m.function_code);
-  add_uint(st, hf.ss_pd_length, at(tvb, 0, field::pd_length),
-           static_cast<std::uint32_t>(m.private_data.size()));
   const std::size_t pd = field::private_data;
   if (m.private_data.empty()) return;
   add_bytes(st, hf.ss_private_data, at(tvb, pd, m.private_data.size()), m.private_data.data(),

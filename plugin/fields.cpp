@@ -391,18 +391,17 @@ void register_fields() {
                      &ett.term_rdmap,    &ett.rdmap_analysis,
                      &ett.analysis,      &ett.sctp_session};
 
-  // DDP Stream Session Control (PPID 17, RFC 5043; RFC 6581's word uses iwarp.mpa.ird etc.).
+  // The DDP adaptation over SCTP (RFC 5043 §5.2): the DDP-SSN of every PPID 16 and 17 message,
+  // and DDP Stream Session Control (PPID 17; RFC 6581's word uses iwarp.mpa.ird etc.).
   static hf_register_info sctp_session_fields[] = {
-      HF(ss_function, "Function code", "iwarp.sctp_session.function", FT_UINT16, BASE_HEX, nullptr,
-         0, nullptr),
-      HF(ss_pd_length, "Private data length", "iwarp.sctp_session.pd_length", FT_UINT16, BASE_DEC,
-         nullptr, 0, nullptr),
-      HF(ss_private_data, "Private data", "iwarp.sctp_session.private_data", FT_BYTES, BASE_NONE,
-         nullptr, 0, nullptr),
-      HF(ss_ulp_private_data, "ULP private data", "iwarp.sctp_session.ulp_private_data", FT_BYTES,
-         BASE_NONE, nullptr, 0, nullptr),
-      HF(ss_error, "Malformed", "iwarp.sctp_session.malformed", FT_STRING, BASE_NONE, nullptr, 0,
+      HF(ss_ddp_ssn, "DDP-SSN", "iwarp.sctp.ddp_ssn", FT_UINT16, BASE_DEC, nullptr, 0, nullptr),
+      HF(ss_function, "Function code", "iwarp.sctp.function", FT_UINT16, BASE_HEX, nullptr, 0,
          nullptr),
+      HF(ss_private_data, "Private data", "iwarp.sctp.private_data", FT_BYTES, BASE_NONE, nullptr,
+         0, nullptr),
+      HF(ss_ulp_private_data, "ULP private data", "iwarp.sctp.ulp_private_data", FT_BYTES,
+         BASE_NONE, nullptr, 0, nullptr),
+      HF(ss_error, "Malformed", "iwarp.sctp.malformed", FT_STRING, BASE_NONE, nullptr, 0, nullptr),
   };
 
   proto_register_field_array(proto.sctp_session, sctp_session_fields,

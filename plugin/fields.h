@@ -15,7 +15,7 @@ struct Protocols {
   int mpa = -1;
   int ddp = -1;
   int rdmap = -1;
-  int sctp_session = -1;  // DDP Stream Session Control (PPID 17, RFC 5043)
+  int sctp_session = -1;  // iwarp.sctp: DDP-SSN and Session Control (RFC 5043 §5.2)
 };
 extern Protocols proto;
 
@@ -62,8 +62,8 @@ struct HeaderFields {
   // Frame-level analysis
   int an_pdu_end_of_capture = -1, an_pdu_released_in = -1;
   int an_finding = -1, an_finding_reported_in = -1, an_finding_end_of_capture = -1;
-  // DDP Stream Session Control (iwarp.sctp_session.*)
-  int ss_function = -1, ss_pd_length = -1, ss_private_data = -1, ss_ulp_private_data = -1,
+  // The DDP adaptation over SCTP (iwarp.sctp.*)
+  int ss_ddp_ssn = -1, ss_function = -1, ss_private_data = -1, ss_ulp_private_data = -1,
       ss_error = -1;
 };
 extern HeaderFields hf;

@@ -497,8 +497,8 @@ void register_protocols() {
       proto_register_protocol("iWARP Direct Data Placement (ddpscope)", "iWARP-DDP", "iwarp.ddp");
   proto.rdmap = proto_register_protocol("iWARP Remote Direct Memory Access Protocol (ddpscope)",
                                         "iWARP-RDMAP", "iwarp.rdmap");
-  proto.sctp_session = proto_register_protocol("iWARP DDP Stream Session Control (ddpscope)",
-                                               "iWARP-SCTP-Session", "iwarp.sctp_session");
+  proto.sctp_session =
+      proto_register_protocol("iWARP DDP over SCTP (ddpscope)", "iWARP-SCTP", "iwarp.sctp");
   register_fields();
 
   module_t* prefs = prefs_register_protocol(proto.mpa, nullptr);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "sctp_socket.h"
@@ -96,8 +97,10 @@ class KernelSocket final : public SctpSocket {
     return Io::ok;
   }
   Io send(ByteView m, std::uint32_t ppid, std::uint16_t stream_id, std::string& error) override {
-    const int r =
-        sctp_sendmsg(fd_, m.data(), m.size(), nullptr, 0, htonl(ppid), 0, stream_id, 0, 0);
+    // RFC 5043 §4, §10: every chunk of the DDP adaptation is sent unordered (U = 1); the
+    // DDP-SSN at the start of the message is the order.
+    const int r = sctp_sendmsg(fd_, m.data(), m.size(), nullptr, 0, htonl(ppid), SCTP_UNORDERED,
+                               stream_id, 0, 0);
     if (r < 0) {
       if (errno == EWOULDBLOCK || errno == EAGAIN || errno == EINTR) return Io::would_block;
       error = last_error("sctp_sendmsg");
@@ -119,6 +122,16 @@ class KernelSocket final : public SctpSocket {
     return st.sstat_primary.spinfo_mtu;
   }
   std::uint16_t local_port() override { return port_of(fd_); }
+  // Linux 5.11+ encapsulates in UDP when the namespace's net.sctp.encap_port is set (the lab
+  // does this); the path MTU it reports does not take the UDP header off.
+  bool over_udp() override {
+    std::FILE* f = std::fopen("/proc/sys/net/sctp/encap_port", "r");
+    if (f == nullptr) return false;
+    unsigned port = 0;
+    const bool read = std::fscanf(f, "%u", &port) == 1;
+    std::fclose(f);
+    return read && port != 0;
+  }
 
  private:
   int fd_;

@@ -48,6 +48,8 @@ class SctpSocket {
   // Path MTU of the primary path (0 when unknown) and the local port.
   virtual std::uint32_t path_mtu() = 0;
   virtual std::uint16_t local_port() = 0;
+  // The association runs over UDP (RFC 6951): 8 more octets of each packet are not SCTP's.
+  virtual bool over_udp() = 0;
 };
 
 class SctpListener {

@@ -122,6 +122,7 @@ class UserSocket final : public SctpSocket {
     sctp_sndinfo info{};
     info.snd_sid = stream_id;
     info.snd_ppid = htonl(ppid);
+    info.snd_flags = SCTP_UNORDERED;  // RFC 5043 §4, §10: U = 1; the DDP-SSN is the order
     const ssize_t r = usrsctp_sendv(so_, m.data(), m.size(), nullptr, 0, &info, sizeof info,
                                     SCTP_SENDV_SNDINFO, 0);
     if (r < 0) {
@@ -145,6 +146,7 @@ class UserSocket final : public SctpSocket {
     if (usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_STATUS, &st, &len) != 0) return 0;
     return st.sstat_primary.spinfo_mtu;
   }
+  bool over_udp() override { return g_udp_port != 0; }
   std::uint16_t local_port() override {
     struct sockaddr* addrs = nullptr;
     const int n = usrsctp_getladdrs(so_, 0, &addrs);

@@ -22,7 +22,7 @@ from ddpscope_cli import free_port, run, start, wait_port_file  # noqa: E402
 TSHARK = shutil.which("tshark")
 PPID_DDP_SEGMENT = 16
 PPID_SESSION_CONTROL = 17
-ADAPTATION_CODE_POINT_DDP = 1  # wire::kAdaptationCodePointDdp (verify RFC 5043)
+ADAPTATION_CODE_POINT_DDP = 1  # wire::kAdaptationCodePointDdp (RFC 5043 §5.1, §12)
 
 
 def kernel_has_sctp():
@@ -96,7 +96,8 @@ class SctpRping(unittest.TestCase):
         self.assertEqual(client.returncode, 0, client.stderr)
         self.assertEqual(server_rc, 0, serr)
         rows = tshark_fields(pcap, "sctp.checksum.status", "sctp.chunk_type",
-                             "sctp.data_payload_proto_id")
+                             "sctp.data_payload_proto_id", "sctp.data_u_bit", "data.data",
+                             "sctp.srcport")
         self.assertTrue(rows, "nothing captured")
         # Every packet's CRC32c verifies (usrsctp computes it on loopback too).
         self.assertEqual({r[0] for r in rows}, {"1"}, rows[:5])
@@ -104,12 +105,27 @@ class SctpRping(unittest.TestCase):
         for t in ("1", "2", "10", "11", "0", "3", "7"):  # INIT .. DATA SACK SHUTDOWN
             self.assertIn(t, chunk_types)
         ppids = [int(p) for r in rows if r[2] for p in r[2].split(",")]
-        # Session control: one Initiate, one Accept. DDP segments (size 1000 < MULPDU, one
-        # segment per message): the initiator's Write RTR, per iteration its two advertisement
-        # Sends and one Read Response; the responder's Read Request, RDMA Write, two go-aheads.
-        self.assertEqual(ppids.count(PPID_SESSION_CONTROL), 2, ppids)
+        # Session control: one Initiate, one Accept, and a Session Terminate from the side that
+        # closed (RFC 5043 §6.1; both may). DDP segments (size 1000 < MULPDU, one segment per
+        # message): the initiator's Write RTR, per iteration its two advertisement Sends and one
+        # Read Response; the responder's Read Request, RDMA Write, two go-aheads.
+        self.assertIn(ppids.count(PPID_SESSION_CONTROL), (3, 4), ppids)
         self.assertEqual(ppids.count(PPID_DDP_SEGMENT), 1 + count * 3 + count * 4, ppids)
         self.assertEqual(set(ppids), {PPID_DDP_SEGMENT, PPID_SESSION_CONTROL})
+        # RFC 5043 §4, §10 read back with tshark's own SCTP fields: every DATA chunk unordered
+        # (U = 1); every user message opens with its DDP-SSN, 0, 1, 2, ... per direction (tshark
+        # hands the PPID 16/17 payloads to its data dissector: data.data is the whole message).
+        u_bits = [b for r in rows if r[3] for b in r[3].split(",")]
+        self.assertEqual(len(u_bits), len(ppids))
+        self.assertEqual(set(u_bits), {"1"}, u_bits)
+        by_side = {}
+        for r in rows:
+            for d in (r[4].split(",") if r[4] else []):
+                by_side.setdefault(r[5], []).append(int(d[:4], 16))
+        self.assertEqual(len(by_side), 2, by_side)
+        self.assertEqual(sum(len(v) for v in by_side.values()), len(ppids))
+        for side, ssns in by_side.items():
+            self.assertEqual(sorted(set(ssns)), list(range(len(set(ssns)))), side)
         # The Adaptation Layer Indication in INIT and INIT-ACK (RFC 5061), DDP's code point.
         ali = tshark_fields(pcap, "sctp.chunk_type", "sctp.adaptation_layer_indication",
                             display_filter="sctp.chunk_type == 1 || sctp.chunk_type == 2")
@@ -155,7 +171,7 @@ class SctpRping(unittest.TestCase):
         self.assertTrue(rows, "no SCTP over UDP captured")
         self.assertEqual({r[1] for r in rows}, {"1"})
         ppids = [int(p) for r in rows if r[2] for p in r[2].split(",")]
-        self.assertEqual(ppids.count(PPID_SESSION_CONTROL), 2, ppids)
+        self.assertIn(ppids.count(PPID_SESSION_CONTROL), (3, 4), ppids)  # and the Terminate
         self.assertEqual(ppids.count(PPID_DDP_SEGMENT), 1 + 2 * 3 + 2 * 4, ppids)
 
     def test_endpoint_script_over_sctp(self):

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The endpoint engine over SCTP (RFC 5043) in memory: two sessions exchange whole user messages
 // (PPID and stream id with each, as an SCTP association delivers them). Setup by DDP Stream
-// Session Control (PPID 17), every DDP segment one PPID 16 message with no MPA framing, MULPDU
-// from the path MTU; then a hostile peer breaks the setup and the PPID rules, and a Data Sink
-// rule, and the engine answers with the Terminate the rule names.
+// Session Control (PPID 17), every DDP segment one PPID 16 message (its DDP-SSN, then the
+// segment, no MPA framing), MULPDU from the path MTU, messages delivered out of order and put
+// back in DDP-SSN order; then a hostile peer breaks RFC 5043's rules (answered with a Session
+// Terminate, RFC 5043 §11.3) and a Data Sink rule (answered with the RDMAP Terminate it names).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <deque>
+#include <tuple>
 
 #include "../unit/sctp_builders.h"
 #include "ddpscope/session/session.h"
@@ -41,21 +43,30 @@ class Association {
     frames_.stream_id = 0;
     frames_.setup();
   }
+  // Delivers each side's messages in pairs swapped (the second before the first), as unordered
+  // SCTP delivery may (RFC 5043 §10), in the capture too.
+  bool swap_pairs = false;
   void pump(int max_rounds = 100000) {
     for (int round = 0; round < max_rounds; ++round) {
       bool moved = false;
       for (int d = 0; d < 2; ++d) {
         Side& from = side_[d];
         collect(from);
-        const auto m = from.s->next_message();
-        if (!m) continue;
-        Message msg{m->ppid, m->stream_id, Bytes(m->data.begin(), m->data.end())};
-        from.s->consume_output(msg.data.size());
-        from.sent.push_back(msg);
-        frames_.message(d, msg.data, msg.ppid);
-        if (++unacked_ % 8 == 0) frames_.sack(1 - d);
-        side_[1 - d].s->receive_message(msg.ppid, msg.stream_id, msg.data, 0);
-        moved = true;
+        std::vector<Message> batch;
+        for (int k = 0; k < (swap_pairs ? 2 : 1); ++k) {
+          const auto m = from.s->next_message();
+          if (!m) break;
+          batch.push_back(Message{m->ppid, m->stream_id, Bytes(m->data.begin(), m->data.end())});
+          from.s->consume_output(batch.back().data.size());
+          from.sent.push_back(batch.back());
+        }
+        if (batch.size() == 2) std::swap(batch[0], batch[1]);
+        for (const Message& msg : batch) {
+          frames_.raw_message(d, msg.data, msg.ppid);
+          if (++unacked_ % 8 == 0) frames_.sack(1 - d);
+          side_[1 - d].s->receive_message(msg.ppid, msg.stream_id, msg.data, 0);
+          moved = true;
+        }
       }
       collect(side_[0]);
       collect(side_[1]);
@@ -108,10 +119,15 @@ std::vector<wire::DdpSegment> segments(const std::vector<Message>& sent) {
   std::vector<wire::DdpSegment> out;
   for (const auto& m : sent) {
     if (m.ppid != wire::kPpidDdpSegment) continue;
-    auto seg = wire::decode_ddp_segment(m.data);
+    auto seg = wire::decode_ddp_segment(ByteView(m.data).subspan(wire::kDdpSsnSize));
     if (seg) out.push_back(*seg);
   }
   return out;
+}
+
+// The DDP-SSN of a user message (RFC 5043 §5.2.1).
+std::uint16_t ssn_of(const Message& m) {
+  return static_cast<std::uint16_t>(m.data.at(0) << 8 | m.data.at(1));
 }
 
 class SctpSession : public ::testing::TestWithParam<RtrType> {};
@@ -129,8 +145,10 @@ TEST_P(SctpSession, SetupBySessionControlThenEveryOperationOnePpid16MessagePerSe
   Session res(mem, sctp_config(Role::responder, pd_r));
   ini.set_path_mtu(1500);
   res.set_path_mtu(1500);
-  EXPECT_EQ(ini.negotiated().mulpdu, 1500u - 20 - 12 - 16);
+  // RFC 5043 §9: one DATA chunk of one packet, less the DDP-SSN.
+  EXPECT_EQ(ini.negotiated().mulpdu, 1500u - 20 - 12 - 16 - 2);
   Association a(ini, res);
+  a.swap_pairs = GetParam() == RtrType::none;  // out-of-TSN-order DDP-SSNs on one of the runs
   Bytes res_mem(50000, 0);
   const auto res_stag = *mem.register_region(pd_r, res_mem, 0x10000, access::all, res.stream_id());
   Bytes ini_mem(50000, 0);
@@ -182,19 +200,23 @@ TEST_P(SctpSession, SetupBySessionControlThenEveryOperationOnePpid16MessagePerSe
   EXPECT_TRUE(std::equal(wdata.begin(), wdata.begin() + 20000, ini_mem.begin()));
   ASSERT_TRUE(a.find(0, EventKind::recv_completed));
 
-  // Every other message is exactly one DDP segment (no MPA length, pad or CRC) within MULPDU,
-  // on the DDP Stream's SCTP stream.
+  // Every other message is exactly one DDP segment (no MPA length, pad or CRC) within MULPDU
+  // after its DDP-SSN, on the DDP Stream's SCTP stream; each side numbers its messages 0, 1, 2,
+  // ... (RFC 5043 §5.2.1: reset to zero with the session, no gaps).
   for (int d = 0; d < 2; ++d) {
+    for (std::size_t i = 0; i < a.sent(d).size(); ++i)
+      EXPECT_EQ(ssn_of(a.sent(d)[i]), i) << "side " << d;
     for (std::size_t i = 1; i < a.sent(d).size(); ++i) {
       const Message& m = a.sent(d)[i];
       EXPECT_EQ(m.ppid, wire::kPpidDdpSegment) << "side " << d << " message " << i;
       EXPECT_EQ(m.stream_id, 0u);
-      EXPECT_LE(m.data.size(), ini.negotiated().mulpdu);
-      auto seg = wire::decode_ddp_segment(m.data);
+      EXPECT_LE(m.data.size(), ini.negotiated().mulpdu + wire::kDdpSsnSize);
+      const ByteView body = ByteView(m.data).subspan(wire::kDdpSsnSize);
+      auto seg = wire::decode_ddp_segment(body);
       ASSERT_TRUE(seg) << "side " << d << " message " << i;
       const std::size_t hdr =
           seg->header.control.tagged ? wire::kDdpTaggedHeaderSize : wire::kDdpUntaggedHeaderSize;
-      EXPECT_EQ(hdr + seg->payload.size(), m.data.size());
+      EXPECT_EQ(hdr + seg->payload.size(), body.size());
     }
   }
   // The 30000-octet Write took ceil(30000 / (MULPDU - 14)) tagged segments.
@@ -207,6 +229,13 @@ TEST_P(SctpSession, SetupBySessionControlThenEveryOperationOnePpid16MessagePerSe
   ini.close();
   a.pump();
   EXPECT_TRUE(ini.want_shutdown());
+  // RFC 5043 §6.1: the accepted session ends with a Session Terminate (no private data).
+  const Message& last = a.sent(0).back();
+  EXPECT_EQ(last.ppid, wire::kPpidDdpSessionControl);
+  const auto term = wire::decode_ddp_session_control(last.data);
+  ASSERT_TRUE(term);
+  EXPECT_EQ(term->kind(), wire::DdpSessionKind::terminate);
+  EXPECT_TRUE(term->private_data.empty());
 
   // The analyzer's SCTP LLP agrees: one DDP stream over SCTP, every PPID 16 message a segment,
   // no warning or error (the endpoint and the analysis share the rule layer).
@@ -269,15 +298,35 @@ struct Hostile {
   MemoryTable mem;
   std::unique_ptr<Session> s;
   std::vector<Event> events;
+  std::uint16_t ssn = 0;  // the hostile peer's next DDP-SSN
   explicit Hostile(Role role) {
     s = std::make_unique<Session>(mem, sctp_config(role, mem.alloc_pd()));
     s->start(0);
   }
-  void in(std::uint32_t ppid, ByteView data, std::uint16_t sid = 0) {
+  // A user message as given (its DDP-SSN included).
+  void raw(std::uint32_t ppid, ByteView data, std::uint16_t sid = 0) {
     s->receive_message(ppid, sid, data, 0);
     Event e;
     while (s->poll_event(e))
       events.push_back(e);
+  }
+  // A DDP segment (PPID 16) or other octets behind the peer's next DDP-SSN.
+  void in(std::uint32_t ppid, ByteView body, std::uint16_t sid = 0) {
+    raw(ppid, wire::encode_ddp_sctp_message(ssn++, body), sid);
+  }
+  // Session control with the peer's next DDP-SSN.
+  void control(wire::DdpSessionControl m) {
+    m.ddp_ssn = ssn++;
+    raw(wire::kPpidDdpSessionControl, wire::encode_ddp_session_control(m));
+  }
+  // The last Session Control message the session sent.
+  std::optional<wire::DdpSessionControl> last_control() {
+    std::optional<wire::DdpSessionControl> c;
+    for (const auto& m : out()) {
+      if (m.ppid != wire::kPpidDdpSessionControl) continue;
+      if (auto d = wire::decode_ddp_session_control(m.data)) c = *d;
+    }
+    return c;
   }
   // Drains the session's output; returns the messages.
   std::vector<Message> out() {
@@ -293,7 +342,7 @@ struct Hostile {
     std::optional<wire::Terminate> t;
     for (const auto& m : out()) {
       if (m.ppid != wire::kPpidDdpSegment) continue;
-      auto seg = wire::decode_ddp_segment(m.data);
+      auto seg = wire::decode_ddp_segment(ByteView(m.data).subspan(wire::kDdpSsnSize));
       if (!seg || seg->header.control.tagged || seg->header.qn != wire::kQnTerminate) continue;
       auto d = wire::decode_terminate(seg->payload);
       if (d) t = *d;
@@ -302,16 +351,16 @@ struct Hostile {
   }
 };
 
-Bytes accept_message() {
+wire::DdpSessionControl accept_message() {
   wire::DdpSessionControl m;
-  m.function_code = wire::ddp_session_fn::enhanced_accept_unverified;
+  m.function_code = wire::ddp_session_fn::enhanced_accept;
   wire::MpaEnhancedPd pd;
   pd.peer_to_peer = true;
   pd.zero_length_write_rtr = true;
   pd.ird = 4;
   pd.ord = 4;
   m.enhanced_pd = pd;
-  return wire::encode_ddp_session_control(m);
+  return m;
 }
 
 // A zero-length RDMA Write (the Write RTR), as raw DDP segment octets.
@@ -336,45 +385,106 @@ TEST(SctpSessionHostile, ResponderClosesOnADdpSegmentBeforeTheInitiate) {
   EXPECT_TRUE(h.out().empty());  // nothing answered: no stream to report in yet
 }
 
-TEST(SctpSessionHostile, InitiatorTerminatesADdpSegmentBeforeTheAccept) {
+// RFC 5043 §6.6: the passive side's segments follow its Accept. An SCTP-level rule ends the
+// stream with a Session Terminate (§11.3), not an RDMAP Terminate with an LLP code RFC 5043 does
+// not define.
+TEST(SctpSessionHostile, InitiatorEndsTheStreamOnADdpSegmentBeforeTheAccept) {
   Hostile h(Role::initiator);
-  h.out();  // the Initiate
+  h.out();    // the Initiate
+  h.ssn = 1;  // the Accept (DDP-SSN 0) never came
   h.in(wire::kPpidDdpSegment, rtr_write());
-  EXPECT_EQ(h.s->state(), Session::State::terminated);
-  const auto t = h.terminate();
+  h.ssn = 0;
+  h.control(accept_message());  // DDP-SSN 0: the segment, then, is judged after it
+  // In DDP-SSN order the segment follows the Accept, so RFC 5043 has nothing against it (the
+  // Data Sink then judges the Write itself).
+  EXPECT_FALSE(h.s->session_terminate_sent());
+  Hostile g(Role::initiator);
+  g.out();
+  g.in(wire::kPpidDdpSegment, rtr_write());  // DDP-SSN 0: before any Accept
+  EXPECT_EQ(g.s->state(), Session::State::terminated);
+  EXPECT_FALSE(g.s->terminate_sent());
+  ASSERT_TRUE(g.s->session_terminate_sent());
+  EXPECT_EQ(*g.s->session_terminate_sent(), FindingId::sctp_segment_early);
+  const auto t = g.last_control();
   ASSERT_TRUE(t);
-  // The RFC reading: LLP codes the decoder does not name would otherwise be read as siw's.
-  EXPECT_EQ(t->rfc_reading.layer, static_cast<std::uint8_t>(TermLayer::llp));
-  ASSERT_TRUE(h.s->terminate_sent());
-  EXPECT_EQ(*h.s->terminate_sent(),
-            (TerminateError{t->rfc_reading.layer, t->rfc_reading.etype, t->rfc_reading.code}));
+  EXPECT_EQ(t->kind(), wire::DdpSessionKind::terminate);
+  EXPECT_EQ(t->ddp_ssn, 1u);  // after our Initiate (0)
 }
 
-TEST(SctpSessionHostile, InitiatorTerminatesAMalformedAccept) {
+TEST(SctpSessionHostile, InitiatorEndsTheStreamOnAMalformedAccept) {
   Hostile h(Role::initiator);
   h.out();
-  h.in(wire::kPpidDdpSessionControl, Bytes{0x00, 0x03, 0x00, 0x09, 1});  // PD length too long
+  h.raw(wire::kPpidDdpSessionControl, Bytes{0x00, 0x00, 0x00});  // no room for a function code
   EXPECT_EQ(h.s->state(), Session::State::terminated);
-  ASSERT_TRUE(h.terminate());
+  ASSERT_TRUE(h.s->session_terminate_sent());
+  EXPECT_EQ(*h.s->session_terminate_sent(), FindingId::sctp_session_invalid);
+}
+
+// RFC 5043 §5.2.3: undefined function codes; over 512 octets of private data.
+TEST(SctpSessionHostile, InitiatorEndsTheStreamOnAnUndefinedFunctionCodeOrLongPrivateData) {
+  for (const auto& [fn, pd, want] :
+       {std::tuple{std::uint16_t{9}, std::size_t{0}, FindingId::sctp_function_code_invalid},
+        std::tuple{std::uint16_t{wire::ddp_session_fn::accept}, std::size_t{513},
+                   FindingId::sctp_private_data_invalid}}) {
+    Hostile h(Role::initiator);
+    h.out();
+    wire::DdpSessionControl m;
+    m.function_code = fn;
+    m.private_data.assign(pd, 0x42);
+    h.control(m);
+    EXPECT_EQ(h.s->state(), Session::State::terminated);
+    ASSERT_TRUE(h.s->session_terminate_sent());
+    EXPECT_EQ(*h.s->session_terminate_sent(), want);
+  }
+}
+
+// RFC 5043 §5.2.1, §10: a DDP-SSN used twice breaks the stream's order.
+TEST(SctpSessionHostile, ReusedDdpSsnEndsTheStream) {
+  Hostile h(Role::initiator);
+  h.out();
+  h.control(accept_message());
+  ASSERT_EQ(h.s->state(), Session::State::established);
+  h.out();
+  h.in(wire::kPpidDdpSegment, rtr_write());
+  h.ssn = 1;
+  h.in(wire::kPpidDdpSegment, rtr_write());
+  EXPECT_EQ(h.s->state(), Session::State::terminated);
+  ASSERT_TRUE(h.s->session_terminate_sent());
+  EXPECT_EQ(*h.s->session_terminate_sent(), FindingId::sctp_ssn_invalid);
+}
+
+// RFC 5043 §6.3: a Terminate in answer to the Initiate is the non-ULP reject.
+TEST(SctpSessionHostile, TerminateAnsweringTheInitiateIsAReject) {
+  Hostile h(Role::initiator);
+  h.out();
+  wire::DdpSessionControl t;
+  t.function_code = wire::ddp_session_fn::terminate;
+  h.control(t);
+  EXPECT_EQ(h.s->state(), Session::State::failed);
+  bool rejected = false;
+  for (const auto& e : h.events)
+    rejected |= e.kind == EventKind::rejected;
+  EXPECT_TRUE(rejected);
+  EXPECT_FALSE(h.s->session_terminate_sent());
 }
 
 TEST(SctpSessionHostile, ResponderRefusesAnAcceptInsteadOfAnInitiate) {
   Hostile h(Role::responder);
-  h.in(wire::kPpidDdpSessionControl, accept_message());
+  h.control(accept_message());
   EXPECT_EQ(h.s->state(), Session::State::failed);
 }
 
-TEST(SctpSessionHostile, ResponderWaitsForTheRtrThenTerminatesABadPpid) {
+TEST(SctpSessionHostile, ResponderWaitsForTheRtrThenEndsTheStreamOnABadPpid) {
   Hostile h(Role::responder);
   wire::DdpSessionControl init;
-  init.function_code = wire::ddp_session_fn::enhanced_initiate_unverified;
+  init.function_code = wire::ddp_session_fn::enhanced_initiate;
   wire::MpaEnhancedPd pd;
   pd.peer_to_peer = true;
   pd.zero_length_write_rtr = true;
   pd.ird = 4;
   pd.ord = 4;
   init.enhanced_pd = pd;
-  h.in(wire::kPpidDdpSessionControl, wire::encode_ddp_session_control(init));
+  h.control(init);
   EXPECT_EQ(h.s->state(), Session::State::wait_rtr);
   const auto acc = h.out();
   ASSERT_EQ(acc.size(), 1u);
@@ -383,20 +493,23 @@ TEST(SctpSessionHostile, ResponderWaitsForTheRtrThenTerminatesABadPpid) {
   EXPECT_EQ(h.s->state(), Session::State::established);
   h.in(51, rtr_write());  // DDP-looking data on another PPID
   EXPECT_EQ(h.s->state(), Session::State::terminated);
-  const auto t = h.terminate();
+  ASSERT_TRUE(h.s->session_terminate_sent());
+  EXPECT_EQ(*h.s->session_terminate_sent(), FindingId::sctp_ppid_invalid);
+  const auto t = h.last_control();
   ASSERT_TRUE(t);
-  EXPECT_EQ(t->rfc_reading.layer, static_cast<std::uint8_t>(TermLayer::llp));
+  EXPECT_EQ(t->kind(), wire::DdpSessionKind::terminate);
 }
 
-TEST(SctpSessionHostile, InitiatorTerminatesASessionControlMessageAfterSetup) {
+TEST(SctpSessionHostile, InitiatorEndsTheStreamOnASessionControlMessageAfterSetup) {
   Hostile h(Role::initiator);
   h.out();
-  h.in(wire::kPpidDdpSessionControl, accept_message());
+  h.control(accept_message());
   EXPECT_EQ(h.s->state(), Session::State::established);
   h.out();  // the RTR
-  h.in(wire::kPpidDdpSessionControl, accept_message());
+  h.control(accept_message());
   EXPECT_EQ(h.s->state(), Session::State::terminated);
-  ASSERT_TRUE(h.terminate());
+  ASSERT_TRUE(h.s->session_terminate_sent());
+  EXPECT_EQ(*h.s->session_terminate_sent(), FindingId::sctp_session_invalid);
 }
 
 // The Data Sink model is the same over SCTP: an RDMA Write to an unknown STag draws DDP's
@@ -404,7 +517,7 @@ TEST(SctpSessionHostile, InitiatorTerminatesASessionControlMessageAfterSetup) {
 TEST(SctpSessionHostile, DataSinkRuleOverSctpDrawsTheSameTerminateAsOverMpa) {
   Hostile h(Role::initiator);
   h.out();
-  h.in(wire::kPpidDdpSessionControl, accept_message());
+  h.control(accept_message());
   ASSERT_EQ(h.s->state(), Session::State::established);
   h.out();
   Bytes w;
@@ -436,6 +549,7 @@ TEST(SctpSessionHostile, InputPausesAtMaxPendingEvents) {
   SessionConfig c = sctp_config(Role::initiator, mem.alloc_pd());
   c.limits.max_pending_events = 2;
   c.mpa.peer_to_peer = false;
+  c.mpa.enhanced = false;  // a plain Initiate, answered by a plain Accept (RFC 6581 §7)
   Session s(mem, c);
   Bytes buf(64);
   ASSERT_EQ(s.post_recv(buf, 5), PostStatus::ok);
@@ -443,7 +557,7 @@ TEST(SctpSessionHostile, InputPausesAtMaxPendingEvents) {
   while (auto m = s.next_message())
     s.consume_output(m->data.size());
   wire::DdpSessionControl acc;
-  acc.function_code = wire::ddp_session_fn::accept_unverified;
+  acc.function_code = wire::ddp_session_fn::accept;
   s.receive_message(wire::kPpidDdpSessionControl, 0, wire::encode_ddp_session_control(acc), 0);
   ASSERT_EQ(s.state(), Session::State::established);
   EXPECT_FALSE(s.input_paused());  // one event (connected) waits
@@ -459,7 +573,7 @@ TEST(SctpSessionHostile, InputPausesAtMaxPendingEvents) {
   h.msn = 1;
   wire::encode_ddp_header(h, w);
   send.insert(send.end(), {'h', 'i'});
-  s.receive_message(wire::kPpidDdpSegment, 0, send, 0);
+  s.receive_message(wire::kPpidDdpSegment, 0, wire::encode_ddp_sctp_message(1, send), 0);
   EXPECT_TRUE(s.input_paused());  // connected + recv_completed
   Event e;
   std::vector<EventKind> kinds;

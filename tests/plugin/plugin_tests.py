@@ -838,8 +838,8 @@ def sctp_counts(ts, cap):
     """Per frame: PPID 16 and 17 user messages, DDP segments and session control messages drawn,
     and whether the frame is Malformed."""
     rows = ts.fields(cap, ["sctp.data_payload_proto_id", "iwarp.ddp.dv",
-                           "iwarp.sctp_session.function", "iwarp.rdmap.opcode", "_ws.malformed",
-                           "iwarp.ddp.placed", "iwarp.ddp.region"])
+                           "iwarp.sctp.function", "iwarp.rdmap.opcode", "_ws.malformed",
+                           "iwarp.ddp.placed", "iwarp.ddp.region", "iwarp.sctp.ddp_ssn"])
     out = {}
     for frame, r in rows.items():
         ppids = r["sctp.data_payload_proto_id"].split("|") if r["sctp.data_payload_proto_id"] \
@@ -849,11 +849,12 @@ def sctp_counts(ts, cap):
             "session_messages": ppids.count(PPID_SESSION_CONTROL),
             "ddp": len(r["iwarp.ddp.dv"].split("|")) if r["iwarp.ddp.dv"] else 0,
             "opcodes": len(r["iwarp.rdmap.opcode"].split("|")) if r["iwarp.rdmap.opcode"] else 0,
-            "sessions": r["iwarp.sctp_session.function"].split("|")
-            if r["iwarp.sctp_session.function"] else [],
+            "sessions": r["iwarp.sctp.function"].split("|")
+            if r["iwarp.sctp.function"] else [],
             "malformed": bool(r["_ws.malformed"]),
             "analysed": len(r["iwarp.ddp.placed"].split("|")) if r["iwarp.ddp.placed"] else 0,
             "regions": len(r["iwarp.ddp.region"].split("|")) if r["iwarp.ddp.region"] else 0,
+            "ssns": len(r["iwarp.sctp.ddp_ssn"].split("|")) if r["iwarp.sctp.ddp_ssn"] else 0,
         }
     return out
 
@@ -862,8 +863,9 @@ def test_sctp_ddp(ts, args):
     """DDP over SCTP (RFC 5043, issue 13): every PPID 16 user message is drawn as one DDP segment
     with its RDMAP opcode (iwarp.ddp.* / iwarp.rdmap.*, the fields of MPA's segments) and core's
     analysis of it (the SCTP LLP fed from the frames), every PPID 17 message as
-    iwarp.sctp_session, and no frame is Malformed. The setup is one Session Initiate, then one
-    Accept; tagged segments land in regions rping advertised."""
+    iwarp.sctp, each with its DDP-SSN (iwarp.sctp.ddp_ssn, RFC 5043 §5.2.1: the DDP header starts
+    at octet 2), and no frame is Malformed. The setup is one Session Initiate, then one Accept,
+    and a Session Terminate ends it; tagged segments land in regions rping advertised."""
     cap = ts.stage(args.capture)
     counts = sctp_counts(ts, cap)
     ddp_messages = sum(c["ddp_messages"] for c in counts.values())
@@ -880,15 +882,20 @@ def test_sctp_ddp(ts, args):
         check(len(c["sessions"]) == c["session_messages"],
               f"frame {frame}: {c['session_messages']} PPID 17 messages, "
               f"{len(c['sessions'])} session control messages drawn")
+        check(c["ssns"] == c["ddp_messages"] + c["session_messages"],
+              f"frame {frame}: {c['ddp_messages'] + c['session_messages']} PPID 16/17 messages, "
+              f"{c['ssns']} DDP-SSNs drawn")
         sessions += c["sessions"]
-    names = ts.fields(cap, ["iwarp.sctp_session.function"], ["-Y", "iwarp.sctp_session"])
+    names = ts.fields(cap, ["iwarp.sctp.function"], ["-Y", "iwarp.sctp.function"])
     regions = sum(c["regions"] for c in counts.values())
     check(regions > 0, "no tagged segment placed in a known region")
-    check(len(sessions) == 2, f"expected Initiate and Accept, got function codes {sessions}")
-    out = ts.run(["-r", cap, "-Y", "iwarp.sctp_session", "-T", "fields", "-e", "_ws.col.Info"])
+    check(len(sessions) in (3, 4),
+          f"expected Initiate, Accept and one or two Terminates, got function codes {sessions}")
+    out = ts.run(["-r", cap, "-Y", "iwarp.sctp.function", "-T", "fields", "-e", "_ws.col.Info"])
     infos = out.stdout.splitlines()
-    check(len(infos) == 2 and "Initiate" in infos[0] and "Accept" in infos[1],
-          f"session control in order Initiate, Accept: {infos}")
+    check(len(infos) in (3, 4) and "Initiate" in infos[0] and "Accept" in infos[1]
+          and all("Terminate" in i for i in infos[2:]),
+          f"session control in order Initiate, Accept, Terminate: {infos}")
     print(f"{ddp_messages} DDP segments over SCTP ({regions} in regions), {len(names)} session "
           "control messages")
 

@@ -40,7 +40,7 @@ TEST(SctpAnalyzer, CleanAssociationIsOneSctpStreamWithoutFindings) {
   a.session_setup();
   a.send(0, 1, body(100));
   a.send(1, 1, body(40));
-  a.send(0, 2, body(3000), 3);  // one user message in three fragments
+  a.send(0, 2, body(1000));
   a.sack(1);
   a.sack(0);
   an.finish();
@@ -64,9 +64,9 @@ TEST(SctpAnalyzer, CleanAssociationIsOneSctpStreamWithoutFindings) {
   const auto& send = s.dirs[0].opcodes[static_cast<std::size_t>(Opcode::send)];
   EXPECT_EQ(send.segments, 2u);
   EXPECT_EQ(send.messages, 2u);
-  EXPECT_EQ(send.bytes, 3100u);
+  EXPECT_EQ(send.bytes, 1100u);
   EXPECT_EQ(s.dirs[0].sctp_messages, 3u);  // Initiate and two DDP segments
-  EXPECT_EQ(s.dirs[0].sctp_chunks, 1u + 1u + 3u);
+  EXPECT_EQ(s.dirs[0].sctp_chunks, 3u);
   EXPECT_EQ(s.dirs[1].opcodes[static_cast<std::size_t>(Opcode::send)].segments, 1u);
   EXPECT_EQ(m.frames_sctp, m.frames);
 }
@@ -97,8 +97,8 @@ TEST(SctpAnalyzer, ReorderedAndRetransmittedChunksAreDeliveredOnceInTsnOrder) {
   a.session_setup();
   const Bytes m1 = sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 1, 0, true), body(20));
   const Bytes m2 = sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 2, 0, true), body(30));
-  const Bytes c1 = a.data_chunk(0, m1, wire::kPpidDdpSegment);
-  const Bytes c2 = a.data_chunk(0, m2, wire::kPpidDdpSegment);
+  const Bytes c1 = a.data_chunk(0, a.seg(0, m1), wire::kPpidDdpSegment);
+  const Bytes c2 = a.data_chunk(0, a.seg(0, m2), wire::kPpidDdpSegment);
   a.packet(0, c2);  // TSN order: c1 first
   a.packet(0, c1);
   a.packet(0, c1);  // a retransmission
@@ -116,7 +116,7 @@ TEST(SctpAnalyzer, RetransmissionWithOtherOctetsIsAConflict) {
   a.setup();
   a.session_setup();
   const Bytes m1 = sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 1, 0, true), body(20));
-  const Bytes c1 = a.data_chunk(0, m1, wire::kPpidDdpSegment);
+  const Bytes c1 = a.data_chunk(0, a.seg(0, m1), wire::kPpidDdpSegment);
   a.packet(0, c1);
   Bytes altered = c1;
   altered[wire::kSctpDataHeaderSize + 20] ^= 1;  // a payload octet, not the padding
@@ -133,7 +133,7 @@ TEST(SctpAnalyzer, LostChunkIsAGapWhenTheSackCoversIt) {
   a.setup();
   a.session_setup();
   a.send(0, 1, body(20));
-  a.data_chunk(0, body(8), wire::kPpidDdpSegment);  // TSN never captured
+  a.data_chunk(0, a.seg(0, body(8)), wire::kPpidDdpSegment);  // TSN never captured
   const std::uint64_t after = a.send(0, 3, body(20));
   a.sack(1);
   an.finish();
@@ -153,7 +153,7 @@ TEST(SctpAnalyzer, HoleNeverFilledIsAGapAtTheEnd) {
   Association a(an);
   a.setup();
   a.session_setup();
-  a.data_chunk(0, body(8), wire::kPpidDdpSegment);
+  a.data_chunk(0, a.seg(0, body(8)), wire::kPpidDdpSegment);
   a.send(0, 2, body(20));
   an.finish();
   EXPECT_EQ(count(an.model(), FindingId::sctp_gap), 1u);
@@ -168,9 +168,9 @@ TEST(SctpAnalyzer, ZeroChecksumIsOffloadNotCorruption) {
   a.session_setup();
   a.zero_checksum = true;
   const Bytes m1 = sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 1, 0, true), body(20));
-  const std::uint64_t at = a.packet(0, a.data_chunk(0, m1, wire::kPpidDdpSegment));
+  const std::uint64_t at = a.packet(0, a.data_chunk(0, a.seg(0, m1), wire::kPpidDdpSegment));
   const Bytes m2 = sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 2, 0, true), body(20));
-  a.packet(0, a.data_chunk(0, m2, wire::kPpidDdpSegment));
+  a.packet(0, a.data_chunk(0, a.seg(0, m2), wire::kPpidDdpSegment));
   a.sack(1);
   an.finish();
   const Model& m = an.model();
@@ -189,7 +189,7 @@ TEST(SctpAnalyzer, BadChecksumDiscardsThePacket) {
   a.session_setup();
   a.corrupt_next = true;
   const Bytes m1 = sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 1, 0, true), body(20));
-  const Bytes c1 = a.data_chunk(0, m1, wire::kPpidDdpSegment);
+  const Bytes c1 = a.data_chunk(0, a.seg(0, m1), wire::kPpidDdpSegment);
   const std::uint64_t bad = a.packet(0, c1);
   a.packet(0, c1);  // the retransmission delivers it
   a.sack(1);
@@ -206,29 +206,33 @@ TEST(SctpAnalyzer, DdpOnAnotherPpidAndNonDdpOnPpid16) {
   Association a(an);
   a.setup();
   a.session_setup();
-  const std::uint64_t wrong = a.message(
-      0, sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 1, 0, true), body(8)), 51);
-  const std::uint64_t junk = a.message(0, Bytes(5, 0xEE), wire::kPpidDdpSegment);
+  const std::uint64_t wrong = a.raw_message(
+      0, a.seg(0, sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 1, 0, true), body(8))),
+      51);
+  const std::uint64_t junk = a.message(0, Bytes(5, 0xEE));
   an.finish();
   const Model& m = an.model();
   ASSERT_EQ(count(m, FindingId::sctp_ppid_invalid), 2u) << ::testing::PrintToString(codes(m));
   EXPECT_EQ(m.findings[0].frame, wrong);
   EXPECT_EQ(m.findings[1].frame, junk);
-  ASSERT_TRUE(m.findings[0].terminate);
-  EXPECT_EQ(m.findings[0].terminate->layer, 2);
+  // RFC 5043 defines no LLP Terminate codes (RFC 6581 §8): the sink ends the stream with a
+  // Session Terminate instead (§11.3).
+  EXPECT_FALSE(m.findings[0].terminate);
+  EXPECT_EQ(finding_spec(FindingId::sctp_ppid_invalid).llp_action, LlpAction::session_terminate);
 }
 
 TEST(SctpAnalyzer, SegmentBeforeAcceptAndRejectedStream) {
   Analyzer an;
   Association a(an);
   a.setup();
-  a.session(0, wire::ddp_session_fn::initiate_unverified);
+  a.session(0, wire::ddp_session_fn::initiate);
   const std::uint64_t early = a.send(0, 1, body(8));
-  const std::uint64_t rej = a.session(1, wire::ddp_session_fn::reject_unverified);
+  const std::uint64_t rej = a.session(1, wire::ddp_session_fn::reject);
   an.finish();
   const Model& m = an.model();
-  ASSERT_NE(first(m, FindingId::sctp_session_invalid), nullptr);
-  EXPECT_EQ(first(m, FindingId::sctp_session_invalid)->frame, early);
+  // RFC 5043 §6.6: neither acknowledged nor answered when the segment was sent.
+  ASSERT_NE(first(m, FindingId::sctp_segment_early), nullptr) << ::testing::PrintToString(codes(m));
+  EXPECT_EQ(first(m, FindingId::sctp_segment_early)->frame, early);
   ASSERT_NE(first(m, FindingId::sctp_session_rejected), nullptr);
   EXPECT_EQ(first(m, FindingId::sctp_session_rejected)->frame, rej);
   EXPECT_EQ(m.streams[0].state, StreamState::rejected);
@@ -238,11 +242,12 @@ TEST(SctpAnalyzer, MalformedAndOutOfOrderSessionControl) {
   Analyzer an;
   Association a(an);
   a.setup();
-  const std::uint64_t bad = a.message(0, Bytes{0, 2, 0, 9, 1}, wire::kPpidDdpSessionControl);
+  // Shorter than the DDP-SSN and the function code (RFC 5043 §5.2.3).
+  const std::uint64_t bad = a.raw_message(0, Bytes{0, 0, 1}, wire::kPpidDdpSessionControl);
   const std::uint64_t wrong_side = [&] {
     a.stream_id = 2;
-    a.session(0, wire::ddp_session_fn::initiate_unverified);
-    return a.session(0, wire::ddp_session_fn::accept_unverified);
+    a.session(0, wire::ddp_session_fn::initiate);
+    return a.session(0, wire::ddp_session_fn::accept);
   }();
   an.finish();
   const Model& m = an.model();
@@ -259,8 +264,8 @@ TEST(SctpAnalyzer, EnhancedSessionNegotiatesRtrChecked) {
   offer.peer_to_peer = true;
   offer.ird = offer.ord = 8;
   offer.zero_length_write_rtr = true;
-  a.session(0, wire::ddp_session_fn::enhanced_initiate_unverified, {}, offer);
-  a.session(1, wire::ddp_session_fn::enhanced_accept_unverified, {}, offer);
+  a.session(0, wire::ddp_session_fn::enhanced_initiate, {}, offer);
+  a.session(1, wire::ddp_session_fn::enhanced_accept, {}, offer);
   // The initiator's first DDP segment must be the zero-length Write RTR: a Send is not.
   a.send(0, 1, body(8));
   an.finish();
@@ -321,6 +326,162 @@ TEST(SctpAnalyzer, HugeFragmentedMessageIsCappedByTheWindow) {
              f.message.find("reassembly_window") != std::string::npos;
   EXPECT_TRUE(limit) << ::testing::PrintToString(codes(m));
   EXPECT_EQ(m.streams[0].dirs[0].opcodes[static_cast<std::size_t>(Opcode::send)].segments, 0u);
+}
+
+// ---- RFC 5043's rules over the DDP-SSN order ----------------------------------------------
+
+// RFC 5043 §10: a receiver must not infer DDP order from the TSN. DDP-SSN 2 in a lower TSN than
+// DDP-SSN 1 is legal; the Data Sink sees MSN 1 then MSN 2.
+TEST(SctpAnalyzer, DdpSsnNotTsnIsTheOrder) {
+  Analyzer an;
+  Association a(an);
+  a.setup();
+  a.session_setup();
+  const Bytes s1 =
+      a.seg(0, sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 1, 0, true), body(20)));
+  const Bytes s2 =
+      a.seg(0, sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 2, 0, true), body(20)));
+  a.packet(0, a.data_chunk(0, s2, wire::kPpidDdpSegment));  // lower TSN
+  a.packet(0, a.data_chunk(0, s1, wire::kPpidDdpSegment));
+  a.terminate(0);
+  a.sack(1);
+  an.finish();
+  const Model& m = an.model();
+  EXPECT_TRUE(m.findings.empty()) << ::testing::PrintToString(codes(m));
+  EXPECT_EQ(m.streams[0].dirs[0].opcodes[static_cast<std::size_t>(Opcode::send)].messages, 2u);
+}
+
+// RFC 5043 §5.2.1: no gaps within a session. With every TSN captured and the association shut
+// down (all data acknowledged), a missing DDP-SSN was never sent: the sender's fault.
+TEST(SctpAnalyzer, SkippedDdpSsnIsTheSendersFaultWhenNoTsnWasLost) {
+  Analyzer an;
+  Association a(an);
+  a.setup();
+  a.session_setup();
+  a.next_ssn(0);  // DDP-SSN 1 never sent
+  const std::uint64_t held = a.send(0, 1, body(20));
+  a.terminate(0);
+  a.sack(1);
+  Bytes sd;
+  wire::encode_sctp_shutdown(a.tsn[1] - 1, sd);
+  a.packet(0, sd);
+  an.finish();
+  const Model& m = an.model();
+  const Finding* f = first(m, FindingId::sctp_ssn_invalid);
+  ASSERT_NE(f, nullptr) << ::testing::PrintToString(codes(m));
+  EXPECT_EQ(f->frame, held);
+  EXPECT_FALSE(f->consequence());
+  EXPECT_EQ(f->severity, Severity::error);
+  // Its messages are still analysed, after the hole.
+  EXPECT_EQ(m.streams[0].dirs[0].opcodes[static_cast<std::size_t>(Opcode::send)].messages, 1u);
+}
+
+// The same hole explained by a TSN the capture lacks is capture loss: a note, not the sender's.
+TEST(SctpAnalyzer, DdpSsnHoleAfterLostTsnsIsCaptureLoss) {
+  Analyzer an;
+  Association a(an);
+  a.setup();
+  a.session_setup();
+  a.data_chunk(0, a.seg(0, body(8)), wire::kPpidDdpSegment);  // TSN (and DDP-SSN 1) lost
+  a.send(0, 2, body(20));
+  a.sack(1);
+  an.finish();
+  const Model& m = an.model();
+  for (const auto& f : m.findings)
+    EXPECT_TRUE(f.id == FindingId::sctp_gap || f.consequence()) << f.code() << ": " << f.message;
+  EXPECT_NE(first(m, FindingId::sctp_gap), nullptr);
+}
+
+// A capture that ends before the association did: the missing DDP-SSN may still come.
+TEST(SctpAnalyzer, DdpSsnHoleAtTheEndOfACaptureIsANote) {
+  Analyzer an;
+  Association a(an);
+  a.setup();
+  a.session_setup();
+  a.next_ssn(0);
+  a.send(0, 1, body(20));
+  an.finish();
+  const Finding* f = first(an.model(), FindingId::sctp_ssn_invalid);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->consequence());
+  EXPECT_EQ(f->severity, Severity::note);
+}
+
+// RFC 5043 §6.6: the active side may send once its Initiate was acknowledged by SCTP, before the
+// Accept arrives; not before.
+TEST(SctpAnalyzer, ActiveSideMaySendOnceItsInitiateIsSacked) {
+  for (bool sacked : {true, false}) {
+    Analyzer an;
+    Association a(an);
+    a.setup();
+    a.session(0, wire::ddp_session_fn::initiate);
+    if (sacked) a.sack(1);
+    const std::uint64_t seg = a.send(0, 1, body(20));
+    a.session(1, wire::ddp_session_fn::accept);
+    an.finish();
+    const Finding* f = first(an.model(), FindingId::sctp_segment_early);
+    if (sacked) {
+      EXPECT_EQ(f, nullptr) << ::testing::PrintToString(codes(an.model()));
+    } else {
+      ASSERT_NE(f, nullptr);
+      EXPECT_EQ(f->frame, seg);
+    }
+  }
+}
+
+// RFC 5043 §6.1: an accepted session ends with a Terminate from at least one side.
+TEST(SctpAnalyzer, ShutdownWithoutSessionTerminateIsAWarning) {
+  for (bool terminated : {false, true}) {
+    Analyzer an;
+    Association a(an);
+    a.setup();
+    a.session_setup();
+    a.send(0, 1, body(20));
+    if (terminated) a.terminate(1);
+    a.sack(1);
+    Bytes sd;
+    wire::encode_sctp_shutdown(a.tsn[1] - 1, sd);
+    a.packet(0, sd);
+    an.finish();
+    EXPECT_EQ(count(an.model(), FindingId::sctp_session_unterminated), terminated ? 0u : 1u);
+  }
+}
+
+// RFC 5043 §4, §10 (U = 1), §5.1 (the adaptation indication), §9 (no fragmented segments).
+TEST(SctpAnalyzer, OrderedChunksMissingAdaptationAndFragmentedSegments) {
+  Analyzer an;
+  Association a(an);
+  a.setup(false);
+  a.session_setup();
+  a.unordered = false;
+  const std::uint64_t ordered = a.send(0, 1, body(20));
+  a.unordered = true;
+  const std::uint64_t fragmented = a.send(0, 2, body(2000), 2);
+  an.finish();
+  const Model& m = an.model();
+  ASSERT_NE(first(m, FindingId::sctp_adaptation_missing), nullptr);
+  EXPECT_EQ(first(m, FindingId::sctp_adaptation_missing)->frame, 5u);  // the Initiate
+  EXPECT_EQ(finding_spec(FindingId::sctp_adaptation_missing).llp_action, LlpAction::abort);
+  ASSERT_NE(first(m, FindingId::sctp_chunk_ordered), nullptr);
+  EXPECT_EQ(first(m, FindingId::sctp_chunk_ordered)->frame, ordered);
+  ASSERT_NE(first(m, FindingId::sctp_segment_too_large), nullptr);
+  EXPECT_EQ(first(m, FindingId::sctp_segment_too_large)->frame, fragmented);
+}
+
+// RFC 5043 §5.2.3.
+TEST(SctpAnalyzer, FunctionCodesAndPrivateDataRules) {
+  Analyzer an;
+  Association a(an);
+  a.setup();
+  a.session(0, wire::ddp_session_fn::initiate, body(513));
+  a.session(1, wire::ddp_session_fn::accept);
+  a.session(0, wire::ddp_session_fn::experimental);
+  a.session(1, wire::ddp_session_fn::terminate, body(1));
+  an.finish();
+  const Model& m = an.model();
+  EXPECT_EQ(count(m, FindingId::sctp_private_data_invalid), 2u)
+      << ::testing::PrintToString(codes(m));
+  EXPECT_EQ(count(m, FindingId::sctp_function_code_invalid), 1u);
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // One SCTP association fed into an Analyzer as real frames (Ethernet, IP or UDP, SCTP with its
 // CRC32c), one packet per call: INIT / INIT ACK with the DDP adaptation indication, DATA chunks
-// (whole or fragmented user messages), SACK, SHUTDOWN, and DDP Stream Session Control.
+// (whole or fragmented user messages, unordered as RFC 5043 §4 sends them), SACK, SHUTDOWN, and
+// the DDP adaptation's messages: each opens with the side's next DDP-SSN (RFC 5043 §5.2.1).
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "ddpscope/analysis/analyzer.h"
@@ -35,6 +38,10 @@ class Association {
   std::array<std::uint32_t, 2> tag{0xA1A1A1A1, 0xB2B2B2B2};  // each side's Initiate Tag
   std::array<std::uint32_t, 2> tsn{100, 9000};               // next TSN each side sends
   std::uint16_t stream_id = 1;
+  // The next DDP-SSN each side sends, per SCTP stream (RFC 5043 §5.2.1).
+  std::map<std::uint16_t, std::array<std::uint16_t, 2>> ddp_ssns;
+  std::uint16_t next_ssn(int dir) { return ddp_ssns[stream_id][dir]++; }
+  bool unordered = true;  // U on DATA chunks (RFC 5043 §4: always)
   std::uint64_t frame = 0;
   bool corrupt_next = false;             // the next packet's checksum is wrong
   bool zero_checksum = false;            // packets carry checksum 0 (offload, sender's capture)
@@ -89,11 +96,11 @@ class Association {
   }
   // One DATA chunk (its TSN taken from tsn[dir]).
   Bytes data_chunk(int dir, ByteView payload, std::uint32_t ppid, bool b = true, bool e = true,
-                   bool u = false, std::uint16_t ssn = 0) {
+                   std::optional<bool> u = std::nullopt, std::uint16_t ssn = 0) {
     wire::SctpData d;
     d.beginning = b;
     d.ending = e;
-    d.unordered = u;
+    d.unordered = u.value_or(unordered);
     d.tsn = tsn[dir]++;
     d.stream_id = stream_id;
     d.ssn = ssn;
@@ -103,9 +110,15 @@ class Association {
     wire::encode_sctp_data(d, c);
     return c;
   }
-  // A user message in one packet (fragmented into `fragments` chunks, bundled).
-  std::uint64_t message(int dir, ByteView payload, std::uint32_t ppid = wire::kPpidDdpSegment,
-                        std::size_t fragments = 1) {
+  // A DDP segment as a PPID 16 user message: `dir`'s next DDP-SSN, then the segment.
+  Bytes seg(int dir, ByteView ulpdu) { return wire::encode_ddp_sctp_message(next_ssn(dir), ulpdu); }
+  // A DDP segment in one packet (fragmented into `fragments` chunks, bundled).
+  std::uint64_t message(int dir, ByteView ulpdu, std::size_t fragments = 1) {
+    return raw_message(dir, seg(dir, ulpdu), wire::kPpidDdpSegment, fragments);
+  }
+  // A user message as given (no DDP-SSN added) in one packet.
+  std::uint64_t raw_message(int dir, ByteView payload, std::uint32_t ppid = wire::kPpidDdpSegment,
+                            std::size_t fragments = 1) {
     Bytes chunks;
     const std::size_t n = payload.size();
     for (std::size_t i = 0; i < fragments; ++i) {
@@ -118,16 +131,19 @@ class Association {
   std::uint64_t session(int dir, std::uint16_t fn, Bytes pd = {},
                         std::optional<wire::MpaEnhancedPd> enhanced = std::nullopt) {
     wire::DdpSessionControl m;
+    m.ddp_ssn = next_ssn(dir);
     m.function_code = fn;
     m.private_data = std::move(pd);
     m.enhanced_pd = enhanced;
-    return message(dir, wire::encode_ddp_session_control(m), wire::kPpidDdpSessionControl);
+    return raw_message(dir, wire::encode_ddp_session_control(m), wire::kPpidDdpSessionControl);
   }
   // Initiate and Accept.
   void session_setup() {
-    session(0, wire::ddp_session_fn::initiate_unverified, Bytes(4, 0x11));
-    session(1, wire::ddp_session_fn::accept_unverified, Bytes(4, 0x22));
+    session(0, wire::ddp_session_fn::initiate, Bytes(4, 0x11));
+    session(1, wire::ddp_session_fn::accept, Bytes(4, 0x22));
   }
+  // Session Terminate from `dir`.
+  std::uint64_t terminate(int dir) { return session(dir, wire::ddp_session_fn::terminate); }
   // A SACK from `dir` acknowledging everything the peer sent so far.
   std::uint64_t sack(int dir, std::optional<std::uint32_t> cum = std::nullopt) {
     wire::SctpSack s;
@@ -139,7 +155,7 @@ class Association {
   }
   std::uint64_t send(int dir, std::uint32_t msn, ByteView body, std::size_t fragments = 1) {
     return message(dir, ulpdu(wire::untagged_header(wire::Opcode::send, 0, msn, 0, true), body),
-                   wire::kPpidDdpSegment, fragments);
+                   fragments);
   }
 
  private:

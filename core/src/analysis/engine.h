@@ -27,6 +27,7 @@
 #include "ddpscope/findings/violation.h"
 #include "ddpscope/mpa/framer.h"
 #include "ddpscope/rdmap/data_sink.h"
+#include "ddpscope/sctp/ddp_session.h"
 #include "ddpscope/tcp/reassembly.h"
 #include "ddpscope/ulp/advert.h"
 #include "ddpscope/wire/sctp.h"
@@ -122,6 +123,8 @@ struct DirectionEngine {
 // A DDP stream, whatever its LLP: over MPA one TCP connection (its reassemblers and framers
 // used), over SCTP one SCTP stream of an association (engine_sctp.cpp feeds the DDP segments;
 // `reasm` and `framer` stay idle).
+struct SctpStreamState;  // engine_sctp.cpp's, below
+
 struct Connection {
   Connection(const Limits& l, HistoryBudget* budget)
       : d{std::make_unique<DirectionEngine>(l, budget),
@@ -142,12 +145,14 @@ struct Connection {
   Llp llp = Llp::mpa;
   std::size_t assoc = kNoIndex;
   bool flipped = false;
+  std::unique_ptr<SctpStreamState> sctp;
 };
 
 // ---- SCTP (engine_sctp.cpp) -----------------------------------------------------------------
 
 // A DATA chunk held until the TSNs before it arrive.
 struct SctpHeldChunk {
+  std::uint32_t tsn = 0;
   std::uint8_t flags = 0;
   std::uint16_t stream_id = 0;
   std::uint16_t ssn = 0;
@@ -162,7 +167,32 @@ struct SctpMessageBuild {
   Bytes data;
   std::vector<FrameSlice> slices;
   std::uint32_t chunks = 0;
-  bool oversize = false;  // past the cap: dropped until its E fragment
+  std::uint32_t first_tsn = 0;  // of its B fragment
+  bool oversize = false;        // past the cap: dropped until its E fragment
+};
+
+// A whole user message of PPID 16 or 17 waiting for its turn in DDP-SSN order.
+struct SctpOrderedMessage {
+  SctpMessageBuild m;
+  std::optional<wire::DdpSessionControl> control;  // PPID 17, decoded
+  bool allowed_early = false;  // active side: Initiate acknowledged or answered when it came
+  std::uint64_t frame = 0;     // of its first octet
+};
+
+// What one SCTP stream carrying DDP keeps beyond a Connection's: each stream direction's DDP-SSN
+// order and the DDP Stream Session's rules (sctp/ddp_session.h). Indexed by stream direction
+// (0: client, the active side).
+struct SctpStreamState {
+  std::array<sctp::SsnOrder<SctpOrderedMessage>, 2> order;
+  std::array<std::size_t, 2> held_bytes{};  // octets waiting in order[i] (counted in the total)
+  // TSNs of this direction were lost from the capture: DDP-SSN holes are capture loss.
+  std::array<bool, 2> loss_pending{};
+  std::array<std::pair<std::uint16_t, std::uint16_t>, 2> given_up{};  // last skipped [from, to)
+  sctp::StreamSession session{sctp::StreamSession::Phase::idle};
+  bool sides_known = false;                   // an Initiate, Accept or Reject placed the sides
+  std::optional<std::uint32_t> initiate_tsn;  // the active side's Initiate (§6.6)
+  bool answer_arrived = false;                // an Accept, Reject or Terminate came back
+  std::array<bool, 2> too_large_reported{};   // sctp.segment-too-large: once per direction
 };
 
 // One direction of an association: its sender's DATA chunks in TSN order (RFC 9260 §6.5).
@@ -175,6 +205,8 @@ struct SctpDirection {
   // CRC32c of the last delivered chunks' data, by TSN: what a retransmission is compared with.
   std::deque<std::pair<std::uint32_t, std::uint32_t>> recent;
   bool ppid_reported = false;                       // sctp.ppid-invalid: once per direction
+  bool ordered_reported = false;                    // sctp.chunk-ordered: once per direction
+  std::optional<std::uint32_t> peer_cum_ack;        // the peer's latest cumulative TSN ack
   bool truncated_reported = false;                  // capture.truncated-frame: once per direction
   bool zero_checksum_reported = false;              // sctp.checksum-unfilled: once per direction
   static constexpr std::size_t kHeldOverhead = 96;  // per held chunk: the map node and header
@@ -191,6 +223,9 @@ struct SctpAssociation {
   std::array<SctpDirection, 2> d;                // d[i]: what ep[i] sends
   std::map<std::uint16_t, std::size_t> streams;  // SCTP stream id -> DDP stream (conns index)
   bool closed = false;                           // ABORT or SHUTDOWN COMPLETE seen
+  bool shutdown = false;                         // SHUTDOWN seen: a graceful end
+  std::array<bool, 2> init_seen{};               // ep[i]'s INIT (0) or INIT ACK (1) captured
+  bool adaptation_reported = false;              // sctp.adaptation-missing: once
 };
 
 struct ConnectionKey {
@@ -328,9 +363,11 @@ struct Analyzer::Impl {
   void sctp_message(SctpAssociation& a, std::size_t ai, int dir, std::uint16_t stream_id,
                     SctpMessageBuild& m);
   Connection* sctp_stream(SctpAssociation& a, std::size_t ai, std::uint16_t stream_id,
-                          int client_dir);
+                          int client_dir, bool from_start);
+  void sctp_in_order(Connection& c, int dir, std::uint16_t ssn, SctpOrderedMessage&& om);
+  void sctp_skip_hole(Connection& c, int dir, bool end_of_input);
   void sctp_session(Connection& c, int dir, const wire::DdpSessionControl& m, const Ctx& ctx);
-  void sctp_segment(Connection& c, int dir, SctpMessageBuild& m, const Ctx& ctx);
+  void sctp_segment(Connection& c, int dir, SctpOrderedMessage& om, const Ctx& ctx);
   void sctp_finish();
 
   // ---- MPA (engine_mpa.cpp) ----

@@ -4,9 +4,12 @@
 // (when the peer's SACK or SHUTDOWN acknowledges past them, when the held chunks reach the
 // window, or at the end of input), user messages put together from their fragments (B ... E,
 // per SCTP stream and U flag), the packet checksum (RFC 9260 §6.8). One SCTP stream that
-// carries DDP is one DDP stream (a Connection with llp sctp): DDP Stream Session Control on
-// PPID 17 sets it up the way the MPA Request/Reply does, and each PPID 16 user message is one
-// DDP segment handed to on_ddp_segment, the same LLP boundary MPA's FPDUs cross.
+// carries DDP is one DDP stream (a Connection with llp sctp). Its user messages open with a
+// DDP-SSN (RFC 5043 §5.2.1) and travel unordered, so each stream direction's messages are put in
+// DDP-SSN order (sctp::SsnOrder) before anything judges them: DDP Stream Session Control on
+// PPID 17 sets the stream up the way the MPA Request/Reply does (sctp::StreamSession holds the
+// rules), and each PPID 16 message's DDP segment, from octet 2, is handed to on_ddp_segment, the
+// same LLP boundary MPA's FPDUs cross.
 #include <algorithm>
 
 #include "ddpscope/common/crc32c.h"
@@ -30,10 +33,6 @@ std::uint32_t key_of(std::uint16_t stream_id, bool unordered) {
 std::map<std::uint32_t, SctpHeldChunk>::iterator lowest_ahead(SctpDirection& sd) {
   auto it = sd.ahead.lower_bound(sd.next_tsn);
   return it != sd.ahead.end() ? it : sd.ahead.begin();
-}
-
-TerminateError sctp_term(std::uint8_t code) {
-  return term::sctp_llp(code);
 }
 
 }  // namespace
@@ -135,6 +134,13 @@ void Analyzer::Impl::feed_sctp(std::uint64_t frame, std::int64_t ts, const net::
       case wire::sctp_chunk::data: {
         const auto d = wire::decode_sctp_data(ch);
         if (!d) break;
+        if (!a.d[dir].ordered_reported) {
+          if (auto v = sctp::check_unordered(*d)) {
+            a.d[dir].ordered_reported = true;
+            v->detail += " (reported once per direction)";
+            report(*v, packet_ctx());
+          }
+        }
         const std::size_t at = ch.offset + wire::sctp_data_field::user_data;
         sctp_data(a, index, dir, *d,
                   FrameSlice{frame, static_cast<std::uint32_t>(at),
@@ -158,6 +164,7 @@ void Analyzer::Impl::feed_sctp(std::uint64_t frame, std::int64_t ts, const net::
         }
         a.provisional = false;
         a.setup_seen = true;
+        a.init_seen[dir] = true;
         a.adaptation[dir] = init->adaptation_code_point();
         // Packets to the sender of an INIT / INIT ACK carry its Initiate Tag (RFC 9260 §8.5).
         a.vtag[1 - dir] = init->initiate_tag;
@@ -175,6 +182,7 @@ void Analyzer::Impl::feed_sctp(std::uint64_t frame, std::int64_t ts, const net::
         break;
       }
       case wire::sctp_chunk::shutdown: {
+        a.shutdown = true;
         const auto cum = wire::decode_sctp_shutdown(ch);
         if (cum) sctp_acked(a, index, 1 - dir, *cum);
         break;
@@ -235,9 +243,9 @@ void Analyzer::Impl::sctp_data(SctpAssociation& a, std::size_t ai, int dir, cons
     sd.next_tsn++;
     if (sd.recent.size() >= SctpDirection::kRecent) sd.recent.pop_front();
     sd.recent.emplace_back(d.tsn, crc32c(d.user_data));
-    SctpHeldChunk chunk{
-        d.flags(), d.stream_id, d.ssn, d.ppid, Bytes(d.user_data.begin(), d.user_data.end()),
-        slice};
+    SctpHeldChunk chunk{d.tsn, d.flags(), d.stream_id,
+                        d.ssn, d.ppid,    Bytes(d.user_data.begin(), d.user_data.end()),
+                        slice};
     sctp_deliver(a, ai, dir, chunk);
     sctp_drain(a, ai, dir);
     return;
@@ -286,6 +294,7 @@ void Analyzer::Impl::sctp_drain(SctpAssociation& a, std::size_t ai, int dir) {
        it = sd.ahead.find(sd.next_tsn)) {
     SctpHeldChunk chunk = std::move(it->second);
     const std::uint32_t tsn = it->first;
+    chunk.tsn = tsn;
     sd.ahead.erase(it);
     const std::size_t cost = chunk.data.size() + SctpDirection::kHeldOverhead;
     sd.ahead_bytes -= cost;
@@ -302,6 +311,7 @@ void Analyzer::Impl::sctp_drain(SctpAssociation& a, std::size_t ai, int dir) {
 void Analyzer::Impl::sctp_acked(SctpAssociation& a, std::size_t ai, int dir,
                                 std::uint32_t cum_ack) {
   SctpDirection& sd = a.d[dir];
+  if (!sd.peer_cum_ack || tsn_before(*sd.peer_cum_ack, cum_ack)) sd.peer_cum_ack = cum_ack;
   if (!sd.tsn_known) return;
   while (!tsn_before(cum_ack, sd.next_tsn)) {
     const std::uint32_t end = cum_ack + 1;
@@ -343,6 +353,12 @@ void Analyzer::Impl::sctp_gap_to(SctpAssociation& a, int dir, std::uint32_t tsn,
     const int sdir = dir ^ (c.flipped ? 1 : 0);
     report(FindingId::sctp_gap, Ctx{c.stream, sdir, frame, {}}, msg);
     lost_input(c, sdir, Consequence::gap);
+    // The lost chunks may have carried any of the stream's DDP-SSNs: a hole in its order is now
+    // capture loss, given up at once when later messages wait behind it.
+    if (c.sctp) {
+      c.sctp->loss_pending[sdir] = true;
+      if (c.sctp->order[sdir].holding()) sctp_skip_hole(c, sdir, false);
+    }
   }
 }
 
@@ -366,6 +382,7 @@ void Analyzer::Impl::sctp_deliver(SctpAssociation& a, std::size_t ai, int dir,
     if (it != sd.building.end()) drop(it);  // an unfinished message before it is abandoned
     SctpMessageBuild m;
     m.ppid = chunk.ppid;
+    m.first_tsn = chunk.tsn;
     m.data = std::move(chunk.data);
     m.slices.push_back(chunk.slice);
     m.chunks = 1;
@@ -376,6 +393,7 @@ void Analyzer::Impl::sctp_deliver(SctpAssociation& a, std::size_t ai, int dir,
     if (it != sd.building.end()) drop(it);
     it = sd.building.try_emplace(key).first;
     it->second.ppid = chunk.ppid;
+    it->second.first_tsn = chunk.tsn;
   } else if (it == sd.building.end()) {
     return;  // a later fragment whose beginning was lost (reported as sctp.gap)
   }
@@ -410,7 +428,7 @@ void Analyzer::Impl::sctp_deliver(SctpAssociation& a, std::size_t ai, int dir,
 }
 
 Connection* Analyzer::Impl::sctp_stream(SctpAssociation& a, std::size_t ai, std::uint16_t stream_id,
-                                        int client_dir) {
+                                        int client_dir, bool from_start) {
   if (auto it = a.streams.find(stream_id); it != a.streams.end()) return conns[it->second].get();
   if (conns.size() >= options.limits.max_streams) {
     limit_reached("max_streams", Ctx{UINT32_MAX, -1, cur_frame, {}});
@@ -422,6 +440,17 @@ Connection* Analyzer::Impl::sctp_stream(SctpAssociation& a, std::size_t ai, std:
   c->assoc = ai;
   c->flipped = client_dir == 1;
   c->provisional = false;
+  c->sctp = std::make_unique<SctpStreamState>();
+  if (from_start || a.setup_seen) {
+    // The session starts in the capture: each side's first message carries DDP-SSN 0
+    // (RFC 5043 §5.2.1 says the DDP-SSN is reset to zero with each session).
+    for (auto& o : c->sctp->order)
+      o.start_at(0);
+  } else {
+    // The session was set up before the capture: its phase is unknown and each direction's
+    // order starts at the first DDP-SSN seen.
+    c->sctp->session = sctp::StreamSession(sctp::StreamSession::Phase::unknown);
+  }
   StreamModel sm;
   sm.id = c->stream;
   sm.llp = Llp::sctp;
@@ -449,209 +478,307 @@ Connection* Analyzer::Impl::sctp_stream(SctpAssociation& a, std::size_t ai, std:
   return conns.back().get();
 }
 
+// A whole user message in TSN order. Its DDP-SSN decides when it is judged: it waits in its
+// stream direction's SsnOrder until every message before it was (RFC 5043 §6.1, §10).
 void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
                                   std::uint16_t stream_id, SctpMessageBuild& m) {
   const bool ddp = m.ppid == wire::kPpidDdpSegment;
   const bool session = m.ppid == wire::kPpidDdpSessionControl;
   std::optional<wire::DdpSessionControl> sc;
+  std::string sc_error;
   if (session) {
     auto r = wire::decode_ddp_session_control(m.data);
-    if (r) sc = std::move(r.value());
+    if (r)
+      sc = std::move(r.value());
+    else
+      sc_error = r.error().message;
   }
   if (!ddp && !session) {
-    // Another protocol's message: DDP-looking data on the wrong PPID is worth a finding
-    // (RFC 5043 §5: DDP segments travel on PPID 16 only), anything else is ignored.
-    const auto seg = wire::decode_ddp_segment(m.data);
-    const bool looks_ddp =
-        seg && seg->header.control.version == wire::kDdpVersion &&
-        (a.streams.count(stream_id) != 0 || a.adaptation[0] == wire::kAdaptationCodePointDdp ||
-         a.adaptation[1] == wire::kAdaptationCodePointDdp);
+    // Another protocol's message: DDP-looking data (after a DDP-SSN) on the wrong PPID is worth
+    // a finding (RFC 5043 §5.2: DDP segments travel on PPID 16 only), anything else is ignored.
+    bool looks_ddp = false;
+    if (const auto msg = wire::decode_ddp_sctp_message(m.data)) {
+      const auto seg = wire::decode_ddp_segment(msg->body);
+      looks_ddp =
+          seg && seg->header.control.version == wire::kDdpVersion &&
+          (a.streams.count(stream_id) != 0 || a.adaptation[0] == wire::kAdaptationCodePointDdp ||
+           a.adaptation[1] == wire::kAdaptationCodePointDdp);
+    }
     if (!looks_ddp || a.d[dir].ppid_reported) return;
     a.d[dir].ppid_reported = true;
   }
-  // The stream's client: the Initiate's sender; the Accept's or Reject's receiver; else the
-  // association's initiator.
+  // The stream's client (the active side): the Initiate's sender; the Accept's or Reject's
+  // receiver; else the association's initiator.
+  const auto kind = sc ? sc->kind() : wire::DdpSessionKind::unknown;
+  const bool placing = kind == wire::DdpSessionKind::initiate ||
+                       kind == wire::DdpSessionKind::accept || kind == wire::DdpSessionKind::reject;
   int client_dir = 0;
-  if (sc && sc->kind() == wire::DdpSessionKind::initiate) client_dir = dir;
-  if (sc &&
-      (sc->kind() == wire::DdpSessionKind::accept || sc->kind() == wire::DdpSessionKind::reject))
+  if (kind == wire::DdpSessionKind::initiate) client_dir = dir;
+  if (kind == wire::DdpSessionKind::accept || kind == wire::DdpSessionKind::reject)
     client_dir = 1 - dir;
-  Connection* cp = sctp_stream(a, ai, stream_id, client_dir);
+  Connection* cp = sctp_stream(a, ai, stream_id, client_dir, placing);
   if (cp == nullptr) return;
   Connection& c = *cp;
+  SctpStreamState& st = *c.sctp;
+  int sdir = dir ^ (c.flipped ? 1 : 0);
+  if (placing && !st.sides_known) {
+    // The first Initiate, Accept or Reject places the sides: the Initiate's sender is the
+    // active side (RFC 5043 §6.1).
+    const int want = kind == wire::DdpSessionKind::initiate ? 0 : 1;
+    if (sdir != want) {
+      swap_sides(c);
+      c.flipped = !c.flipped;
+      std::swap(st.order[0], st.order[1]);
+      std::swap(st.held_bytes[0], st.held_bytes[1]);
+      std::swap(st.loss_pending[0], st.loss_pending[1]);
+      std::swap(st.given_up[0], st.given_up[1]);
+      std::swap(st.too_large_reported[0], st.too_large_reported[1]);
+      sdir = want;
+    }
+  }
+  if (placing) st.sides_known = true;
   StreamModel& sm = model.streams[c.stream];
   sm.last_frame = cur_frame;
   sm.last_ts_ns = cur_ts;
-  const int sdir = dir ^ (c.flipped ? 1 : 0);
   DirectionModel& dm = sm.dirs[sdir];
   dm.sctp_chunks += m.chunks;
   dm.sctp_messages++;
   const Ctx ctx = ctx_of(c, sdir, m.slices, cur_frame);
   if (!ddp && !session) {
-    report(FindingId::sctp_ppid_invalid, ctx,
-           "a DDP segment on PPID " + std::to_string(m.ppid) +
-               " (DDP segments are PPID 16; reported once per direction)",
-           Consequence::none, sctp_term(sctp_llp_code::invalid_ppid_unverified));
+    report(sctp::violation(FindingId::sctp_ppid_invalid,
+                           "a DDP segment on PPID " + std::to_string(m.ppid) +
+                               " (DDP segments are PPID 16; reported once per direction)"),
+           ctx);
     return;
   }
-  if (session) {
-    if (!sc) {
-      const auto r = wire::decode_ddp_session_control(m.data);
-      report(FindingId::sctp_session_invalid, ctx,
-             "DDP Stream Session Control message: " + r.error().message, Consequence::none,
-             sctp_term(sctp_llp_code::invalid_session_control_unverified));
+  // RFC 5043 §5.1, §11.1: judged once, when the capture holds both INIT and INIT ACK.
+  if (!a.adaptation_reported && a.init_seen[0] && a.init_seen[1]) {
+    a.adaptation_reported = true;
+    if (auto v = sctp::check_adaptation(a.adaptation[0], a.adaptation[1])) report(*v, ctx);
+  }
+  if (session && !sc) {
+    report(sctp::violation(FindingId::sctp_session_invalid,
+                           "DDP Stream Session Control message: " + sc_error),
+           ctx);
+    return;
+  }
+  std::uint16_t ssn = 0;
+  if (sc) {
+    ssn = sc->ddp_ssn;
+  } else {
+    const auto msg = wire::decode_ddp_sctp_message(m.data);
+    if (!msg) {
+      report(sctp::violation(FindingId::sctp_ppid_invalid,
+                             "PPID 16 user message: " + msg.error().message),
+             ctx);
       return;
     }
-    sctp_session(c, sdir, *sc, ctx);
+    ssn = msg->ddp_ssn;
+    // RFC 5043 §9: a DDP segment fits one DATA chunk; SCTP fragmented this one.
+    if (m.chunks > 1 && !st.too_large_reported[sdir]) {
+      st.too_large_reported[sdir] = true;
+      auto v = sctp::check_fragmented(msg->body.size(), m.chunks);
+      if (v) {
+        v->detail += " (reported once per direction)";
+        report(*v, ctx);
+      }
+    }
+  }
+  // What the active side knew when it sent this (RFC 5043 §6.6), judged as it arrives: an
+  // answer to its Initiate, or the passive side's SACK of the Initiate's TSN.
+  if (sc && sdir == 0 && kind == wire::DdpSessionKind::initiate && !st.initiate_tsn)
+    st.initiate_tsn = m.first_tsn;
+  if (sc && sdir == 1 && kind != wire::DdpSessionKind::unknown) st.answer_arrived = true;
+  bool allowed_early = st.answer_arrived;
+  if (!allowed_early && st.initiate_tsn) {
+    const int active_adir = c.flipped ? 1 : 0;
+    const auto& ack = a.d[active_adir].peer_cum_ack;
+    allowed_early = ack && !tsn_before(*ack, *st.initiate_tsn);
+  }
+  const std::size_t cost = m.data.size() + SctpDirection::kHeldOverhead;
+  st.held_bytes[sdir] += cost;
+  sctp_held_total += cost;
+  const std::uint64_t first_frame = m.slices.empty() ? cur_frame : m.slices.front().frame;
+  SctpOrderedMessage om{std::move(m), std::move(sc), allowed_early, first_frame};
+  const auto verdict = st.order[sdir].push(
+      ssn, std::move(om),
+      [&](std::uint16_t s, SctpOrderedMessage&& x) { sctp_in_order(c, sdir, s, std::move(x)); });
+  using V = sctp::SsnOrder<SctpOrderedMessage>::Verdict;
+  if (verdict == V::behind || verdict == V::duplicate) {
+    st.held_bytes[sdir] -= std::min(st.held_bytes[sdir], cost);
+    sctp_held_total -= std::min(sctp_held_total, cost);
+    const auto [from, to] = st.given_up[sdir];
+    const bool given_up = verdict == V::behind && from != to && !wire::ddp_ssn_before(ssn, from) &&
+                          wire::ddp_ssn_before(ssn, to);
+    if (given_up) {
+      report(sctp::violation(FindingId::sctp_ssn_invalid,
+                             "DDP-SSN " + std::to_string(ssn) +
+                                 " arrived after the analysis gave it up for lost; not analysed"),
+             ctx, Consequence::gap);
+    } else {
+      report(sctp::violation(FindingId::sctp_ssn_invalid,
+                             "DDP-SSN " + std::to_string(ssn) +
+                                 (verdict == V::duplicate
+                                      ? " used twice (another message with it waits in order)"
+                                      : " used again (the stream is at " +
+                                            std::to_string(st.order[sdir].next()) + ")") +
+                                 "; this message is not analysed"),
+             ctx);
+    }
     return;
   }
-  sctp_segment(c, sdir, m, ctx);
+  if (verdict != V::held) return;
+  if (st.loss_pending[sdir]) {
+    sctp_skip_hole(c, sdir, false);
+  } else if (st.held_bytes[sdir] > options.limits.reassembly_window ||
+             sctp_held_total > options.limits.max_pending_total) {
+    limit_reached(st.held_bytes[sdir] > options.limits.reassembly_window ? "reassembly_window"
+                                                                         : "max_pending_total",
+                  ctx);
+    sctp_skip_hole(c, sdir, false);
+  }
 }
 
-// ---- DDP Stream Session Control (RFC 5043 §5, RFC 6581 §8) ---------------------------------
+// Gives up the hole in stream direction `dir`'s DDP-SSN order and hands on what waited behind
+// it. Capture loss explains the hole when TSNs of the direction were lost, or when the capture
+// ended before the association did; otherwise the sender skipped DDP-SSNs (§5.2.1: no gaps).
+void Analyzer::Impl::sctp_skip_hole(Connection& c, int dir, bool end_of_input) {
+  SctpStreamState& st = *c.sctp;
+  auto& order = st.order[dir];
+  if (!order.holding()) return;
+  const SctpAssociation& a = *assocs[c.assoc];
+  Consequence why = Consequence::gap;
+  std::string cause = "TSNs of this direction are missing from the capture";
+  if (!st.loss_pending[dir]) {
+    if (end_of_input && !a.shutdown && !a.closed) {
+      cause = "the capture ended before the association did";
+    } else {
+      why = Consequence::none;
+      cause = end_of_input ? "the association ended with every TSN acknowledged"
+                           : "later messages filled the reassembly window";
+    }
+  }
+  const SctpOrderedMessage* first = order.first_held_message();
+  const std::uint16_t from = order.next(), to = order.first_held();
+  const std::uint16_t n = static_cast<std::uint16_t>(to - from);
+  report(sctp::violation(FindingId::sctp_ssn_invalid,
+                         (n == 1 ? "DDP-SSN " + std::to_string(from)
+                                 : "DDP-SSNs " + std::to_string(from) + ".." +
+                                       std::to_string(static_cast<std::uint16_t>(to - 1))) +
+                             " never arrived (" + cause + "); " +
+                             std::to_string(order.held_messages()) +
+                             (order.held_messages() == 1 ? " later message" : " later messages") +
+                             " analysed without " + (n == 1 ? "it" : "them")),
+         Ctx{c.stream, dir, first ? first->frame : cur_frame, {}}, why);
+  if (why == Consequence::gap && !st.loss_pending[dir]) lost_input(c, dir, Consequence::gap);
+  st.loss_pending[dir] = false;
+  st.given_up[dir] = {from, to};
+  order.skip_hole(
+      [&](std::uint16_t s, SctpOrderedMessage&& x) { sctp_in_order(c, dir, s, std::move(x)); });
+}
+
+// One message in its stream direction's DDP-SSN order.
+void Analyzer::Impl::sctp_in_order(Connection& c, int dir, std::uint16_t /*ssn*/,
+                                   SctpOrderedMessage&& om) {
+  SctpStreamState& st = *c.sctp;
+  const std::size_t cost = om.m.data.size() + SctpDirection::kHeldOverhead;
+  st.held_bytes[dir] -= std::min(st.held_bytes[dir], cost);
+  sctp_held_total -= std::min(sctp_held_total, cost);
+  const Ctx ctx = ctx_of(c, dir, om.m.slices, om.frame);
+  if (om.control)
+    sctp_session(c, dir, *om.control, ctx);
+  else
+    sctp_segment(c, dir, om, ctx);
+}
+
+// ---- DDP Stream Session Control (RFC 5043 §5.2.3, §6; RFC 6581 §7) -------------------------
 
 void Analyzer::Impl::sctp_session(Connection& c, int dir, const wire::DdpSessionControl& m,
-                                  const Ctx& ctx_in) {
+                                  const Ctx& ctx) {
   StreamModel& sm = model.streams[c.stream];
-  Ctx ctx = ctx_in;
-  const auto invalid = [&](const std::string& why) {
-    report(FindingId::sctp_session_invalid, ctx, why, Consequence::none,
-           sctp_term(sctp_llp_code::invalid_session_control_unverified));
-  };
-  // Puts the sender of `m` on side `side` (0 client, 1 server) while the stream is unset.
-  const auto side = [&](int want) {
-    if (dir == want) return;
-    swap_sides(c);
-    c.flipped = !c.flipped;
-    dir = want;
-    ctx.dir = dir;
-  };
-  const auto record = [&]() {
-    auto& rec = sm.sctp->session;
-    if (rec.size() < SctpStreamInfo::kMaxSessionRecords)
-      rec.push_back(SctpSessionRecord{ctx.frame, dir, m});
-  };
-  const std::string name = [&] {
-    const std::string_view n = wire::ddp_session_function_name(m.function_code);
-    return n.empty() ? "function code " + hex_number(m.function_code) : std::string(n);
-  }();
-  switch (m.kind()) {
-    case wire::DdpSessionKind::legacy_mode:
-      record();
-      if (sm.state != StreamState::unknown) {
-        invalid(name + " on a stream already " + std::string(to_string(sm.state)));
-        return;
-      }
-      sm.state = StreamState::full;
-      return;
-    case wire::DdpSessionKind::initiate:
-      if (sm.state != StreamState::unknown) {
-        record();
-        invalid(name + " on a stream already " + std::string(to_string(sm.state)));
-        return;
-      }
-      side(0);
-      record();
-      sm.state = StreamState::handshake;
-      return;
-    case wire::DdpSessionKind::accept:
-    case wire::DdpSessionKind::reject: {
-      const bool accept = m.kind() == wire::DdpSessionKind::accept;
-      if (sm.state == StreamState::unknown) {
-        side(1);  // the Initiate came before the capture
-      } else if (sm.state != StreamState::handshake) {
-        record();
-        invalid(name + " on a stream already " + std::string(to_string(sm.state)));
-        return;
-      } else if (dir != 1) {
-        record();
-        invalid(name + " from the stream's initiator");
-        return;
-      }
-      record();
-      if (!accept) {
-        report(FindingId::sctp_session_rejected, ctx,
-               m.ulp_private_data().empty()
-                   ? "DDP stream rejected"
-                   : "DDP stream rejected (" + std::to_string(m.ulp_private_data().size()) +
-                         " octets of private data)");
-        sm.state = StreamState::rejected;
-        return;
-      }
-      // The Initiate this Accept answers, when the capture has it.
-      const wire::DdpSessionControl* req = nullptr;
-      for (const auto& r : sm.sctp->session)
-        if (r.direction == 0 && r.message.kind() == wire::DdpSessionKind::initiate)
-          req = &r.message;
-      if (req && req->enhanced_pd && m.enhanced_pd) {
-        // RFC 6581 §8: the same IRD/ORD/RTR negotiation as the MPA frames', settled by the same
-        // rule (mpa::settle) on frames that carry these words.
-        wire::MpaReqRep rq, rp;
-        rq.kind = wire::MpaFrameKind::request;
-        rp.kind = wire::MpaFrameKind::reply;
-        for (wire::MpaReqRep* f : {&rq, &rp}) {
-          f->revision = 2;
-          f->enhanced = true;
-        }
-        rq.private_data = req->private_data;
-        rq.enhanced_pd = req->enhanced_pd;
-        rp.private_data = m.private_data;
-        rp.enhanced_pd = m.enhanced_pd;
-        const mpa::Settlement s = mpa::settle(rq, rp);
-        for (const Violation& v : s.violations)
-          invalid("RFC 6581 negotiation: " + v.detail);
-        const mpa::Parameters& p = s.parameters;
-        sm.revision.reset();
-        sm.enhanced = p.enhanced;
-        sm.peer_to_peer = p.peer_to_peer;
-        sm.rtr = p.rtr == llp::RtrType::none ? std::string() : std::string(llp::to_string(p.rtr));
-        c.ds(0).sink.set_ird(p.responder_ird);
-        c.ds(1).sink.set_ird(p.initiator_ird);
-        if (p.peer_to_peer) c.ds(0).sink.expect_rtr(p.rtr);
-      }
-      sm.state = StreamState::full;
-      std::optional<ByteView> request_pd;
-      if (req) request_pd = req->ulp_private_data();
-      ulp_setup(c, request_pd, m.ulp_private_data());
-      return;
-    }
-    case wire::DdpSessionKind::terminate:
-      record();
-      sm.closed = true;
-      return;
-    case wire::DdpSessionKind::unknown:
-      record();
-      invalid("unknown DDP Stream Session Control " + name);
-      return;
+  SctpStreamState& st = *c.sctp;
+  auto& rec = sm.sctp->session;
+  if (rec.size() < SctpStreamInfo::kMaxSessionRecords)
+    rec.push_back(SctpSessionRecord{ctx.frame, dir, m});
+  using Phase = sctp::StreamSession::Phase;
+  const Phase before = st.session.phase();
+  const bool terminated_before = st.session.terminated(dir);
+  const std::vector<Violation> vs = st.session.on_control(dir, m);
+  for (const Violation& v : vs)
+    report(v, ctx);
+  const Phase after = st.session.phase();
+  if (after == Phase::initiated && before != Phase::initiated) sm.state = StreamState::handshake;
+  if (after == Phase::rejected && before != Phase::rejected) {
+    const bool by_terminate = m.kind() == wire::DdpSessionKind::terminate;
+    report(FindingId::sctp_session_rejected, ctx,
+           by_terminate ? "DDP stream rejected by a Session Terminate (the non-ULP reject, "
+                          "RFC 5043 §6.3)"
+           : m.ulp_private_data().empty()
+               ? "DDP stream rejected"
+               : "DDP stream rejected (" + std::to_string(m.ulp_private_data().size()) +
+                     " octets of private data)");
+    sm.state = StreamState::rejected;
   }
+  if (st.session.terminated(dir) && !terminated_before) sm.closed = true;
+  if (after != Phase::accepted || before == Phase::accepted) return;
+  // The Initiate this Accept answers, when the capture has it.
+  const wire::DdpSessionControl* req = nullptr;
+  for (const auto& r : rec)
+    if (r.direction == 0 && r.message.kind() == wire::DdpSessionKind::initiate) req = &r.message;
+  if (req && req->enhanced_pd && m.enhanced_pd) {
+    // RFC 6581 §7: the same IRD/ORD/RTR negotiation as the MPA frames', settled by the same
+    // rule (mpa::settle) on frames that carry these words.
+    wire::MpaReqRep rq, rp;
+    rq.kind = wire::MpaFrameKind::request;
+    rp.kind = wire::MpaFrameKind::reply;
+    for (wire::MpaReqRep* f : {&rq, &rp}) {
+      f->revision = 2;
+      f->enhanced = true;
+    }
+    rq.private_data = req->private_data;
+    rq.enhanced_pd = req->enhanced_pd;
+    rp.private_data = m.private_data;
+    rp.enhanced_pd = m.enhanced_pd;
+    const mpa::Settlement s = mpa::settle(rq, rp);
+    for (const Violation& v : s.violations)
+      report(sctp::violation(FindingId::sctp_session_invalid, "RFC 6581 negotiation: " + v.detail),
+             ctx);
+    const mpa::Parameters& p = s.parameters;
+    sm.revision.reset();
+    sm.enhanced = p.enhanced;
+    sm.peer_to_peer = p.peer_to_peer;
+    sm.rtr = p.rtr == llp::RtrType::none ? std::string() : std::string(llp::to_string(p.rtr));
+    c.ds(0).sink.set_ird(p.responder_ird);
+    c.ds(1).sink.set_ird(p.initiator_ird);
+    if (p.peer_to_peer) c.ds(0).sink.expect_rtr(p.rtr);
+  }
+  sm.state = StreamState::full;
+  std::optional<ByteView> request_pd;
+  if (req) request_pd = req->ulp_private_data();
+  ulp_setup(c, request_pd, m.ulp_private_data());
 }
 
-// ---- DDP segments (PPID 16) ----------------------------------------------------------------
+// ---- DDP segments (PPID 16, from octet 2) --------------------------------------------------
 
-void Analyzer::Impl::sctp_segment(Connection& c, int dir, SctpMessageBuild& m, const Ctx& ctx_in) {
+void Analyzer::Impl::sctp_segment(Connection& c, int dir, SctpOrderedMessage& om,
+                                  const Ctx& ctx_in) {
   StreamModel& sm = model.streams[c.stream];
   DirectionEngine& ds = c.ds(dir);
-  const SctpAssociation& a = *assocs[c.assoc];
-  switch (sm.state) {
-    case StreamState::unknown:
-      // No session control seen on this SCTP stream: the setup came before the capture (or the
-      // stream runs in legacy mode).
-      sm.state = StreamState::full;
-      sm.mid_stream = !a.setup_seen;
-      if (sm.mid_stream) ds.sink.start_mid_stream();
-      break;
-    case StreamState::handshake:
-    case StreamState::rejected:
-      if (once(ds, FindingId::sctp_session_invalid)) {
-        report(FindingId::sctp_session_invalid, ctx_in,
-               std::string("DDP segment before the stream was accepted (stream ") +
-                   std::string(to_string(sm.state)) + "; reported once per direction)",
-               Consequence::none, sctp_term(sctp_llp_code::invalid_session_control_unverified));
-      }
-      break;
-    default:
-      break;
+  SctpStreamState& st = *c.sctp;
+  SctpMessageBuild& m = om.m;
+  if (auto v = st.session.on_segment(dir, om.allowed_early)) {
+    if (once(ds, FindingId::sctp_segment_early)) {
+      v->detail += " (reported once per direction)";
+      report(*v, ctx_in);
+    }
   }
+  if (sm.state == StreamState::unknown) {
+    // No session control seen on this SCTP stream: its setup came before the capture.
+    sm.state = StreamState::full;
+    sm.mid_stream = st.session.phase() == sctp::StreamSession::Phase::unknown;
+    if (sm.mid_stream) ds.sink.start_mid_stream();
+  }
+  const ByteView segment = ByteView(m.data).subspan(wire::kDdpSsnSize);
   PduEvent ev;
   lend_message_lists(ev);
   ev.stream = c.stream;
@@ -661,18 +788,19 @@ void Analyzer::Impl::sctp_segment(Connection& c, int dir, SctpMessageBuild& m, c
   ev.sctp_stream_id = sm.sctp->stream_id;
   ev.raw = m.data;
   ev.slices = std::move(m.slices);
-  ev.ulpdu_length = static_cast<std::uint16_t>(std::min<std::size_t>(m.data.size(), 0xFFFF));
+  ev.ulpdu_length = static_cast<std::uint16_t>(std::min<std::size_t>(segment.size(), 0xFFFF));
   ev.plain = m.data;
-  ev.ulpdu = m.data;
+  ev.ulpdu = segment;
   const Ctx ctx = ctx_of(c, dir, ev.slices, ctx_in.frame);
   PduEvent* const outer = cur_ev;
   cur_ev = &ev;
   auto seg = wire::decode_ddp_segment(ev.ulpdu);
   if (!seg) {
-    report(FindingId::sctp_ppid_invalid, ctx,
-           "PPID 16 user message of " + std::to_string(m.data.size()) +
-               " octets is not a DDP segment (" + seg.error().message + ")",
-           Consequence::none, sctp_term(sctp_llp_code::invalid_ppid_unverified));
+    report(sctp::violation(FindingId::sctp_ppid_invalid,
+                           "PPID 16 user message of " + std::to_string(m.data.size()) +
+                               " octets is not a DDP segment after its DDP-SSN (" +
+                               seg.error().message + ")"),
+           ctx);
   } else {
     ev.ddp = seg.value();
     on_ddp_segment(c, dir, ev, ctx);  // the LLP boundary
@@ -695,6 +823,20 @@ void Analyzer::Impl::sctp_finish() {
         sctp_drain(a, ai, dir);
       }
       sd.building.clear();
+    }
+    for (auto& [sid, ci] : a.streams) {
+      Connection& c = *conns[ci];
+      if (!c.sctp) continue;
+      for (int dir = 0; dir < 2; ++dir)
+        while (c.sctp->order[dir].holding())
+          sctp_skip_hole(c, dir, true);
+      // RFC 5043 §6.1: an accepted session ends with a Terminate from at least one side.
+      if (a.shutdown) {
+        if (auto v = c.sctp->session.on_association_shutdown()) {
+          const StreamModel& sm = model.streams[c.stream];
+          report(*v, Ctx{c.stream, -1, sm.last_frame, {}});
+        }
+      }
     }
   }
 }

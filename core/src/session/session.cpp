@@ -46,6 +46,8 @@ std::string_view to_string(EventKind k) {
       return "terminate_received";
     case EventKind::terminate_sent:
       return "terminate_sent";
+    case EventKind::session_terminate_sent:
+      return "session_terminate_sent";
     case EventKind::error:
       return "error";
     case EventKind::closed:
@@ -111,12 +113,11 @@ void Session::set_emss(std::uint32_t emss) {
   neg_.mulpdu = std::clamp<std::uint32_t>(wire::mulpdu(emss, neg_.tx_markers), kMinMulpdu, 65535);
 }
 
-void Session::set_path_mtu(std::uint32_t pmtu, bool ipv6) {
+void Session::set_path_mtu(std::uint32_t pmtu, bool ipv6, bool over_udp) {
   if (config_.llp != Llp::sctp) return;
-  // IP header, SCTP common header (12), DATA chunk header (16): what is left of one packet.
-  const std::uint32_t overhead = (ipv6 ? 40u : 20u) + 12u + 16u;
-  const std::uint32_t room = pmtu > overhead ? pmtu - overhead : 0;
-  neg_.mulpdu = std::clamp<std::uint32_t>(room, kMinMulpdu, 65535);
+  // RFC 5043 §9: what one DATA chunk of one packet leaves, the DDP-SSN taken off too.
+  neg_.mulpdu =
+      std::clamp<std::uint32_t>(sctp::mulpdu_for_path(pmtu, ipv6, over_udp), kMinMulpdu, 65535);
 }
 
 void Session::push(Event e) {
@@ -173,6 +174,7 @@ void Session::start(std::int64_t now_ns) {
   if (state_ != State::idle) return;
   now_ = now_ns;
   deadline_ = now_ns + config_.limits.handshake_timeout_ns;
+  rx_order_.start_at(0);  // RFC 5043 §5.2.1: each side's session starts at DDP-SSN 0
   if (config_.role == Role::initiator) {
     if (config_.llp == Llp::sctp)
       queue_session_control(false);
@@ -524,6 +526,8 @@ void Session::maybe_finish_close() {
       !sink_.atomics().empty())
     return;
   state_ = State::closed;
+  // RFC 5043 §6.1: an accepted session ends with a Session Terminate from at least one side.
+  if (config_.llp == Llp::sctp) queue_session_terminate();
   want_shutdown_ = true;
   stall_deadline_.reset();
   start_teardown_timer();

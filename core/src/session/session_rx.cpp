@@ -10,7 +10,6 @@
 #include "ddpscope/mpa/rules.h"
 #include "ddpscope/session/session.h"
 #include "ddpscope/wire/sctp.h"
-#include "sctp_violations.h"
 
 namespace ddpscope::session {
 
@@ -114,9 +113,11 @@ void Session::receive_framed(ByteView data) {
   direct_ = {};
 }
 
-// SCTP (RFC 5043): the association delivers whole user messages, so nothing is buffered here.
-// Session control (PPID 17) sets the DDP Stream up; after that every PPID 16 message is one DDP
-// segment for the Data Sink model, exactly as an MPA FPDU's ULPDU.
+// SCTP (RFC 5043): the association delivers whole user messages, unordered (§4, §10): they are
+// put in DDP-SSN order (sctp::SsnOrder) and then judged. Session control (PPID 17) sets the DDP
+// Stream up; after that every PPID 16 message's DDP segment (from octet 2) goes to the Data Sink
+// model, exactly as an MPA FPDU's ULPDU. SCTP-level rules end the stream with a Session
+// Terminate (end_stream), DDP and RDMAP rules with an RDMAP Terminate (fatal), as over MPA.
 void Session::receive_message(std::uint32_t ppid, std::uint16_t stream_id, ByteView data,
                               std::int64_t now_ns) {
   now_ = std::max(now_, now_ns);
@@ -125,31 +126,64 @@ void Session::receive_message(std::uint32_t ppid, std::uint16_t stream_id, ByteV
     return;
   const std::uint64_t before = fpdus_in_;
   if (stream_id != config_.sctp_stream) {
-    // One DDP Stream per SCTP stream (RFC 5043): another stream is not ours to read.
-    fatal(sctp::session_invalid("a DDP segment or session control message on SCTP stream " +
-                                std::to_string(stream_id) + ", not this DDP Stream's " +
-                                std::to_string(config_.sctp_stream)),
-          nullptr, {});
-  } else if (ppid == wire::kPpidDdpSessionControl) {
-    handle_session_control(data);
-  } else if (ppid != wire::kPpidDdpSegment) {
-    fatal(sctp::ppid_invalid("a user message with PPID " + std::to_string(ppid) +
-                             " on a DDP Stream (RFC 5043: 16 or 17)"),
-          nullptr, {});
-  } else if (!rx_full_) {
-    // A DDP segment before the session was accepted (RFC 5043; verify the section).
-    if (config_.role == Role::initiator)
-      fatal(sctp::session_invalid("a DDP segment before the DDP Stream Session Accept"), nullptr,
-            {});
-    else
-      fail("a DDP segment before the DDP Stream Session Initiate");
+    // One DDP Stream per SCTP stream (RFC 5043 §6): another stream is not ours to read.
+    end_stream(sctp::violation(FindingId::sctp_session_invalid,
+                               "a DDP segment or session control message on SCTP stream " +
+                                   std::to_string(stream_id) + ", not this DDP Stream's " +
+                                   std::to_string(config_.sctp_stream)));
+  } else if (ppid != wire::kPpidDdpSessionControl && ppid != wire::kPpidDdpSegment) {
+    end_stream(sctp::violation(FindingId::sctp_ppid_invalid,
+                               "a user message with PPID " + std::to_string(ppid) +
+                                   " on a DDP Stream (RFC 5043: 16 or 17)"));
+  } else if (const auto msg = wire::decode_ddp_sctp_message(data); !msg) {
+    end_stream(sctp::violation(ppid == wire::kPpidDdpSegment ? FindingId::sctp_ppid_invalid
+                                                             : FindingId::sctp_session_invalid,
+                               msg.error().message));
   } else {
-    handle_ulpdu(data);
-    ++fpdus_in_;
+    using V = sctp::SsnOrder<HeldMessage>::Verdict;
+    const V v =
+        rx_order_.push(msg->ddp_ssn, HeldMessage{ppid, Bytes(data.begin(), data.end())},
+                       [&](std::uint16_t, HeldMessage&& m) { receive_in_order(m.ppid, m.data); });
+    if (v == V::behind || v == V::duplicate) {
+      end_stream(
+          sctp::violation(FindingId::sctp_ssn_invalid, "DDP-SSN " + std::to_string(msg->ddp_ssn) +
+                                                           " used again (expected " +
+                                                           std::to_string(rx_order_.next()) + ")"));
+    } else if (v == V::held && rx_order_.held_messages() > kMaxHeldMessages) {
+      end_stream(sctp::violation(
+          FindingId::sctp_ssn_invalid,
+          "DDP-SSN " + std::to_string(rx_order_.next()) + " never arrived while " +
+              std::to_string(rx_order_.held_messages()) + " later messages waited"));
+    }
   }
   if (receiving() && events_.size() >= config_.limits.max_pending_events) input_paused_ = true;
   update_stall_timer(fpdus_in_ != before);
   note_usage();
+}
+
+// One message of the peer's in DDP-SSN order.
+void Session::receive_in_order(std::uint32_t ppid, ByteView msg) {
+  if (state_ == State::idle || state_ == State::terminated || state_ == State::failed ||
+      state_ == State::closed)
+    return;
+  if (ppid == wire::kPpidDdpSessionControl) {
+    handle_session_control(msg);
+    return;
+  }
+  // RFC 5043 §6.6: the responder reads the active side's segments once it has its Initiate (it
+  // was acknowledged when it arrived); the initiator reads the passive side's after its Accept.
+  if (auto v = sctp_rules_.on_segment(1 - own_side(), config_.role == Role::responder)) {
+    end_stream(*v);
+    return;
+  }
+  if (!rx_full_) {
+    // Accepted, but not yet Full Operation on our side (the RTR pending): as over MPA.
+    end_stream(sctp::violation(FindingId::sctp_segment_early,
+                               "a DDP segment before the DDP Stream Session was set up"));
+    return;
+  }
+  handle_ulpdu(msg.subspan(wire::kDdpSsnSize));
+  ++fpdus_in_;
 }
 
 void Session::resume_input() {
@@ -496,6 +530,8 @@ void Session::fatal(const Violation& v, const wire::DdpSegment* seg, ByteView ul
   ByteWriter w(body);
   wire::encode_terminate(t, config_.terminate_layout, w);
   if (tx_full_) emit_untagged(op(wire::Opcode::terminate), wire::kQnTerminate, 0, body, {});
+  // RFC 5043 §6.1: after the RDMAP Terminate, the DDP Stream Session's own.
+  if (config_.llp == Llp::sctp) queue_session_terminate();
   term_sent_ = error;
   state_ = State::terminated;
   deadline_.reset();

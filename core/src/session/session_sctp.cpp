@@ -2,14 +2,14 @@
 // The endpoint engine's SCTP connection setup (RFC 5043; RFC 6581's enhanced mode): the DDP
 // Stream Session Control messages on PPID 17 that stand where MPA's Request and Reply stand. The
 // initiator sends Session Initiate with its private data and (enhanced) the IRD/ORD/RTR word;
-// the responder answers Accept or Reject. The RFC 6581 settlement of that word is the same rule
-// as over MPA (mpa::settle on the two words); a violation of it, or a malformed or out-of-order
-// control message, is sctp.session-invalid with RFC 5043's LLP Terminate.
+// the responder answers Accept or Reject; either ends the session with a Session Terminate. Both
+// sides' messages go through sctp::StreamSession, the rules the analyzer applies; the RFC 6581
+// settlement of the word is the same rule as over MPA (mpa::settle). A broken rule ends the
+// stream with a Session Terminate (RFC 5043 §11.3: it defines no LLP Terminate codes).
 #include <algorithm>
 
 #include "ddpscope/session/session.h"
 #include "ddpscope/wire/sctp.h"
-#include "sctp_violations.h"
 
 namespace ddpscope::session {
 
@@ -36,11 +36,12 @@ void Session::queue_session_control(bool reject) {
   const bool enhanced = initiator ? config_.mpa.enhanced : neg_.enhanced;
   // RFC 6581 §8: the enhanced function codes carry the IRD/ORD/RTR word.
   if (initiator)
-    m.function_code = enhanced ? fn::enhanced_initiate_unverified : fn::initiate_unverified;
+    m.function_code = enhanced ? fn::enhanced_initiate : fn::initiate;
   else if (reject)
-    m.function_code = enhanced ? fn::enhanced_reject_unverified : fn::reject_unverified;
+    m.function_code = enhanced ? fn::enhanced_reject : fn::reject;
   else
-    m.function_code = enhanced ? fn::enhanced_accept_unverified : fn::accept_unverified;
+    m.function_code = enhanced ? fn::enhanced_accept : fn::accept;
+  m.ddp_ssn = tx_ssn_++;
   m.private_data = config_.mpa.private_data;
   if (enhanced) {
     wire::MpaEnhancedPd pd;
@@ -64,6 +65,8 @@ void Session::queue_session_control(bool reject) {
     m.enhanced_pd = pd;
   }
   if (initiator) own_frame_ = as_mpa_frame(wire::MpaFrameKind::request, m.enhanced_pd);
+  // Our own messages move the session's phase as the peer's do (they break no rule).
+  (void)sctp_rules_.on_control(own_side(), m);
   const std::size_t start = tx_.size();
   const Bytes raw = wire::encode_ddp_session_control(m);
   tx_.insert(tx_.end(), raw.begin(), raw.end());
@@ -71,22 +74,60 @@ void Session::queue_session_control(bool reject) {
   tx_full_ = true;  // DDP segments (a Terminate) may follow on the association
 }
 
+void Session::queue_session_terminate() {
+  if (session_terminate_queued_ || !tx_full_) return;
+  session_terminate_queued_ = true;
+  wire::DdpSessionControl m;
+  m.ddp_ssn = tx_ssn_++;
+  m.function_code = fn::terminate;
+  (void)sctp_rules_.on_control(own_side(), m);
+  const std::size_t start = tx_.size();
+  const Bytes raw = wire::encode_ddp_session_control(m);
+  tx_.insert(tx_.end(), raw.begin(), raw.end());
+  note_tx_message(start, wire::kPpidDdpSessionControl);
+}
+
+// RFC 5043 §11.3: an SCTP-level violation ends the DDP stream with a Session Terminate (a
+// responder still waiting for the Initiate has no session to end: it closes).
+void Session::end_stream(const Violation& v) {
+  if (state_ == State::terminated || state_ == State::closed || state_ == State::failed) return;
+  const std::string what = std::string(finding_spec(v.id).code) + ": " + v.detail;
+  if (state_ == State::mpa_wait_request) {
+    fail(what);
+    return;
+  }
+  queue_session_terminate();
+  session_terminate_sent_ = v.id;
+  state_ = State::terminated;
+  deadline_.reset();
+  stall_deadline_.reset();
+  start_teardown_timer();
+  drop_inbound_reads();
+  want_shutdown_ = true;
+  Event e;
+  e.kind = EventKind::session_terminate_sent;
+  e.message = "Session Terminate (" + what + ")";
+  push(std::move(e));
+}
+
 void Session::handle_session_control(ByteView msg) {
-  const bool initiator = config_.role == Role::initiator;
-  const auto bad = [&](const std::string& why) {
-    // As over MPA: the initiator reports a bad answer in a Terminate; the responder closes.
-    if (initiator)
-      fatal(sctp::session_invalid(why), nullptr, {});
-    else
-      fail(why);
-  };
   auto r = wire::decode_ddp_session_control(msg);
   if (!r) {
-    bad("malformed DDP Stream Session Control message: " + r.error().message);
+    end_stream(
+        sctp::violation(FindingId::sctp_session_invalid,
+                        "malformed DDP Stream Session Control message: " + r.error().message));
     return;
   }
   const wire::DdpSessionControl& m = r.value();
+  const std::vector<Violation> vs = sctp_rules_.on_control(1 - own_side(), m);
+  if (!vs.empty()) {
+    end_stream(vs.front());
+    return;
+  }
   const ByteView upd = m.ulp_private_data();
+  const auto bad = [&](const std::string& why) {
+    end_stream(sctp::violation(FindingId::sctp_session_invalid, why));
+  };
   if (state_ == State::mpa_wait_request) {
     if (m.kind() != Kind::initiate) {
       bad("expected a DDP Stream Session Initiate");
@@ -101,7 +142,9 @@ void Session::handle_session_control(ByteView msg) {
     }
     peer_private_data_.assign(upd.begin(), upd.end());
     neg_.revision = 2;
-    neg_.enhanced = m.enhanced_pd.has_value() && config_.mpa.enhanced;
+    // RFC 6581 §7: an enhanced Initiate is answered with the enhanced codes (this endpoint
+    // speaks RFC 6581 over SCTP whatever its MPA setting).
+    neg_.enhanced = m.enhanced_pd.has_value();
     settle_as_responder(neg_.enhanced ? m.enhanced_pd : std::nullopt);
     rx_full_ = true;
     if (config_.mpa.reject) {
@@ -114,7 +157,8 @@ void Session::handle_session_control(ByteView msg) {
     return;
   }
   if (state_ == State::mpa_wait_reply) {
-    if (m.kind() == Kind::reject) {
+    if (m.kind() == Kind::reject || m.kind() == Kind::terminate) {
+      // A Terminate in answer to the Initiate is the non-ULP reject (RFC 5043 §6.3).
       rejected_by_peer(upd);
       return;
     }
@@ -126,7 +170,7 @@ void Session::handle_session_control(ByteView msg) {
     const mpa::Settlement s =
         mpa::settle(own_frame_, as_mpa_frame(wire::MpaFrameKind::reply, m.enhanced_pd));
     if (const Violation* v = mpa::first_fatal(s.violations)) {
-      fatal(sctp::session_invalid(v->detail), nullptr, {});
+      bad("RFC 6581 negotiation: " + v->detail);
       return;
     }
     neg_.revision = 2;
@@ -145,13 +189,12 @@ void Session::handle_session_control(ByteView msg) {
     if (neg_.peer_to_peer && neg_.rtr != RtrType::none) send_rtr();
     return;
   }
-  // After setup (RFC 5043): the peer ends the DDP Stream, or breaks the setup order.
+  // After setup (RFC 5043 §6.1): the peer ends the DDP Stream (the rules passed nothing else).
   if (m.kind() == Kind::terminate) {
     receive_eof();
     return;
   }
-  fatal(sctp::session_invalid("DDP Stream Session Control message after the session was set up"),
-        nullptr, {});
+  bad("DDP Stream Session Control message after the session was set up");
 }
 
 }  // namespace ddpscope::session

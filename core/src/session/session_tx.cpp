@@ -36,12 +36,16 @@ std::optional<OutMessage> Session::next_message() const {
 }
 
 // One FPDU holding ULPDU = hdr + payload (RFC 5044 §4.1), CRC and markers as negotiated. SCTP:
-// the ULPDU alone is one user message on PPID 16 (RFC 5043: SCTP frames it and its CRC32c covers
-// the packet).
+// the DDP-SSN and the ULPDU are one user message on PPID 16 (RFC 5043 §5.2: SCTP frames it and
+// its CRC32c covers the packet).
 void Session::emit_fpdu_header_and(ByteView hdr, ByteView payload) {
   const std::size_t len = hdr.size() + payload.size();
   if (config_.llp == Llp::sctp) {
+    // RFC 5043 §5.2.1: the DDP-SSN, then the DDP segment.
     const std::size_t start = tx_.size();
+    tx_.push_back(static_cast<std::uint8_t>(tx_ssn_ >> 8));
+    tx_.push_back(static_cast<std::uint8_t>(tx_ssn_));
+    ++tx_ssn_;
     tx_.insert(tx_.end(), hdr.begin(), hdr.end());
     tx_.insert(tx_.end(), payload.begin(), payload.end());
     note_tx_message(start, wire::kPpidDdpSegment);

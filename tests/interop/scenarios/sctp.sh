@@ -40,7 +40,7 @@ sctp_run() {
   sleep 2
   $T 90 ip netns exec "$sns" "$DDPSCOPE" rping -s $RPING $sargs > /tmp/srv.log 2>&1 &
   spid=$!
-  sleep 2
+  sleep 4  # usrsctp under TCG can take seconds to listen
   crc=0
   $T 90 ip netns exec "$cns" "$DDPSCOPE" rping -c $RPING $cargs > /tmp/cli.log 2>&1 || crc=$?
   src=0

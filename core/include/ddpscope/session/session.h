@@ -28,6 +28,7 @@
 #include "ddpscope/llp/boundary.h"
 #include "ddpscope/mpa/negotiate.h"
 #include "ddpscope/rdmap/data_sink.h"
+#include "ddpscope/sctp/ddp_session.h"
 #include "ddpscope/session/memory.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
@@ -126,6 +127,9 @@ enum class EventKind : std::uint8_t {
   send_completed,      // a posted Send/Write went out to the transport (local completion)
   terminate_received,
   terminate_sent,
+  // SCTP: we ended the DDP stream with a Session Terminate for an SCTP-level rule (RFC 5043
+  // §11.3; `message` names the finding, `terminate` is unused)
+  session_terminate_sent,
   error,   // local failure (handshake timeout, malformed Request/Reply, peer closed early)
   closed,  // graceful close finished or the transport ended
 };
@@ -205,9 +209,9 @@ class Session {
   // The transport's MSS may change before the handshake ends (RFC 5044 §8).
   void set_emss(std::uint32_t emss);
   // SCTP: MULPDU from the association's path MTU, so that a DDP segment fills one DATA chunk of
-  // one packet: the IP, SCTP common and DATA chunk headers taken off (RFC 5043: verify that it
-  // sizes MULPDU this way).
-  void set_path_mtu(std::uint32_t pmtu, bool ipv6 = false);
+  // one packet (RFC 5043 §9): the IP (and UDP, RFC 6951), SCTP common and DATA chunk headers and
+  // the DDP-SSN taken off (sctp::mulpdu_for_path).
+  void set_path_mtu(std::uint32_t pmtu, bool ipv6 = false, bool over_udp = false);
 
   // Octets received from the transport, in order. Never throws; hostile input is expected.
   void receive(ByteView data);
@@ -295,6 +299,9 @@ class Session {
   // The last Terminate sent or received.
   std::optional<TerminateError> terminate_sent() const { return term_sent_; }
   std::optional<TerminateError> terminate_received() const { return term_received_; }
+  // SCTP: the rule for which we ended the DDP stream with a Session Terminate (RFC 5043 has no
+  // LLP Terminate codes: catalog.h, LlpAction).
+  std::optional<FindingId> session_terminate_sent() const { return session_terminate_sent_; }
 
  private:
   struct RecvBuffer {
@@ -323,6 +330,12 @@ class Session {
   // SCTP connection setup (session_sctp.cpp): the DDP Stream Session Control messages.
   void queue_session_control(bool reject);
   void handle_session_control(ByteView msg);
+  void receive_in_order(std::uint32_t ppid, ByteView msg);
+  // Queues our DDP Stream Session Terminate (RFC 5043 §6.1), once.
+  void queue_session_terminate();
+  // An SCTP-level rule broken (sctp/ddp_session.h): the Session Terminate, then stop.
+  void end_stream(const Violation& v);
+  int own_side() const { return config_.role == Role::initiator ? 0 : 1; }
   void note_tx_message(std::size_t start, std::uint32_t ppid);
   bool handle_request(const wire::MpaReqRep& req);
   bool handle_reply(const wire::MpaReqRep& rep);
@@ -428,6 +441,19 @@ class Session {
   std::uint32_t tx_msn_[5] = {1, 1, 1, 1, 1};
   bool want_shutdown_ = false;
   std::uint64_t bytes_placed_ = 0;
+
+  // SCTP (RFC 5043): our next DDP-SSN; the peer's messages in DDP-SSN order; the DDP Stream
+  // Session's rules, fed with both sides' session control.
+  struct HeldMessage {
+    std::uint32_t ppid = 0;
+    Bytes data;
+  };
+  static constexpr std::size_t kMaxHeldMessages = 1024;
+  std::uint16_t tx_ssn_ = 0;
+  bool session_terminate_queued_ = false;
+  sctp::SsnOrder<HeldMessage> rx_order_;
+  sctp::StreamSession sctp_rules_;
+  std::optional<FindingId> session_terminate_sent_;
 
   std::deque<Event> events_;
   std::optional<TerminateError> term_sent_;
