@@ -307,6 +307,11 @@ int list_findings(bool json, const std::vector<std::string>& codes) {
                           {"etype", s.terminate->etype},
                           {"code", s.terminate->code},
                           {"name", terminate_error_name(*s.terminate)}};
+      // RFC 5043 defines no LLP Terminate codes: what the sink does instead (§11.3).
+      if (s.llp_action != LlpAction::none) {
+        e["llp_action"] = to_string(s.llp_action);
+        e["terminate_note"] = "RFC 5043 defines no LLP Terminate codes";
+      }
       j.push_back(e);
     }
     std::cout << j.dump(2) << "\n";
@@ -318,6 +323,10 @@ int list_findings(bool json, const std::vector<std::string>& codes) {
                 std::string(to_string(s.severity)).c_str(), std::string(s.rfc).c_str(),
                 std::string(s.summary).c_str());
     if (s.terminate) std::printf(" [Terminate %s]", terminate_error_name(*s.terminate).c_str());
+    if (s.llp_action == LlpAction::session_terminate)
+      std::printf(" [Session Terminate: RFC 5043 defines no LLP Terminate codes]");
+    if (s.llp_action == LlpAction::abort)
+      std::printf(" [SCTP ABORT: RFC 5043 defines no LLP Terminate codes]");
     std::printf("\n");
   }
   return 0;

@@ -258,6 +258,9 @@ json finding_json(const Model& m, const Finding& f) {
   }
   jf["message"] = f.message;
   if (f.terminate) jf["terminate"] = terminate_json(*f.terminate);
+  // SCTP rules: RFC 5043 has no Terminate codes; what the sink does instead (§11.3).
+  if (const LlpAction a = finding_spec(f.id).llp_action; a != LlpAction::none)
+    jf["llp_action"] = std::string(to_string(a));
   if (f.consequence()) jf["consequence_of"] = std::string(to_string(f.consequence_of));
   // Kept for scripts written before consequence_of: true for capture loss only.
   if (f.consequence_of == Consequence::gap) jf["consequence_of_gap"] = true;
