@@ -446,8 +446,10 @@ void Loop::read_messages(Connection& c) {
     std::uint32_t ppid = 0;
     std::uint16_t sid = 0;
     bool eor = true;
+    bool unordered = true;
     std::string why;
-    const detail::Io io = c.sctp_->recv(rbuf_.data(), rbuf_.size(), n, ppid, sid, eor, why);
+    const detail::Io io =
+        c.sctp_->recv(rbuf_.data(), rbuf_.size(), n, ppid, sid, eor, unordered, why);
     if (io == detail::Io::would_block) return;
     if (io != detail::Io::ok) {
       c.eof_ = true;
@@ -466,7 +468,7 @@ void Loop::read_messages(Connection& c) {
       if (!eor) continue;
       msg = c.rx_message_;
     }
-    c.session_->receive_message(ppid, sid, msg, now_ns());
+    c.session_->receive_message(ppid, sid, msg, now_ns(), unordered);
     c.rx_message_.clear();
     dispatch(c);
     while (c.session_->input_paused()) {

@@ -80,7 +80,7 @@ class KernelSocket final : public SctpSocket {
     return 1;
   }
   Io recv(std::uint8_t* buf, std::size_t cap, std::size_t& n, std::uint32_t& ppid,
-          std::uint16_t& stream_id, bool& eor, std::string& error) override {
+          std::uint16_t& stream_id, bool& eor, bool& unordered, std::string& error) override {
     sctp_sndrcvinfo info{};
     int flags = 0;
     const int r = sctp_recvmsg(fd_, buf, cap, nullptr, nullptr, &info, &flags);
@@ -94,6 +94,7 @@ class KernelSocket final : public SctpSocket {
     eor = (flags & MSG_EOR) != 0;
     ppid = ntohl(info.sinfo_ppid);
     stream_id = info.sinfo_stream;
+    unordered = (info.sinfo_flags & SCTP_UNORDERED) != 0;
     return Io::ok;
   }
   Io send(ByteView m, std::uint32_t ppid, std::uint16_t stream_id, std::string& error) override {

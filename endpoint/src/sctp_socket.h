@@ -38,8 +38,9 @@ class SctpSocket {
   // A nonblocking connect: 1 established, 0 still in progress, -1 failed (`error` says why).
   virtual int connect_status(std::string& error) = 0;
   // One user message, or its next part when larger than `cap` (`eor` false then).
+  // `unordered`: the message came in unordered chunks (U = 1).
   virtual Io recv(std::uint8_t* buf, std::size_t cap, std::size_t& n, std::uint32_t& ppid,
-                  std::uint16_t& stream_id, bool& eor, std::string& error) = 0;
+                  std::uint16_t& stream_id, bool& eor, bool& unordered, std::string& error) = 0;
   // One whole user message (PPID in host order).
   virtual Io send(ByteView message, std::uint32_t ppid, std::uint16_t stream_id,
                   std::string& error) = 0;

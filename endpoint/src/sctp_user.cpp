@@ -97,7 +97,7 @@ class UserSocket final : public SctpSocket {
     return 0;
   }
   Io recv(std::uint8_t* buf, std::size_t cap, std::size_t& n, std::uint32_t& ppid,
-          std::uint16_t& stream_id, bool& eor, std::string& error) override {
+          std::uint16_t& stream_id, bool& eor, bool& unordered, std::string& error) override {
     sctp_rcvinfo info{};
     socklen_t infolen = sizeof info;
     unsigned int infotype = 0;
@@ -115,6 +115,7 @@ class UserSocket final : public SctpSocket {
     if (infotype == SCTP_RECVV_RCVINFO) {
       ppid = ntohl(info.rcv_ppid);
       stream_id = info.rcv_sid;
+      unordered = (info.rcv_flags & SCTP_UNORDERED) != 0;
     }
     return Io::ok;
   }

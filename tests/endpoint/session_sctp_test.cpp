@@ -468,6 +468,20 @@ TEST(SctpSessionHostile, TerminateAnsweringTheInitiateIsAReject) {
   EXPECT_FALSE(h.s->session_terminate_sent());
 }
 
+// RFC 5043 §4, §10: the same rule as the analyzer's (sctp::check_unordered), from the socket's
+// receive flags.
+TEST(SctpSessionHostile, OrderedMessageEndsTheStream) {
+  Hostile h(Role::initiator);
+  h.out();
+  h.control(accept_message());
+  ASSERT_EQ(h.s->state(), Session::State::established);
+  h.s->receive_message(wire::kPpidDdpSegment, 0,
+                       wire::encode_ddp_sctp_message(h.ssn++, rtr_write()), 0, /*unordered=*/false);
+  EXPECT_EQ(h.s->state(), Session::State::terminated);
+  ASSERT_TRUE(h.s->session_terminate_sent());
+  EXPECT_EQ(*h.s->session_terminate_sent(), FindingId::sctp_chunk_ordered);
+}
+
 TEST(SctpSessionHostile, ResponderRefusesAnAcceptInsteadOfAnInitiate) {
   Hostile h(Role::responder);
   h.control(accept_message());

@@ -135,7 +135,9 @@ void Analyzer::Impl::feed_sctp(std::uint64_t frame, std::int64_t ts, const net::
         const auto d = wire::decode_sctp_data(ch);
         if (!d) break;
         if (!a.d[dir].ordered_reported) {
-          if (auto v = sctp::check_unordered(*d)) {
+          if (auto v = sctp::check_unordered(d->unordered, d->ppid,
+                                             "DATA chunk TSN " + std::to_string(d->tsn) +
+                                                 ", stream " + std::to_string(d->stream_id))) {
             a.d[dir].ordered_reported = true;
             v->detail += " (reported once per direction)";
             report(*v, packet_ctx());

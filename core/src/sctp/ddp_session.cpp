@@ -155,13 +155,12 @@ std::optional<Violation> StreamSession::on_association_shutdown() const {
 
 // ---- per-message rules -----------------------------------------------------------------------
 
-std::optional<Violation> check_unordered(const wire::SctpData& chunk) {
-  if (chunk.unordered) return std::nullopt;
-  if (chunk.ppid != wire::kPpidDdpSegment && chunk.ppid != wire::kPpidDdpSessionControl)
-    return std::nullopt;
+std::optional<Violation> check_unordered(bool unordered, std::uint32_t ppid,
+                                         std::string_view what) {
+  if (unordered) return std::nullopt;
+  if (ppid != wire::kPpidDdpSegment && ppid != wire::kPpidDdpSessionControl) return std::nullopt;
   return violation(FindingId::sctp_chunk_ordered,
-                   "DATA chunk TSN " + std::to_string(chunk.tsn) + " (PPID " +
-                       std::to_string(chunk.ppid) + ", stream " + std::to_string(chunk.stream_id) +
+                   std::string(what) + " (PPID " + std::to_string(ppid) +
                        ") has U = 0: the DDP adaptation sends every chunk unordered");
 }
 

@@ -119,7 +119,7 @@ void Session::receive_framed(ByteView data) {
 // model, exactly as an MPA FPDU's ULPDU. SCTP-level rules end the stream with a Session
 // Terminate (end_stream), DDP and RDMAP rules with an RDMAP Terminate (fatal), as over MPA.
 void Session::receive_message(std::uint32_t ppid, std::uint16_t stream_id, ByteView data,
-                              std::int64_t now_ns) {
+                              std::int64_t now_ns, bool unordered) {
   now_ = std::max(now_, now_ns);
   if (config_.llp != Llp::sctp || state_ == State::idle || state_ == State::terminated ||
       state_ == State::failed || state_ == State::closed)
@@ -135,6 +135,8 @@ void Session::receive_message(std::uint32_t ppid, std::uint16_t stream_id, ByteV
     end_stream(sctp::violation(FindingId::sctp_ppid_invalid,
                                "a user message with PPID " + std::to_string(ppid) +
                                    " on a DDP Stream (RFC 5043: 16 or 17)"));
+  } else if (auto ordered = sctp::check_unordered(unordered, ppid, "a user message")) {
+    end_stream(*ordered);
   } else if (const auto msg = wire::decode_ddp_sctp_message(data); !msg) {
     end_stream(sctp::violation(ppid == wire::kPpidDdpSegment ? FindingId::sctp_ppid_invalid
                                                              : FindingId::sctp_session_invalid,

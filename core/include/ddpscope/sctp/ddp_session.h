@@ -152,8 +152,9 @@ class StreamSession {
 // Per-message rules
 // ---------------------------------------------------------------------------------------------
 
-// A DATA chunk of PPID 16 or 17 sent ordered (U = 0; RFC 5043 §4, §10).
-std::optional<Violation> check_unordered(const wire::SctpData& chunk);
+// A DATA chunk (or, to a socket host, a user message) of PPID 16 or 17 sent ordered (U = 0;
+// RFC 5043 §4, §10). `what` names it in the detail ("DATA chunk TSN 7, stream 1").
+std::optional<Violation> check_unordered(bool unordered, std::uint32_t ppid, std::string_view what);
 // DDP messages on an association whose setup did not settle on DDP (RFC 5043 §5.1, §11.1): both
 // INIT and INIT ACK must carry the adaptation indication with value 1. `init` and `init_ack` are
 // the code points each carried (nullopt: the parameter was absent).

@@ -221,10 +221,11 @@ class Session {
   // then call resume_input() (and read no more from the transport meanwhile).
   bool input_paused() const { return input_paused_; }
   void resume_input();
-  // SCTP: one whole user message as the association delivered it (its PPID and stream id).
-  // Input pauses (input_paused()) at max_pending_events as for MPA.
+  // SCTP: one whole user message as the association delivered it (its PPID, stream id, and
+  // whether it came unordered: RFC 5043 §4 sends every chunk so). Input pauses
+  // (input_paused()) at max_pending_events as for MPA.
   void receive_message(std::uint32_t ppid, std::uint16_t stream_id, ByteView data,
-                       std::int64_t now_ns);
+                       std::int64_t now_ns, bool unordered = true);
   // The peer closed its sending side (FIN, SCTP SHUTDOWN) or the transport failed.
   void receive_eof();
 
