@@ -118,5 +118,20 @@ TEST(MappedArray, ACopyHoldsOnlyItsRecordsAndMovesTakeThem) {
   expect_records(m, 1);
 }
 
+TEST(MappedArrayDeathTest, UnderAddressSanitizerAReadPastTheRecordsIsReported) {
+  if (!PageArena::kHeapOnly) GTEST_SKIP() << "not an AddressSanitizer build";
+  MappedArray<Rec> v;
+  v.reserve(1000);
+  v.push_back(rec(0));
+  v.push_back(rec(1));
+  const Rec* past = v.data() + v.size();  // committed memory, but no record
+  EXPECT_DEATH(
+      {
+        volatile std::uint64_t a = past->a;
+        (void)a;
+      },
+      "use-after-poison");
+}
+
 }  // namespace
 }  // namespace ddpscope
