@@ -8,7 +8,6 @@
 #include <algorithm>
 
 #include "ddpscope/common/bytes.h"
-#include "ddpscope/common/page_arena.h"
 #include "engine.h"
 
 namespace ddpscope {
@@ -419,14 +418,12 @@ std::size_t Analyzer::Impl::new_record(Connection& c, int dir, std::uint8_t opco
     return kNoIndex;
   }
   if (!options.message_records) return kNoIndex;
-  // Room for every record up to the cap at once, untouched until written (growing by doubling
-  // copied the records and faulted their pages in twice), in huge pages as it fills in order; a
-  // cap set far above the default reserves no more than the default's.
-  if (model.messages.capacity() == 0) {
+  // Address space for every record up to the cap at once, memory only as records are written
+  // (common/mapped_array.h): growing by copying would copy the records and fault their pages in
+  // twice. A cap set far above the default reserves no more than the default's.
+  if (model.messages.capacity() == 0)
     model.messages.reserve(
         std::min(options.limits.max_message_records, Limits{}.max_message_records));
-    advise_huge_pages(model.messages.data(), model.messages.capacity() * sizeof(MessageRecord));
-  }
   MessageRecord r;
   r.stream = c.stream;
   r.direction = dir;

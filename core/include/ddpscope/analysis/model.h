@@ -12,6 +12,7 @@
 #include <vector>
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/common/limits.h"
+#include "ddpscope/common/mapped_array.h"
 #include "ddpscope/ddp/shadow.h"
 #include "ddpscope/findings/catalog.h"
 #include "ddpscope/mpa/framer.h"
@@ -172,7 +173,8 @@ struct Model {
   // error): what summaries and exit codes count.
   std::array<std::uint64_t, 3> severity_counts{};
   ShadowMemory memory;  // shadow buffers keyed by (owner host, STag)
-  std::vector<MessageRecord> messages;
+  // In the order the messages began; a record keeps its index (PduEvent's indices name it).
+  MappedArray<MessageRecord> messages;
   // DDP messages begun (tagged and untagged, all streams), whether recorded in `messages` or not
   // (past Limits::max_message_records, or AnalyzerOptions::message_records off).
   std::uint64_t message_count = 0;

@@ -30,8 +30,8 @@ namespace ddpscope {
 #endif
 
 // Asks the kernel to back the whole 2 MiB pages inside [p, p + n) with transparent huge pages:
-// for a large block that is written from its start to its end, once (a vector reserved for all
-// it will hold), a fault per 2 MiB instead of one per 4 KiB. Advice only, as above.
+// for a large block that is written from its start to its end, once (the message records'
+// reservation, mapped_array.h), a fault per 2 MiB instead of one per 4 KiB. Advice only, as above.
 void advise_huge_pages(void* p, std::size_t n);
 
 class PageArena final : public std::pmr::memory_resource {
