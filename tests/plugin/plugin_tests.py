@@ -796,6 +796,46 @@ def test_gap_first_fpdu(ts, args):
           f"{r['iwarp.mpa.resync_skipped']} octets skipped")
 
 
+def test_mpa_probes(ts, args):
+    """MPA probes against a listener (issue 39; tests/plugin/mpa_probes.py): in one pass and in
+    two, every MPA Request and Reply is decoded (iwarp.mpa.key and .rev as sent, the C flag of
+    the CRC probe), the invalid Request carries the analyzer's finding on the analyzer's frame,
+    and the foreign-key probe is not claimed (neither the analyzer nor the built-in take it)."""
+    check(args.analyzer, "--analyzer is required")
+    import mpa_probes
+    cap = os.path.join(ts.tmp, "mpa-probes.pcap")
+    where = mpa_probes.write(cap)
+    os.chmod(cap, 0o644)
+    doc = analyzer_report(args.analyzer, cap)
+    want = sorted((f["frame"], f["code"]) for f in doc["findings"])
+    check(("mpa.handshake-invalid", where[1][1]) in [(c, f) for f, c in want],
+          f"the analyzer does not flag the wrong revision: {want}")
+    builtin = ts.fields(cap, ["iwarp_mpa.key.req"], ["-o", "iwarp.mpa.use_builtin:TRUE",
+                                                 "--disable-protocol", "iwarp.mpa"])
+    for extra in ([], ["-2"]):
+        rows = ts.fields(cap, ["iwarp.mpa.key", "iwarp.mpa.rev", "iwarp.mpa.flags.c",
+                               "iwarp.mpa.finding"], extra)
+        passes = "two passes" if extra else "one pass"
+        for (name, rev, crc, answered), (port, req, rep) in zip(mpa_probes.PROBES, where):
+            if rev is None:
+                check(not rows[req]["iwarp.mpa.key"] and not builtin[req]["iwarp_mpa.key.req"],
+                      f"{passes}: probe {name!r} (frame {req}) decoded as MPA: {rows[req]}")
+                continue
+            for frame, key in ((req, "Req"), (rep, "Rep")):
+                if frame is None:
+                    continue
+                r = rows[frame]
+                check(f"MPA ID {key} Frame" in r["iwarp.mpa.key"] and as_number(r["iwarp.mpa.rev"])
+                      == rev, f"{passes}: probe {name!r} frame {frame} not decoded: {r}")
+                check((r["iwarp.mpa.flags.c"] in ("True", "1")) == crc,
+                      f"{passes}: probe {name!r} frame {frame}: C flag {r['iwarp.mpa.flags.c']!r}")
+            check(answered == (rep is not None), f"probe {name!r}: reply frame {rep}")
+        got = sorted((f, c) for f, r in rows.items() for c in r["iwarp.mpa.finding"].split("|")
+                     if c)
+        check(got == want, f"{passes}: findings {got}, the analyzer's {want}")
+    print(f"{len(where)} probes: Requests and Replies decoded in one and two passes; findings {want}")
+
+
 def test_twin_names(ts, args):
     """Expert twins are named after their cause: both registered per finding; on fault-crc the
     notes the dropped FPDUs caused are .after-crc (not .after-gap), on fault-gap the note capture
@@ -934,6 +974,7 @@ TESTS = {
     "crc_not_placed": test_crc_not_placed,
     "gap_first_fpdu": test_gap_first_fpdu,
     "twin_names": test_twin_names,
+    "mpa_probes": test_mpa_probes,
     "nvmeof_fields": test_nvmeof_fields,
     "iser_fields": test_iser_fields,
     "rpcrdma_fields": test_rpcrdma_fields,
