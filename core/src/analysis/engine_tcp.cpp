@@ -122,6 +122,15 @@ Connection* Analyzer::Impl::connection_for(std::uint64_t frame, std::int64_t ts,
   return conns[last_conn].get();
 }
 
+void Analyzer::Impl::note_receiver_drop(const net::Endpoint& from, const net::Endpoint& to) {
+  const ConnectionKey key = from < to ? ConnectionKey{from, to} : ConnectionKey{to, from};
+  const auto it = conn_index.find(key);
+  if (it == conn_index.end()) return;
+  Connection& c = *conns[it->second];
+  const StreamModel& sm = model.streams[c.stream];
+  c.ds(same_endpoint(from, sm.client) ? 0 : 1).receiver_dropped = true;
+}
+
 void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg) {
   cur_frame = frame;
   cur_ts = ts;
@@ -137,8 +146,11 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
     // This segment acknowledges the other direction's octets: that direction's holes before
     // the ACK are capture loss, declared now rather than when its window fills or the capture
     // ends. (Delivery may swap the sides: the sender's direction is looked up again after it.)
+    // Not after a packet of that direction was dropped before its receiver (ESP): the hole may
+    // be that packet, whose retransmission is still to come, and an ACK covering octets the
+    // receiver dropped proves nothing about the capture.
     const int acked = from_client ? 1 : 0;
-    if (c.ds(acked).reasm.pending_bytes() > 0) {
+    if (c.ds(acked).reasm.pending_bytes() > 0 && !c.ds(acked).receiver_dropped) {
       auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
       auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
       DirectionCallbacks g{*this, c, acked};
@@ -183,6 +195,9 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
   pending_total -= held();
   resync_total -= resyncing();
   ds.reasm.segment(seq, seg.payload, frame, lost_tail, callbacks);
+  // No hole left (the dropped packet's retransmission came, or it opened none): ACKs are
+  // evidence again. (A swap of the sides moves `ds` with them: still this direction's engine.)
+  if (ds.reasm.pending_bytes() == 0) ds.receiver_dropped = false;
   if (!history_capped && ds.reasm.history_limited()) {
     history_capped = true;
     limit_reached("max_history_total", Ctx{c.stream, dir, frame, {}});
