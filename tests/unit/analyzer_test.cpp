@@ -491,6 +491,61 @@ TEST(Analysis, AckPastAHoleLeftByAReceiverDropWaitsForTheRetransmission) {
   }
 }
 
+// What a one-pass host gets of a segment TCP holds behind a hole (HeldFpdu): the FPDUs it
+// shows by itself, where it arrives; nothing for segments delivered in order; nothing that
+// fails the candidate test (a CRC that does not match). Core's own PduEvents are unchanged.
+struct HeldEvents final : AnalysisObserver {
+  std::vector<HeldFpdu> held;  // views dropped: only values kept
+  std::size_t pdus = 0;
+  void on_pdu(const PduEvent&) override { ++pdus; }
+  void on_held_fpdu(const HeldFpdu& h) override {
+    held.push_back(h);
+    held.back().raw = {};
+    held.back().ddp.payload = {};
+  }
+};
+
+TEST(Analysis, ASegmentHeldOutOfOrderShowsItsFpdusToTheObserver) {
+  struct Case {
+    bool crc, corrupt;
+  };
+  for (const Case k : {Case{false, false}, Case{true, false}, Case{true, true}}) {
+    Conn c;
+    c.crc = k.crc;
+    c.cut_at_fpdus = true;
+    c.handshake();
+    c.send(0, 1, pattern(64));
+    const std::size_t second = c.fpdu(0, Conn::untagged(Opcode::send, 0, 2, 0, true), pattern(80));
+    const std::size_t third = c.fpdu(0, Conn::untagged(Opcode::send, 0, 3, 0, true), pattern(96));
+    auto segs = c.segments(4096);
+    // The client's segments are the Request, then one per FPDU: swap MSN 2 and MSN 3.
+    std::vector<std::size_t> client;
+    for (std::size_t i = 0; i < segs.size(); ++i)
+      if (segs[i].dir == 0) client.push_back(i);
+    ASSERT_EQ(client.size(), 4u);
+    std::swap(segs[client[2]], segs[client[3]]);
+    if (k.corrupt) segs[client[2]].data.back() ^= 0x01;  // the held one's CRC does not match
+    HeldEvents events;
+    Analyzer a;
+    a.set_observer(&events);
+    c.run(a, segs);
+    if (k.corrupt) {
+      EXPECT_TRUE(events.held.empty());
+      continue;
+    }
+    ASSERT_EQ(events.held.size(), 1u);
+    const HeldFpdu& h = events.held[0];
+    EXPECT_EQ(h.frame, client[2] + 3);  // frames: SYN, SYN-ACK, then segs from 3
+    EXPECT_EQ(h.stream_offset, third);
+    EXPECT_EQ(h.missing_before, third - second);
+    EXPECT_EQ(h.slice.offset, 0u);
+    EXPECT_EQ(h.ulpdu_length, wire::kDdpUntaggedHeaderSize + 96);
+    EXPECT_EQ(h.ddp.header.msn, 3u);
+    EXPECT_EQ(h.crc_expected.has_value(), k.crc);
+    EXPECT_EQ(events.pdus, 5u);  // Request, Reply, MSN 1, 2, 3: framed as without reordering
+  }
+}
+
 TEST(Analysis, MsnGapDuplicateAndBadMo) {
   Conn c;
   c.handshake();

@@ -280,6 +280,9 @@ struct Analyzer::Impl {
   // ---- TCP (engine_tcp.cpp) ----
   void feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
   void note_receiver_drop(const net::Endpoint& from, const net::Endpoint& to);
+  // The FPDUs a segment held out of order shows by itself, to the observer (HeldFpdu).
+  void report_held(Connection& c, int dir, std::uint64_t frame, ByteView payload,
+                   std::uint64_t offset);
   Connection* connection_for(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
   void on_data(Connection& c, int dir, std::uint64_t offset, ByteView data, std::uint64_t frame,
                std::uint32_t offset_in_frame);

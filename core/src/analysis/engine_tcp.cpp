@@ -131,6 +131,36 @@ void Analyzer::Impl::note_receiver_drop(const net::Endpoint& from, const net::En
   c.ds(same_endpoint(from, sm.client) ? 0 : 1).receiver_dropped = true;
 }
 
+void Analyzer::Impl::report_held(Connection& c, int dir, std::uint64_t frame, ByteView payload,
+                                 std::uint64_t offset) {
+  const DirectionEngine& ds = c.ds(dir);
+  mpa::FpduWalkParams params;
+  params.crc = ds.framer.crc();
+  Bytes scratch;
+  mpa::FpduWalk w;
+  for (std::size_t at = 0; at < payload.size();) {
+    const ByteView raw = payload.subspan(at);
+    if (mpa::fpdu_candidate(raw, params, scratch, w) != mpa::Candidate::yes) return;
+    auto ddp = wire::decode_ddp_segment(w.ulpdu());
+    if (!ddp) return;
+    HeldFpdu h;
+    h.frame = frame;
+    h.stream = c.stream;
+    h.direction = dir;
+    h.stream_offset = offset + at;
+    h.missing_before = offset - ds.reasm.next_offset();
+    h.slice =
+        FrameSlice{frame, static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(w.raw_length)};
+    h.raw = raw.first(w.raw_length);
+    h.ulpdu_length = *w.ulpdu_length;
+    h.crc_field = w.crc_field;
+    if (params.crc) h.crc_expected = w.crc_field;
+    h.ddp = ddp.value();
+    observer->on_held_fpdu(h);
+    at += w.raw_length;
+  }
+}
+
 void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg) {
   cur_frame = frame;
   cur_ts = ts;
@@ -194,7 +224,18 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
   auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
   pending_total -= held();
   resync_total -= resyncing();
+  // For an observer that shows frames as they come: where this segment starts, to tell whether
+  // reassembly holds it behind a hole (HeldFpdu), on a direction framing FPDUs whose boundaries
+  // a segment can show by itself (no markers, the CRC setting known).
+  std::optional<std::int64_t> seg_offset;
+  if (observer != nullptr && !seg.payload.empty() && ds.reasm.started() &&
+      ds.framer.state() == MpaFramer::State::fpdu && !ds.framer.markers() &&
+      !ds.framer.detecting_crc())
+    seg_offset = ds.reasm.stream_offset_of(seq);
   ds.reasm.segment(seq, seg.payload, frame, lost_tail, callbacks);
+  if (seg_offset && *seg_offset > static_cast<std::int64_t>(ds.reasm.next_offset()))
+    report_held(c, &c.ds(0) == &ds ? 0 : 1, frame, seg.payload,
+                static_cast<std::uint64_t>(*seg_offset));
   // No hole left (the dropped packet's retransmission came, or it opened none): ACKs are
   // evidence again. (A swap of the sides moves `ds` with them: still this direction's engine.)
   if (ds.reasm.pending_bytes() == 0) ds.receiver_dropped = false;
