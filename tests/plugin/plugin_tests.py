@@ -796,6 +796,39 @@ def test_gap_first_fpdu(ts, args):
           f"{r['iwarp.mpa.resync_skipped']} octets skipped")
 
 
+def test_one_pass_held(ts, args):
+    """Issue 39: in one pass (tshark without -2, Wireshark's first pass) a segment TCP holds
+    behind a hole (capture loss not yet declared, or reordering) shows its DDP/RDMAP header where
+    it arrives, as the built-in dissectors do, marked iwarp.mpa.held_behind; two passes draw
+    core's own PDU there instead (released_in), with the same header."""
+    cap = ts.stage(args.capture)
+    fields = [o for o, _ in SHARED_FIELDS]
+    one = ts.fields(cap, fields + ["iwarp.mpa.held_behind"])
+    two = ts.fields(cap, fields + ["iwarp.mpa.held_behind", "iwarp.mpa.released_in"], ["-2"])
+    theirs = ts.fields(cap, [b for _, b in SHARED_FIELDS], ["--disable-protocol", "iwarp.mpa"])
+    held = [f for f in sorted(one) if one[f]["iwarp.mpa.held_behind"]]
+    released = [f for f in sorted(two) if two[f]["iwarp.mpa.released_in"]]
+    check(held and held == released,
+          f"one pass marks frames {held} held; two passes release PDUs in frames {released}")
+    for f in sorted(theirs):
+        b = theirs[f]
+        if not b["iwarp_ddp.dv"] or "|" in b["iwarp_ddp.dv"]:
+            continue
+        r = one.get(f, {})
+        check(r.get("iwarp.ddp.dv"), f"frame {f}: the built-in decodes a DDP header, one pass "
+              f"shows none: {r}")
+        for o, bf in SHARED_FIELDS:
+            if b[bf] and r.get(o) and "|" not in r[o]:
+                check(as_number(r[o]) == as_number(b[bf]),
+                      f"frame {f}: one pass {o}={r[o]}, built-in {bf}={b[bf]}")
+    for f in held:
+        check(not two[f]["iwarp.mpa.held_behind"],
+              f"frame {f}: two passes still draw the held decode: {two[f]}")
+        for o in fields:
+            check(one[f][o] == two[f][o], f"frame {f}: held {o}={one[f][o]}, core's {two[f][o]}")
+    print(f"frames held in one pass: {held}, decoded as the built-in and as core's PDUs")
+
+
 def test_mpa_probes(ts, args):
     """MPA probes against a listener (issue 39; tests/plugin/mpa_probes.py): in one pass and in
     two, every MPA Request and Reply is decoded (iwarp.mpa.key and .rev as sent, the C flag of
@@ -975,6 +1008,7 @@ TESTS = {
     "gap_first_fpdu": test_gap_first_fpdu,
     "twin_names": test_twin_names,
     "mpa_probes": test_mpa_probes,
+    "one_pass_held": test_one_pass_held,
     "nvmeof_fields": test_nvmeof_fields,
     "iser_fields": test_iser_fields,
     "rpcrdma_fields": test_rpcrdma_fields,
