@@ -51,11 +51,12 @@ _PROBES = [
 PROBES = [(name, rev, crc, reply is not None) for name, _, reply, rev, crc in _PROBES]
 
 
-def write(path):
-    """Writes the capture; returns per probe (client port, request frame, reply frame or None)."""
+def write(path, one_port=False):
+    """Writes the capture; returns per probe (client port, request frame, reply frame or None).
+    one_port: every connection from the same client port (a prober reusing its 4-tuple)."""
     frames, where = [], []
     for i, (_, req, rep, _, _) in enumerate(_PROBES):
-        cport, cseq, sseq = 40001 + i, 1000 * (i + 1), 5000 * (i + 1)
+        cport, cseq, sseq = 40001 + (0 if one_port else i), 1000 * (i + 1), 5000 * (i + 1)
         frames.append(_frame(CLIENT, SERVER, cport, PORT, cseq, 0, 0x02))
         frames.append(_frame(SERVER, CLIENT, PORT, cport, sseq, cseq + 1, 0x12))
         frames.append(_frame(CLIENT, SERVER, cport, PORT, cseq + 1, sseq + 1, 0x10))

@@ -836,9 +836,16 @@ def test_mpa_probes(ts, args):
     and the foreign-key probe is not claimed (neither the analyzer nor the built-in take it)."""
     check(args.analyzer, "--analyzer is required")
     import mpa_probes
-    cap = os.path.join(ts.tmp, "mpa-probes.pcap")
-    where = mpa_probes.write(cap)
-    os.chmod(cap, 0o644)
+    for one_port in (False, True):
+        cap = os.path.join(ts.tmp, f"mpa-probes{'-one-port' if one_port else ''}.pcap")
+        where = mpa_probes.write(cap, one_port)
+        os.chmod(cap, 0o644)
+        mpa_probes_check(ts, args, cap, where)
+
+
+def mpa_probes_check(ts, args, cap, where):
+    """test_mpa_probes on one capture (`where`: mpa_probes.write's answer)."""
+    import mpa_probes
     doc = analyzer_report(args.analyzer, cap)
     want = sorted((f["frame"], f["code"]) for f in doc["findings"])
     check(("mpa.handshake-invalid", where[1][1]) in [(c, f) for f, c in want],
@@ -866,7 +873,8 @@ def test_mpa_probes(ts, args):
         got = sorted((f, c) for f, r in rows.items() for c in r["iwarp.mpa.finding"].split("|")
                      if c)
         check(got == want, f"{passes}: findings {got}, the analyzer's {want}")
-    print(f"{len(where)} probes: Requests and Replies decoded in one and two passes; findings {want}")
+    print(f"{os.path.basename(cap)}: {len(where)} probes, Requests and Replies decoded in one "
+          f"and two passes; findings {want}")
 
 
 def test_twin_names(ts, args):
