@@ -133,6 +133,7 @@ void describe_pdu(const PduRecord& p, char* out, std::size_t size) noexcept {
   }
   if (h.control.last) t.add(" L");
   if (p.not_placed()) t.add(" [CRC error: not placed]");
+  if (p.held_missing != 0) t.add(" [held behind a hole]");
 }
 
 CaptureState::CaptureState(PluginOptions options)
@@ -352,6 +353,34 @@ void CaptureState::on_pdu(const PduEvent& e) {
     auto& cont = frame_mut(s.frame).pdus_continued;
     if (std::find(cont.begin(), cont.end(), index) == cont.end()) cont.push_back(arena_, index);
   }
+  pdus_.push_back(std::move(p));
+}
+
+void CaptureState::on_held_fpdu(const HeldFpdu& h) {
+  PduRecord p;
+  p.kind = PduKind::fpdu;
+  p.stream = h.stream;
+  p.direction = h.direction;
+  p.stream_offset = h.stream_offset;
+  p.completed_frame = h.frame;
+  p.held_missing = std::max<std::uint64_t>(h.missing_before, 1);
+  p.ts_ns = current_ts_ns_;
+  p.raw_size = h.raw.size();
+  // Drawn from the frame's own payload when it lies there (as in_current_payload decides).
+  const FrameSlice& s = h.slice;
+  const bool in_payload =
+      h.frame == current_frame_ && s.offset <= current_payload_.size() &&
+      s.length <= current_payload_.size() - s.offset &&
+      std::memcmp(current_payload_.data() + s.offset, h.raw.data(), h.raw.size()) == 0;
+  if (!in_payload) p.raw.assign(h.raw.begin(), h.raw.end());
+  p.slices = keep(std::vector<FrameSlice>{h.slice});
+  p.ulpdu_length = h.ulpdu_length;
+  p.crc_field = h.crc_field;
+  p.crc_expected = h.crc_expected;
+  p.ddp = h.ddp.header;
+  p.payload_size = h.ddp.payload.size();
+  const auto index = static_cast<std::uint32_t>(pdus_.size());
+  frame_mut(h.frame).pdus_held.push_back(arena_, index);
   pdus_.push_back(std::move(p));
 }
 

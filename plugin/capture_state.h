@@ -75,6 +75,10 @@ struct PduRecord {
   // Held behind a hole that a later frame declared capture loss (an ACK past it, a full window):
   // that frame, when the PDU is drawn in its own (earlier) last frame. 0: not held.
   std::uint64_t released_frame = 0;
+  // A provisional record (core's HeldFpdu): an FPDU decoded from a segment TCP held behind
+  // this many octets not delivered yet (the hole and octets held after it); core has not
+  // framed or analysed it. 0: core's own PDU.
+  std::uint64_t held_missing = 0;
   std::int64_t ts_ns = 0;  // time of completed_frame
   // Octets as on the wire (markers included), `raw_size` of them. Stored only when they cannot
   // be read from completed_frame's own TCP payload: a PDU in one slice of completed_frame and
@@ -147,6 +151,9 @@ struct FrameRecord {
   ArenaList<std::uint32_t> pdus_complete;
   ArenaList<std::uint32_t> pdus_continued;  // slices here, completed in another frame
   ArenaList<std::size_t> findings;          // Model::findings with Finding::frame == here
+  // Provisional records of FPDUs in this frame's segment, held out of order when it came
+  // (drawn where no PDU of core's completes: what a one-pass run can show of them).
+  ArenaList<std::uint32_t> pdus_held;
 };
 
 // One DDP Stream Session Control message (PPID 17, RFC 5043), decoded on the first pass.
@@ -218,6 +225,7 @@ class CaptureState final : private AnalysisObserver {
  private:
   void on_pdu(const PduEvent& pdu) override;
   void on_finding(std::size_t finding_index) override;
+  void on_held_fpdu(const HeldFpdu& fpdu) override;
   bool in_current_payload(const PduEvent& pdu) const;
   void collect_new_findings();
   void index_new_streams();

@@ -429,7 +429,7 @@ proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, const cha
                                     "MPA CRC mismatch: the Data Sink drops the FPDU (RFC 5044 "
                                     "§8); header as received, not analysed"));
     generated(proto_tree_add_boolean(dt, hf.an_placed, nullptr, 0, 0, FALSE));
-  } else {
+  } else if (p.held_missing == 0) {  // a held FPDU's analysis is core's, where TCP delivers it
     draw_segment_analysis(ctx, dt, p);
   }
 
@@ -556,6 +556,13 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, const char* inf
     generated(proto_tree_add_uint(mt, hf.an_pdu_released_in, nullptr, 0, 0,
                                   static_cast<std::uint32_t>(p.released_frame)));
   }
+  if (p.held_missing != 0) {
+    proto_item* hi =
+        generated(proto_tree_add_uint64(mt, hf.an_pdu_held_behind, nullptr, 0, 0, p.held_missing));
+    proto_item_append_text(hi,
+                           " (TCP holds this segment: decoded from it alone, not analysed "
+                           "until TCP delivers it)");
+  }
   generated(proto_tree_add_uint(mt, hf.mpa_fpdu_length, nullptr, 0, 0,
                                 static_cast<std::uint32_t>(p.raw_size)));
   if (p.reassembled()) {
@@ -622,7 +629,11 @@ bool pdu_has_finding(const PduRecord& p, std::size_t f) {
 void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pinfo,
                 proto_tree* tree) {
   const std::size_t npdu = rec.pdus_complete.size() + rec.pdus_continued.size();
-  if (npdu == 0 && rec.findings.empty()) return;
+  // FPDUs TCP held when this frame came are drawn where core completed no PDU: a one-pass run
+  // (core has not delivered them yet), or a revisit of a frame whose octets core framed only as
+  // part of a PDU completed elsewhere (a reordered segment's continuation).
+  const bool held = rec.pdus_complete.empty() && !rec.pdus_held.empty();
+  if (npdu == 0 && rec.findings.empty() && !held) return;
   fallback_tvb = ctx.frame_tvb;
   pending_upper = wmem_list_new(pinfo->pool);
   col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
@@ -630,6 +641,15 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   // Nobody reads the text without a tree or columns (tshark -q): not built then.
   const bool text_read = tree != nullptr || pinfo->cinfo != nullptr;
   char info[pdu_info_size] = "";
+  if (text_read && held && rec.pdus_continued.empty()) {
+    for (std::uint32_t idx : rec.pdus_held) {
+      describe_pdu(ctx.state->pdu(idx), info, sizeof info);
+      if (idx == rec.pdus_held.front())
+        col_add_str(pinfo->cinfo, COL_INFO, info);
+      else
+        col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", info);
+    }
+  }
   if (text_read && rec.pdus_complete.empty() && !rec.pdus_continued.empty()) {
     const PduRecord& p = ctx.state->pdu(rec.pdus_continued.front());
     describe_pdu(p, info, sizeof info);
@@ -663,6 +683,13 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   }
   for (std::uint32_t idx : rec.pdus_continued) {
     items[k++] = draw_continuation(ctx, ctx.state->pdu(idx), pinfo->num, tree);
+  }
+  if (held) {
+    for (std::uint32_t idx : rec.pdus_held) {
+      const PduRecord& p = ctx.state->pdu(idx);
+      if (text_read) describe_pdu(p, info, sizeof info);
+      draw_pdu(pctx, p, info, pinfo, tree);
+    }
   }
 
   const auto& findings = ctx.state->model().findings;

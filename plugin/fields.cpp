@@ -211,6 +211,12 @@ void register_fields() {
          FT_FRAMENUM, BASE_NONE, nullptr, 0,
          "A hole before it was declared capture loss in that later frame (an ACK past it, or a "
          "full window): shown by two-pass runs (tshark -2) and revisits"),
+      HF(an_pdu_held_behind, "FPDU held behind octets not delivered yet", "iwarp.mpa.held_behind",
+         FT_UINT64, BASE_DEC, nullptr, 0,
+         "TCP held this segment when it came, this many octets after the last it delivered in "
+         "order (a hole: reordering, a retransmission to come, or capture loss): the FPDU is "
+         "decoded from the segment alone, not analysed here; ddpscope analyses it where TCP "
+         "delivers it"),
       HF(an_finding_reported_in, "Finding reported when frame was analysed",
          "iwarp.mpa.finding.reported_in", FT_FRAMENUM, BASE_NONE, nullptr, 0,
          "The PDU completed in a later frame: a one-pass run cannot show this finding"),

@@ -7,6 +7,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -77,6 +78,8 @@ struct Batch {
     FindingId id;
     std::uint64_t frame;
     std::string message;
+    // A note_receiver_drop (id and message unused) when set.
+    std::optional<std::pair<net::Endpoint, net::Endpoint>> receiver_drop;
   };
   std::vector<std::uint8_t> octets;
   std::vector<Item> items;
@@ -88,7 +91,10 @@ struct Batch {
 class HeldNotes final : public LayerNotes {
  public:
   void note_finding(FindingId id, std::uint64_t frame, std::string message) override {
-    held.push_back({id, frame, std::move(message)});
+    held.push_back({id, frame, std::move(message), std::nullopt});
+  }
+  void note_receiver_drop(const net::Endpoint& from, const net::Endpoint& to) override {
+    held.push_back({FindingId{}, 0, {}, std::make_pair(from, to)});
   }
   std::vector<Batch::Note> held;
 };
@@ -241,7 +247,10 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
         if (options.on_frame) options.on_frame(frame);
         for (; note < it.notes_end; ++note) {
           Batch::Note& n = b->notes[note];
-          analyzer.note_finding(n.id, n.frame, std::move(n.message));
+          if (n.receiver_drop)
+            analyzer.note_receiver_drop(n.receiver_drop->first, n.receiver_drop->second);
+          else
+            analyzer.note_finding(n.id, n.frame, std::move(n.message));
         }
         analyzer.feed_decoded(it.fed_number, it.fed_ts_ns, it.fed_size, it.decoded);
         ++result.frames;

@@ -20,6 +20,7 @@ constexpr std::uint16_t kNatTPort = 4500;  // RFC 3948 §2
 constexpr std::uint32_t kMaxWindow = 4096;
 constexpr std::size_t kMaxUnknown = 4096;  // distinct SPIs remembered (hostile captures)
 constexpr std::size_t kMaxDirections = 1u << 16;
+constexpr std::size_t kMaxCarried = 64;  // TCP directions remembered per SA
 constexpr std::uint32_t kLinkRaw = 101;
 
 std::string hex32(std::uint32_t v) {
@@ -89,6 +90,9 @@ struct EspLayer::SaState {
   std::vector<std::uint64_t> seen_seq;
   bool profile_checked = false;
   std::uint64_t frames = 0;
+  // The TCP directions whose packets this SA carried (a tunnel's may be many; at most
+  // kMaxCarried): a packet the SA drops may belong to any of them.
+  std::vector<std::pair<net::Endpoint, net::Endpoint>> carried;
 
   // RFC 4303 Appendix A2.2: the high half of the sequence number a receiver infers.
   std::uint32_t infer_hi(std::uint32_t seq) const {
@@ -311,17 +315,26 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, capture::La
       }
     }
   }
+  // A packet the receiver drops after the replay check (RFC 4303 §3.4.4, §3.4.4.2): unlike a
+  // replay, its octets were never received once, and TCP will send them again. Which of the
+  // SA's TCP directions it belonged to is sealed in it: each of them is told.
+  const auto dropped = [&] {
+    for (const auto& [from, to] : st->carried)
+      notes.note_receiver_drop(from, to);
+  };
   if (o.status == Opened::Status::icv_mismatch) {
     notes.note_finding(FindingId::esp_icv_mismatch, frame.number,
                        where() + ": the ICV does not match (" +
                            integrity_name(st->sa.cipher, st->sa.integrity) + "; wrong key in " +
                            st->sa.origin + ", or the packet was altered); a receiver drops it");
+    dropped();
     return nullptr;
   }
   st->accept(st->sa.esn ? (std::uint64_t{hi} << 32 | seq) : seq, frame.number);
   if (o.status == Opened::Status::invalid) {
     notes.note_finding(FindingId::esp_decrypt_invalid, frame.number,
                        where() + ": " + o.detail + "; a receiver drops it");
+    dropped();
     return nullptr;
   }
   if (!st->profile_checked) {
@@ -345,6 +358,7 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, capture::La
                          where() + ": Next Header " + std::to_string(o.next_header) + " (IPv" +
                              std::to_string(want) +
                              ") but the payload is no such packet; a receiver drops it");
+      dropped();
       return nullptr;
     }
     mode = "tunnel";
@@ -381,6 +395,10 @@ const capture::Frame* EspLayer::process(const capture::Frame& frame, capture::La
       frame.interface_id};
   const net::FrameDecode d = net::decode_frame(kLinkRaw, frame_.data, frame_.wire_length);
   if (d.status == net::FrameStatus::tcp) {
+    const auto dir = std::make_pair(d.tcp.src, d.tcp.dst);
+    if (st->carried.size() < kMaxCarried &&
+        std::find(st->carried.begin(), st->carried.end(), dir) == st->carried.end())
+      st->carried.push_back(dir);
     DirKey k{d.tcp.src, d.tcp.dst};
     auto it = protected_.find(k);
     if (it == protected_.end() && protected_.size() < kMaxDirections) {

@@ -796,6 +796,87 @@ def test_gap_first_fpdu(ts, args):
           f"{r['iwarp.mpa.resync_skipped']} octets skipped")
 
 
+def test_one_pass_held(ts, args):
+    """Issue 39: in one pass (tshark without -2, Wireshark's first pass) a segment TCP holds
+    behind a hole (capture loss not yet declared, or reordering) shows its DDP/RDMAP header where
+    it arrives, as the built-in dissectors do, marked iwarp.mpa.held_behind; two passes draw
+    core's own PDU there instead (released_in), with the same header."""
+    cap = ts.stage(args.capture)
+    fields = [o for o, _ in SHARED_FIELDS]
+    one = ts.fields(cap, fields + ["iwarp.mpa.held_behind"])
+    two = ts.fields(cap, fields + ["iwarp.mpa.held_behind", "iwarp.mpa.released_in"], ["-2"])
+    theirs = ts.fields(cap, [b for _, b in SHARED_FIELDS], ["--disable-protocol", "iwarp.mpa"])
+    held = [f for f in sorted(one) if one[f]["iwarp.mpa.held_behind"]]
+    released = [f for f in sorted(two) if two[f]["iwarp.mpa.released_in"]]
+    check(held and held == released,
+          f"one pass marks frames {held} held; two passes release PDUs in frames {released}")
+    for f in sorted(theirs):
+        b = theirs[f]
+        if not b["iwarp_ddp.dv"] or "|" in b["iwarp_ddp.dv"]:
+            continue
+        r = one.get(f, {})
+        check(r.get("iwarp.ddp.dv"), f"frame {f}: the built-in decodes a DDP header, one pass "
+              f"shows none: {r}")
+        for o, bf in SHARED_FIELDS:
+            if b[bf] and r.get(o) and "|" not in r[o]:
+                check(as_number(r[o]) == as_number(b[bf]),
+                      f"frame {f}: one pass {o}={r[o]}, built-in {bf}={b[bf]}")
+    for f in held:
+        check(not two[f]["iwarp.mpa.held_behind"],
+              f"frame {f}: two passes still draw the held decode: {two[f]}")
+        for o in fields:
+            check(one[f][o] == two[f][o], f"frame {f}: held {o}={one[f][o]}, core's {two[f][o]}")
+    print(f"frames held in one pass: {held}, decoded as the built-in and as core's PDUs")
+
+
+def test_mpa_probes(ts, args):
+    """MPA probes against a listener (issue 39; tests/plugin/mpa_probes.py): in one pass and in
+    two, every MPA Request and Reply is decoded (iwarp.mpa.key and .rev as sent, the C flag of
+    the CRC probe), the invalid Request carries the analyzer's finding on the analyzer's frame,
+    and the foreign-key probe is not claimed (neither the analyzer nor the built-in take it)."""
+    check(args.analyzer, "--analyzer is required")
+    import mpa_probes
+    for one_port in (False, True):
+        cap = os.path.join(ts.tmp, f"mpa-probes{'-one-port' if one_port else ''}.pcap")
+        where = mpa_probes.write(cap, one_port)
+        os.chmod(cap, 0o644)
+        mpa_probes_check(ts, args, cap, where)
+
+
+def mpa_probes_check(ts, args, cap, where):
+    """test_mpa_probes on one capture (`where`: mpa_probes.write's answer)."""
+    import mpa_probes
+    doc = analyzer_report(args.analyzer, cap)
+    want = sorted((f["frame"], f["code"]) for f in doc["findings"])
+    check(("mpa.handshake-invalid", where[1][1]) in [(c, f) for f, c in want],
+          f"the analyzer does not flag the wrong revision: {want}")
+    builtin = ts.fields(cap, ["iwarp_mpa.key.req"], ["-o", "iwarp.mpa.use_builtin:TRUE",
+                                                 "--disable-protocol", "iwarp.mpa"])
+    for extra in ([], ["-2"]):
+        rows = ts.fields(cap, ["iwarp.mpa.key", "iwarp.mpa.rev", "iwarp.mpa.flags.c",
+                               "iwarp.mpa.finding"], extra)
+        passes = "two passes" if extra else "one pass"
+        for (name, rev, crc, answered), (port, req, rep) in zip(mpa_probes.PROBES, where):
+            if rev is None:
+                check(not rows[req]["iwarp.mpa.key"] and not builtin[req]["iwarp_mpa.key.req"],
+                      f"{passes}: probe {name!r} (frame {req}) decoded as MPA: {rows[req]}")
+                continue
+            for frame, key in ((req, "Req"), (rep, "Rep")):
+                if frame is None:
+                    continue
+                r = rows[frame]
+                check(f"MPA ID {key} Frame" in r["iwarp.mpa.key"] and as_number(r["iwarp.mpa.rev"])
+                      == rev, f"{passes}: probe {name!r} frame {frame} not decoded: {r}")
+                check((r["iwarp.mpa.flags.c"] in ("True", "1")) == crc,
+                      f"{passes}: probe {name!r} frame {frame}: C flag {r['iwarp.mpa.flags.c']!r}")
+            check(answered == (rep is not None), f"probe {name!r}: reply frame {rep}")
+        got = sorted((f, c) for f, r in rows.items() for c in r["iwarp.mpa.finding"].split("|")
+                     if c)
+        check(got == want, f"{passes}: findings {got}, the analyzer's {want}")
+    print(f"{os.path.basename(cap)}: {len(where)} probes, Requests and Replies decoded in one "
+          f"and two passes; findings {want}")
+
+
 def test_twin_names(ts, args):
     """Expert twins are named after their cause: both registered per finding; on fault-crc the
     notes the dropped FPDUs caused are .after-crc (not .after-gap), on fault-gap the note capture
@@ -941,6 +1022,8 @@ TESTS = {
     "crc_not_placed": test_crc_not_placed,
     "gap_first_fpdu": test_gap_first_fpdu,
     "twin_names": test_twin_names,
+    "mpa_probes": test_mpa_probes,
+    "one_pass_held": test_one_pass_held,
     "nvmeof_fields": test_nvmeof_fields,
     "iser_fields": test_iser_fields,
     "rpcrdma_fields": test_rpcrdma_fields,

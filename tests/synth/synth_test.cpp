@@ -395,6 +395,34 @@ TEST(SynthExpected, TcpFaults) {
   EXPECT_EQ(conflict.expected[0].code, "tcp.retransmission-conflict");
 }
 
+// A receiver_drop (issue 39): the packet stays in the capture with its ESP ICV broken, the
+// receiver's ACKs do not pass it, and TCP's retransmission follows `after` packets later. The
+// only finding is esp.icv-mismatch at the packet; without an esp block it is refused.
+TEST(SynthExpected, ReceiverDropIsAnIcvFailureAndARetransmission) {
+  json j = base_scenario();
+  j["operations"] = json::parse(R"([
+    {"op": "write", "from": "client", "stag": 7, "to": 0, "size": 5000,
+     "tcp_fault": [{"kind": "receiver_drop", "segment": 1, "after": 2}]}
+  ])");
+  SynthResult r;
+  std::string err;
+  EXPECT_FALSE(synthesize_json(j, tmp("rdrop-clear.pcap"), r, err));
+  EXPECT_NE(err.find("receiver_drop needs an esp block"), std::string::npos) << err;
+
+  j["operations"][0].erase("tcp_fault");
+  SynthResult clear;
+  ASSERT_TRUE(synthesize_json(j, tmp("rdrop-base.pcap"), clear, err)) << err;
+  j["operations"][0]["tcp_fault"] =
+      json::parse(R"([{"kind": "receiver_drop", "segment": 1, "after": 2}])");
+  j["esp"] = json::parse(R"({"mode": "transport"})");
+  SynthResult esp;
+  ASSERT_TRUE(synthesize_json(j, tmp("rdrop.pcap"), esp, err)) << err;
+  EXPECT_EQ(esp.frames, clear.frames + 1);  // the retransmission
+  ASSERT_EQ(esp.expected.size(), 1u);
+  EXPECT_EQ(esp.expected[0].code, "esp.icv-mismatch");
+  EXPECT_TRUE(esp.exhaustive);
+}
+
 TEST(SynthRegions, RegionsWrittenMatchTheOperations) {
   json j = base_scenario();
   j["regions"] = json::parse(R"([{"stag": "0x99", "base": "0x1000", "length": 64,

@@ -19,6 +19,10 @@ struct Seg {
   std::uint32_t seq;
   Bytes data;
   std::uint8_t flags = net::tcp_flag::ack;
+  std::uint32_t ack = 0;
+  // In the capture, but dropped before its receiver by the layer below (an ESP ICV failure):
+  // the analysis is told (Analyzer::note_receiver_drop) instead of fed the segment.
+  bool receiver_dropped = false;
 };
 
 // Builds one iWARP connection's byte streams and turns them into TCP segments.
@@ -174,10 +178,15 @@ class Conn {
     time_[dir].insert(time_[dir].end(), b.size(), ++clock_);
   }
   void feed(Analyzer& a, std::uint64_t frame, const Seg& s) const {
+    if (s.receiver_dropped) {
+      a.note_receiver_drop(ep_[s.dir], ep_[1 - s.dir]);
+      return;
+    }
     net::TcpSegment t;
     t.src = ep_[s.dir];
     t.dst = ep_[1 - s.dir];
     t.seq = s.seq;
+    t.ack = s.ack;
     t.flags = s.flags;
     if (s.flags & net::tcp_flag::syn) t.mss = 1460;
     t.payload = s.data;
@@ -433,6 +442,108 @@ TEST(Analysis, CaptureLossIsAGapWhoseConsequencesAreNotes) {
     }
   EXPECT_TRUE(resync);
   EXPECT_EQ(m.streams[0].dirs[0].queues.at(0).last_msn, 4u);
+}
+
+// Issue 39: a segment dropped before its receiver (its ESP packet failed the ICV), the next
+// segment, an ACK that covers both (what a capture with a forged or altered packet may show),
+// then TCP's retransmission. The ACK is no proof of capture loss after a receiver-side drop:
+// the retransmission fills the hole and nothing is lost. Without the drop noted, the same ACK
+// declares the hole capture loss (and the retransmission comes too late).
+TEST(Analysis, AckPastAHoleLeftByAReceiverDropWaitsForTheRetransmission) {
+  Conn c;
+  c.handshake();
+  c.send(0, 1, pattern(64));
+  c.send(0, 2, pattern(1400));  // spans several segments
+  c.send(0, 3, pattern(64));
+  const auto client_end = static_cast<std::uint32_t>(1000 + 1 + c.stream(0).size());
+  for (const bool noted : {true, false}) {
+    auto segs = c.segments(500);
+    int seen = 0;
+    const auto it = std::find_if(segs.begin(), segs.end(),
+                                 [&](const Seg& s) { return s.dir == 0 && ++seen == 3; });
+    ASSERT_NE(it, segs.end());
+    Seg lost = *it;
+    const auto pos = static_cast<std::size_t>(it - segs.begin());
+    segs[pos].receiver_dropped = true;
+    if (!noted) segs.erase(segs.begin() + static_cast<std::ptrdiff_t>(pos));
+    // The server's ACK of every client octet, then the retransmission.
+    segs.push_back(Seg{1,
+                       0xFFFFFF00u + 1 + static_cast<std::uint32_t>(c.stream(1).size()),
+                       {},
+                       net::tcp_flag::ack,
+                       client_end});
+    lost.receiver_dropped = false;
+    segs.push_back(lost);
+    Analyzer a;
+    const Model& m = c.run(a, segs);
+    const auto& d = m.streams.at(0).dirs[0];
+    if (noted) {
+      EXPECT_EQ(codes(m), std::vector<std::string>{});
+      for (const auto& f : m.findings)
+        EXPECT_EQ(f.consequence_of, Consequence::none) << f.code();
+      EXPECT_EQ(d.bytes_lost, 0u);
+      EXPECT_EQ(d.fpdus, 3u);
+    } else {
+      EXPECT_EQ(codes(m), std::vector<std::string>{"tcp.gap"});
+      EXPECT_EQ(d.bytes_lost, lost.data.size());
+    }
+    EXPECT_EQ(d.queues.at(0).last_msn, 3u);
+  }
+}
+
+// What a one-pass host gets of a segment TCP holds behind a hole (HeldFpdu): the FPDUs it
+// shows by itself, where it arrives; nothing for segments delivered in order; nothing that
+// fails the candidate test (a CRC that does not match). Core's own PduEvents are unchanged.
+struct HeldEvents final : AnalysisObserver {
+  std::vector<HeldFpdu> held;  // views dropped: only values kept
+  std::size_t pdus = 0;
+  void on_pdu(const PduEvent&) override { ++pdus; }
+  void on_held_fpdu(const HeldFpdu& h) override {
+    held.push_back(h);
+    held.back().raw = {};
+    held.back().ddp.payload = {};
+  }
+};
+
+TEST(Analysis, ASegmentHeldOutOfOrderShowsItsFpdusToTheObserver) {
+  struct Case {
+    bool crc, corrupt;
+  };
+  for (const Case k : {Case{false, false}, Case{true, false}, Case{true, true}}) {
+    Conn c;
+    c.crc = k.crc;
+    c.cut_at_fpdus = true;
+    c.handshake();
+    c.send(0, 1, pattern(64));
+    const std::size_t second = c.fpdu(0, Conn::untagged(Opcode::send, 0, 2, 0, true), pattern(80));
+    const std::size_t third = c.fpdu(0, Conn::untagged(Opcode::send, 0, 3, 0, true), pattern(96));
+    auto segs = c.segments(4096);
+    // The client's segments are the Request, then one per FPDU: swap MSN 2 and MSN 3.
+    std::vector<std::size_t> client;
+    for (std::size_t i = 0; i < segs.size(); ++i)
+      if (segs[i].dir == 0) client.push_back(i);
+    ASSERT_EQ(client.size(), 4u);
+    std::swap(segs[client[2]], segs[client[3]]);
+    if (k.corrupt) segs[client[2]].data.back() ^= 0x01;  // the held one's CRC does not match
+    HeldEvents events;
+    Analyzer a;
+    a.set_observer(&events);
+    c.run(a, segs);
+    if (k.corrupt) {
+      EXPECT_TRUE(events.held.empty());
+      continue;
+    }
+    ASSERT_EQ(events.held.size(), 1u);
+    const HeldFpdu& h = events.held[0];
+    EXPECT_EQ(h.frame, client[2] + 3);  // frames: SYN, SYN-ACK, then segs from 3
+    EXPECT_EQ(h.stream_offset, third);
+    EXPECT_EQ(h.missing_before, third - second);
+    EXPECT_EQ(h.slice.offset, 0u);
+    EXPECT_EQ(h.ulpdu_length, wire::kDdpUntaggedHeaderSize + 96);
+    EXPECT_EQ(h.ddp.header.msn, 3u);
+    EXPECT_EQ(h.crc_expected.has_value(), k.crc);
+    EXPECT_EQ(events.pdus, 5u);  // Request, Reply, MSN 1, 2, 3: framed as without reordering
+  }
 }
 
 TEST(Analysis, MsnGapDuplicateAndBadMo) {

@@ -473,6 +473,29 @@ void Emitter::apply_tcp_fault(const TcpFault& f) {
       order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(j), id);
       break;
     }
+    case TcpFaultKind::receiver_drop: {
+      // The packet is on the wire (the capture has it) but never reaches its receiver's TCP: it
+      // sends no ACK for it, so every ACK of the connection's other direction until the
+      // sender's retransmission stays at the segment's first octet (RFC 9293 §3.10.7.4: the
+      // receiver acknowledges only in-order octets), and the sender retransmits it `after`
+      // packets later. Nothing is missing from the capture: no finding at the TCP level.
+      if (p.payload.empty()) throw GenerateError(f.where + ": segment has no payload");
+      p.receiver_dropped = true;
+      Packet copy = p;
+      copy.id = static_cast<int>(packets_.size());
+      copy.receiver_dropped = false;
+      const std::size_t at = later(pos, p.conn, f.after);
+      const std::uint32_t hole = p.seq;
+      for (std::size_t i = pos + 1; i < at; ++i) {
+        Packet& q = packets_[order_[i]];
+        if (q.conn == p.conn && q.dir != p.dir && (q.flags & net::tcp_flag::ack) &&
+            static_cast<std::int32_t>(q.ack - hole) > 0)
+          q.ack = hole;
+      }
+      packets_.push_back(copy);
+      order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(at), copy.id);
+      break;
+    }
     case TcpFaultKind::conflict: {
       Packet copy = p;
       copy.id = static_cast<int>(packets_.size());
@@ -514,6 +537,7 @@ void Emitter::finalize(std::vector<GeneratedFrame>& frames) {
     GeneratedFrame fr;
     fr.ts_ns = s_.start_ns + static_cast<std::int64_t>(n) * s_.step_ns;
     fr.data = net::encode_tcp_frame(spec, p.payload);
+    fr.receiver_drop = p.receiver_dropped;
     frames.push_back(std::move(fr));
   }
 }

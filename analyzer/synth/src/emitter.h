@@ -121,6 +121,8 @@ struct Packet {
   Bytes payload;
   std::uint64_t offset = 0;  // stream offset of payload[0] (of the FIN for a FIN)
   bool dropped = false;
+  // In the capture, but its receiver never took it (its ESP packet fails the ICV: esp_wrap).
+  bool receiver_dropped = false;
 };
 
 class Emitter {

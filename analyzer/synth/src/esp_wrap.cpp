@@ -210,9 +210,21 @@ EspWrapped esp_wrap(const Scenario& s, Generated& g) {
     auto b = seal(i, false, &sa);
     Out o;
     o.f.ts_ns = g.frames[i].ts_ns;
+    if (g.frames[i].receiver_drop) {
+      // The packet itself arrives altered: its receiver drops it (RFC 4303 §3.4.4) and TCP
+      // retransmits it (the TCP fault receiver_drop placed the retransmission and held the ACKs).
+      if (!b)
+        throw GenerateError("tcp fault receiver_drop: frame " + std::to_string(i + 1) +
+                            " is not ESP (receiver_drop needs the connection under esp)");
+      b->back() ^= 0x01;
+      o.expect = ExpectedFinding{"esp.icv-mismatch", 0, false, -1,
+                                 "frame " + std::to_string(i + 1) +
+                                     " with an ICV bit flipped: its receiver drops it, TCP "
+                                     "retransmits it"};
+    }
     if (b) {
       o.f.data = std::move(*b);
-      if (!sa->used && !e.keys_given) {
+      if (!sa->used && !e.keys_given) {  // (a data segment is never an SA's first packet)
         sa->used = true;
         o.expect =
             ExpectedFinding{"esp.unknown-spi", 0, false, -1, "the SA's first packet, no key given"};

@@ -27,6 +27,9 @@ namespace ddpscope::synth {
 struct GeneratedFrame {
   std::int64_t ts_ns = 0;
   Bytes data;  // Ethernet frame
+  // A TCP fault `receiver_drop`: the receiver never takes this frame; esp_wrap seals it with a
+  // flipped ICV bit (esp.icv-mismatch).
+  bool receiver_drop = false;
 };
 
 struct Generated {

@@ -213,7 +213,7 @@ class Oracle {
     for (std::size_t i = 0; i < order.size(); ++i) {
       const Packet& p = packets[order[i]];
       if (p.dropped) blind_from[p.conn] = std::min(blind_from[p.conn], i);
-      if (p.payload.empty()) continue;
+      if (p.payload.empty() || p.receiver_dropped) continue;  // its retransmission delivers it
       auto it = streams.find({p.conn, p.dir});
       if (it == streams.end()) continue;
       Stream& st = it->second;

@@ -409,8 +409,11 @@ TcpFault parse_tcp_fault(const json& j, const std::string& path, std::optional<i
     f.kind = TcpFaultKind::reorder;
   } else if (kind == "conflict") {
     f.kind = TcpFaultKind::conflict;
+  } else if (kind == "receiver_drop") {
+    f.kind = TcpFaultKind::receiver_drop;
   } else {
-    fail(o.at("kind"), "expected \"drop\", \"duplicate\", \"reorder\" or \"conflict\"");
+    fail(o.at("kind"),
+         "expected \"drop\", \"duplicate\", \"reorder\", \"conflict\" or \"receiver_drop\"");
   }
   if (op) {
     f.op = op;
@@ -664,6 +667,18 @@ void parse(const json& j, Scenario& s) {
   }
   if (o.has("exhaustive")) s.exhaustive = o.boolean("exhaustive", true);
   if (o.has("esp")) s.esp = parse_esp(o.get("esp"), o.at("esp"), s.connections.size());
+  // What makes a receiver drop a packet the capture holds is its ESP packet failing the ICV.
+  if (!s.esp) {
+    std::vector<const TcpFault*> all;
+    for (const auto& f : s.tcp_faults)
+      all.push_back(&f);
+    for (const auto& op : s.ops)
+      for (const auto& f : op.tcp_faults)
+        all.push_back(&f);
+    for (const TcpFault* f : all)
+      if (f->kind == TcpFaultKind::receiver_drop)
+        fail(f->where, "receiver_drop needs an esp block (the packet fails its ICV)");
+  }
   o.finish();
 }
 

@@ -87,13 +87,14 @@ struct OpFault {
   bool any() const;
 };
 
-enum class TcpFaultKind : std::uint8_t { drop, duplicate, reorder, conflict };
+enum class TcpFaultKind : std::uint8_t { drop, duplicate, reorder, conflict, receiver_drop };
 struct TcpFault {
   TcpFaultKind kind = TcpFaultKind::drop;
   std::optional<int> index;  // data segment index in the capture (0-based, payload-bearing)
   std::optional<int> op;     // or: the op_segment-th TCP segment holding op `op`'s octets
   int op_segment = 0;
-  int after = 2;      // duplicate / conflict: packets of the connection between original and copy
+  int after = 2;      // duplicate / conflict / receiver_drop: packets of the connection between the
+                      // original and the copy (receiver_drop: its retransmission)
   std::string where;  // JSON path, for errors
 };
 

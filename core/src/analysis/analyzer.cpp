@@ -98,6 +98,10 @@ void Analyzer::note_finding(FindingId id, std::uint64_t frame, std::string messa
   impl_->report(id, Impl::Ctx{stream, -1, frame, {}}, std::move(message));
 }
 
+void Analyzer::note_receiver_drop(const net::Endpoint& from, const net::Endpoint& to) {
+  impl_->note_receiver_drop(from, to);
+}
+
 void Analyzer::note_esp(const net::Endpoint& from, const net::Endpoint& to,
                         const EspProtection& esp) {
   impl_->model.esp_analysed = true;

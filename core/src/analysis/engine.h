@@ -118,6 +118,9 @@ struct DirectionEngine {
   std::set<FindingId> once;              // noisy findings reported once per direction
   bool truncated_reported = false;
   Consequence last_loss = Consequence::none;  // what this direction last lost octets to
+  // Analyzer::note_receiver_drop: a packet of this direction was dropped before its receiver's
+  // TCP; an ACK past a hole proves no capture loss until the holes have filled.
+  bool receiver_dropped = false;
 };
 
 // A DDP stream, whatever its LLP: over MPA one TCP connection (its reassemblers and framers
@@ -311,6 +314,10 @@ struct Analyzer::Impl {
 
   // ---- TCP (engine_tcp.cpp) ----
   void feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
+  void note_receiver_drop(const net::Endpoint& from, const net::Endpoint& to);
+  // The FPDUs a segment held out of order shows by itself, to the observer (HeldFpdu).
+  void report_held(Connection& c, int dir, std::uint64_t frame, ByteView payload,
+                   std::uint64_t offset);
   Connection* connection_for(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
   void on_data(Connection& c, int dir, std::uint64_t offset, ByteView data, std::uint64_t frame,
                std::uint32_t offset_in_frame);

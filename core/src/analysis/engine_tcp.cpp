@@ -122,6 +122,45 @@ Connection* Analyzer::Impl::connection_for(std::uint64_t frame, std::int64_t ts,
   return conns[last_conn].get();
 }
 
+void Analyzer::Impl::note_receiver_drop(const net::Endpoint& from, const net::Endpoint& to) {
+  const ConnectionKey key = from < to ? ConnectionKey{from, to} : ConnectionKey{to, from};
+  const auto it = conn_index.find(key);
+  if (it == conn_index.end()) return;
+  Connection& c = *conns[it->second];
+  const StreamModel& sm = model.streams[c.stream];
+  c.ds(same_endpoint(from, sm.client) ? 0 : 1).receiver_dropped = true;
+}
+
+void Analyzer::Impl::report_held(Connection& c, int dir, std::uint64_t frame, ByteView payload,
+                                 std::uint64_t offset) {
+  const DirectionEngine& ds = c.ds(dir);
+  mpa::FpduWalkParams params;
+  params.crc = ds.framer.crc();
+  Bytes scratch;
+  mpa::FpduWalk w;
+  for (std::size_t at = 0; at < payload.size();) {
+    const ByteView raw = payload.subspan(at);
+    if (mpa::fpdu_candidate(raw, params, scratch, w) != mpa::Candidate::yes) return;
+    auto ddp = wire::decode_ddp_segment(w.ulpdu());
+    if (!ddp) return;
+    HeldFpdu h;
+    h.frame = frame;
+    h.stream = c.stream;
+    h.direction = dir;
+    h.stream_offset = offset + at;
+    h.missing_before = offset - ds.reasm.next_offset();
+    h.slice =
+        FrameSlice{frame, static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(w.raw_length)};
+    h.raw = raw.first(w.raw_length);
+    h.ulpdu_length = *w.ulpdu_length;
+    h.crc_field = w.crc_field;
+    if (params.crc) h.crc_expected = w.crc_field;
+    h.ddp = ddp.value();
+    observer->on_held_fpdu(h);
+    at += w.raw_length;
+  }
+}
+
 void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg) {
   cur_frame = frame;
   cur_ts = ts;
@@ -137,8 +176,11 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
     // This segment acknowledges the other direction's octets: that direction's holes before
     // the ACK are capture loss, declared now rather than when its window fills or the capture
     // ends. (Delivery may swap the sides: the sender's direction is looked up again after it.)
+    // Not after a packet of that direction was dropped before its receiver (ESP): the hole may
+    // be that packet, whose retransmission is still to come, and an ACK covering octets the
+    // receiver dropped proves nothing about the capture.
     const int acked = from_client ? 1 : 0;
-    if (c.ds(acked).reasm.pending_bytes() > 0) {
+    if (c.ds(acked).reasm.pending_bytes() > 0 && !c.ds(acked).receiver_dropped) {
       auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
       auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
       DirectionCallbacks g{*this, c, acked};
@@ -182,7 +224,21 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
   auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
   pending_total -= held();
   resync_total -= resyncing();
+  // For an observer that shows frames as they come: where this segment starts, to tell whether
+  // reassembly holds it behind a hole (HeldFpdu), on a direction framing FPDUs whose boundaries
+  // a segment can show by itself (no markers, the CRC setting known).
+  std::optional<std::int64_t> seg_offset;
+  if (observer != nullptr && !seg.payload.empty() && ds.reasm.started() &&
+      ds.framer.state() == MpaFramer::State::fpdu && !ds.framer.markers() &&
+      !ds.framer.detecting_crc())
+    seg_offset = ds.reasm.stream_offset_of(seq);
   ds.reasm.segment(seq, seg.payload, frame, lost_tail, callbacks);
+  if (seg_offset && *seg_offset > static_cast<std::int64_t>(ds.reasm.next_offset()))
+    report_held(c, &c.ds(0) == &ds ? 0 : 1, frame, seg.payload,
+                static_cast<std::uint64_t>(*seg_offset));
+  // No hole left (the dropped packet's retransmission came, or it opened none): ACKs are
+  // evidence again. (A swap of the sides moves `ds` with them: still this direction's engine.)
+  if (ds.reasm.pending_bytes() == 0) ds.receiver_dropped = false;
   if (!history_capped && ds.reasm.history_limited()) {
     history_capped = true;
     limit_reached("max_history_total", Ctx{c.stream, dir, frame, {}});

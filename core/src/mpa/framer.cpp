@@ -238,29 +238,42 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
   return true;
 }
 
+mpa::Candidate mpa::fpdu_candidate(ByteView raw, const FpduWalkParams& params, Bytes& scratch,
+                                   FpduWalk& walk) {
+  // The DDP and RDMAP control octets first, so that a damaged length does not wait for octets.
+  std::uint8_t head[wire::kMpaLengthSize + wire::kDdpTaggedHeaderSize];
+  if (!peek_fpdu_head(raw, params.stream_pos, params.markers, head)) return Candidate::need_more;
+  const std::uint16_t len = load_be16(head);
+  if (len < wire::kDdpTaggedHeaderSize) return Candidate::no;
+  const auto ddp = wire::DdpControl::from_byte(head[2]);
+  const auto rdmap = wire::RdmapControl::from_byte(head[3]);
+  if (ddp.version != wire::kDdpVersion || ddp.reserved != 0) return Candidate::no;
+  if (rdmap.version != wire::kRdmapVersion || rdmap.reserved != 0) return Candidate::no;
+  const auto& info = wire::opcode_info(rdmap.opcode);
+  if (!info.defined || info.tagged != ddp.tagged) return Candidate::no;
+  if (!ddp.tagged && len < wire::kDdpUntaggedHeaderSize) return Candidate::no;
+  if (walk_fpdu(raw, params, scratch, walk) == WalkStatus::need_more) return Candidate::need_more;
+  // Without a CRC the sender zeroes the field (RFC 5044 §4.2).
+  const bool ok = params.crc ? walk.crc_matches() : walk.crc_field == 0;
+  return ok ? Candidate::yes : Candidate::no;
+}
+
 MpaFramer::Fit MpaFramer::fpdu_at(std::size_t index, bool crc, std::size_t* raw_len) const {
   const ByteView at = ByteView(buf_).subspan(std::min(index, buf_.size()));
   mpa::FpduWalkParams params = walk_params(index);
   params.crc = crc;
-  // The DDP and RDMAP control octets first, so that a damaged length does not wait for octets.
-  std::uint8_t head[wire::kMpaLengthSize + wire::kDdpTaggedHeaderSize];
-  if (!mpa::peek_fpdu_head(at, params.stream_pos, params.markers, head)) return Fit::need_more;
-  const std::uint16_t len = load_be16(head);
-  if (len < wire::kDdpTaggedHeaderSize) return Fit::no;
-  const auto ddp = wire::DdpControl::from_byte(head[2]);
-  const auto rdmap = wire::RdmapControl::from_byte(head[3]);
-  if (ddp.version != wire::kDdpVersion || ddp.reserved != 0) return Fit::no;
-  if (rdmap.version != wire::kRdmapVersion || rdmap.reserved != 0) return Fit::no;
-  const auto& info = wire::opcode_info(rdmap.opcode);
-  if (!info.defined || info.tagged != ddp.tagged) return Fit::no;
-  if (!ddp.tagged && len < wire::kDdpUntaggedHeaderSize) return Fit::no;
   Bytes scratch;
   mpa::FpduWalk w;
-  if (mpa::walk_fpdu(at, params, scratch, w) == mpa::WalkStatus::need_more) return Fit::need_more;
+  switch (mpa::fpdu_candidate(at, params, scratch, w)) {
+    case mpa::Candidate::no:
+      return Fit::no;
+    case mpa::Candidate::need_more:
+      return Fit::need_more;
+    case mpa::Candidate::yes:
+      break;
+  }
   *raw_len = w.raw_length;
-  // Without a CRC the sender zeroes the field (RFC 5044 §4.2).
-  const bool ok = crc ? w.crc_matches() : w.crc_field == 0;
-  return ok ? Fit::yes : Fit::no;
+  return Fit::yes;
 }
 
 bool MpaFramer::plausible_at(std::size_t index, bool need_next, bool* need_more) const {

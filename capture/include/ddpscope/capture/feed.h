@@ -24,10 +24,12 @@ inline void feed_frame(Analyzer& analyzer, const Frame& frame) {
 }
 
 // What a FrameLayer reports while it replaces frames: Analyzer::note_finding's findings, at a
-// frame, tied to no stream.
+// frame, tied to no stream; Analyzer::note_receiver_drop's packets of a TCP direction it dropped
+// as their receiver does.
 class LayerNotes {
  public:
   virtual void note_finding(FindingId id, std::uint64_t frame, std::string message) = 0;
+  virtual void note_receiver_drop(const net::Endpoint& from, const net::Endpoint& to) = 0;
 
  protected:
   ~LayerNotes() = default;
@@ -39,6 +41,9 @@ class AnalyzerNotes final : public LayerNotes {
   explicit AnalyzerNotes(Analyzer& analyzer) : analyzer_(analyzer) {}
   void note_finding(FindingId id, std::uint64_t frame, std::string message) override {
     analyzer_.note_finding(id, frame, std::move(message));
+  }
+  void note_receiver_drop(const net::Endpoint& from, const net::Endpoint& to) override {
+    analyzer_.note_receiver_drop(from, to);
   }
 
  private:

@@ -77,6 +77,14 @@ class Analyzer {
   // to `stream` (a StreamModel id) or to none.
   void note_finding(FindingId id, std::uint64_t frame, std::string message,
                     std::uint32_t stream = UINT32_MAX);
+  // A packet of the TCP direction `from` -> `to` is in the capture but never reached its
+  // receiver's TCP: the layer under the analysis dropped it as the receiver does (ESP: the ICV
+  // failed, or it did not decrypt; RFC 4303 §3.4.4), before its segment could be read. Its
+  // octets were not received, so the sender will retransmit them: until that direction's holes
+  // fill again, an ACK past them is not taken as proof that the capture lacks them (a receiver
+  // cannot acknowledge what it dropped). They still become capture loss when the window fills,
+  // at a FIN or at the end of input. Call between frames, where the dropped packet lay.
+  void note_receiver_drop(const net::Endpoint& from, const net::Endpoint& to);
   // The ESP SA that carried the segments from `from` to `to` (every stream with that
   // direction); marks the model as ESP-analysed (Model::esp_analysed). Call before finish().
   void note_esp(const net::Endpoint& from, const net::Endpoint& to, const EspProtection& esp);

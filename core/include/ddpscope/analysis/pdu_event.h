@@ -103,12 +103,37 @@ struct PduEvent {
   std::vector<std::size_t> findings;  // indices into Model::findings raised by this PDU
 };
 
+// An FPDU at the start of a TCP segment that reassembly holds behind a hole (reordering, a
+// retransmission still to come, or capture loss not yet declared), for hosts that show each
+// frame as it arrives (the plugin in one pass). Its boundary is a guess from the segment alone,
+// as a framer searching for one makes it (mpa::fpdu_candidate: a sane header and CRC; senders
+// align FPDUs with segments, RFC 5044 §8), on a direction framing FPDUs without markers with a
+// known CRC setting. Nothing is analysed: the engine frames and analyses these octets when TCP
+// delivers them (then as a PduEvent, possibly with other boundaries) or declares them lost.
+struct HeldFpdu {
+  std::uint64_t frame = 0;
+  std::uint32_t stream = 0;
+  int direction = 0;
+  std::uint64_t stream_offset = 0;  // of the FPDU's first octet
+  // Octets between the last one TCP delivered in order and the segment: the hole, and octets
+  // held after it.
+  std::uint64_t missing_before = 0;
+  FrameSlice slice;  // where the FPDU lies in the frame's TCP payload
+  ByteView raw;      // its octets, valid in callback
+  std::uint16_t ulpdu_length = 0;
+  std::uint32_t crc_field = 0;
+  std::optional<std::uint32_t> crc_expected;  // the computed CRC when CRC is in use (it matched)
+  wire::DdpSegment ddp;                       // payload view valid in callback
+};
+
 class AnalysisObserver {
  public:
   virtual ~AnalysisObserver() = default;
   virtual void on_pdu(const PduEvent& pdu) = 0;
   // A finding not tied to one PDU (gaps, end-of-capture incompleteness, limits).
   virtual void on_finding(std::size_t /*finding_index*/) {}
+  // FPDUs of a segment held out of order, in the frame that brought it (see HeldFpdu).
+  virtual void on_held_fpdu(const HeldFpdu& /*fpdu*/) {}
 };
 
 }  // namespace ddpscope

@@ -26,6 +26,17 @@ struct FrameSlice {
   std::uint32_t length = 0;
 };
 
+namespace mpa {
+enum class Candidate : std::uint8_t { no, yes, need_more };
+// Whether an FPDU starts at raw[0], judged on its own octets as a framer searching for a
+// boundary judges it (resync, mid-stream): a sane DDP/RDMAP header (versions, reserved bits, a
+// defined opcode of the right model, a length that holds its header, RFC 5041 §4, RFC 5040 §4)
+// and a CRC field that matches (crc) or is zero (!crc, RFC 5044 §4.2). With yes, `walk` is the
+// walk of it (its views into raw or `scratch`).
+Candidate fpdu_candidate(ByteView raw, const FpduWalkParams& params, Bytes& scratch,
+                         FpduWalk& walk);
+}  // namespace mpa
+
 // A byte buffer consumed from the front without moving the rest on every consume. It can
 // also borrow the caller's octets (no copy) while they are being framed; own() copies what is
 // left before the caller's memory goes away.

@@ -63,6 +63,9 @@ class TcpReassembler {
   void flush(ReassemblyListener& out);
 
   std::uint64_t next_offset() const { return next_; }
+  // The stream offset sequence number `seq` stands for (negative: before offset 0), relative
+  // to the next octet expected (sequence numbers wrap). Only once started().
+  std::int64_t stream_offset_of(std::uint32_t seq) const { return relative(seq); }
   // Octets waiting out of order, lost ranges included: what the window bounds.
   std::uint64_t pending_bytes() const { return pending_bytes_; }
   // Octets of payload actually buffered (lost ranges cost no memory): at most the window.
