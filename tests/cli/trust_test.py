@@ -141,6 +141,21 @@ class Trust(unittest.TestCase):
         self.assertTrue(p.stderr.startswith('ddpscope: "analyse" is not a command\n'), p.stderr)
         self.assertIn("   analyze ", p.stderr)
 
+    def test_an_output_in_a_missing_folder_is_named_once(self):
+        scenario = os.path.join(SAMPLES, "synthetic", "clean-rping.json")
+        out = self.path("no/such/folder/x.pcap")
+        p = run("synth", scenario, "-o", out)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr.count(out), 1, p.stderr)
+        self.assertEqual(p.stderr, f"ddpscope synth: cannot write {out}: No such file or "
+                         "directory\n")
+        if os.geteuid() != 0:
+            return  # live needs root to open lo before it opens the file
+        p = run("live", "-i", "lo", "-f", "tcp port 9", "-w", out, "--duration", "0.1", "-q")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertEqual(p.stderr.count(out), 1, p.stderr)
+        self.assertIn(f"cannot write {out}: No such file or directory", p.stderr)
+
     def test_port_out_of_range_names_the_range(self):
         for cmd in (["analyze", BOUNDS], ["live", "-i", "lo", "-c", "1"]):
             p = run(*cmd, "--port", 70000)
