@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Inputs and conventions Wireshark and rdma-core users have (issue 16): gzip captures, -r, a
 BPF read filter that keeps frame numbers, live -w / -D, rping's -P / -d / -I, and replay's
---stream-index (apart from analyze's --stream IP:PORT). Drives the real binary."""
+--stream-index (apart from analyze's --stream IP:PORT, its old spelling refused by name: issue
+39). Drives the real binary."""
 import gzip
 import json
 import os
@@ -164,6 +165,12 @@ class Conventions(unittest.TestCase):
         self.assertNotIn("--stream ", p.stdout)
         p = run("analyze", "--help")
         self.assertIn("--stream", p.stdout)
+        # One meaning per option name (issue 39): --stream is IP:PORT wherever it is accepted;
+        # replay's old spelling of the number is refused with the name to use.
+        p = run("replay", BOUNDS, "--stream", 0, "--peer", "127.0.0.1:9")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("replay: the stream's number is --stream-index N (--stream, in analyze, "
+                      "is an endpoint IP:PORT)", p.stderr)
 
 
 if __name__ == "__main__":
