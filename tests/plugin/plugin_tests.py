@@ -621,9 +621,11 @@ def regions_args(ts, capture):
     return ["--regions", regions], ["-o", f"iwarp.mpa.regions_file:{ts.stage(regions)}"]
 
 
-def expert_names(ts, capture, extra=()):
+def expert_names(ts, capture, extra=(), late=None):
     """(frame, finding code, expert info name) of every ddpscope expert info, from -T json (the
-    only output that names the expert field)."""
+    only output that names the expert field). `late`, a Counter, also gets the (frame, finding
+    code) of those reported after their frame, as Tshark.experts(late_only=True) from the same
+    run."""
     out = ts.run(list(extra) + ["-r", capture, "-T", "json"]).stdout
     found = collections.Counter()
 
@@ -642,6 +644,8 @@ def expert_names(ts, capture, extra=()):
                 if m:
                     check(len(names) == 1, f"frame {frame}: expert info without one name: {d}")
                     found[(frame, m.group(1), names[0])] += 1
+                    if late is not None and REPORTED_LATE.search(d["_ws.expert.message"]):
+                        late[(frame, m.group(1))] += 1
             elif isinstance(value, list):
                 frame = walk(value, frame)
         return frame
@@ -667,14 +671,14 @@ def test_frames_agree(ts, args):
             (int(f["frame"]), f["code"],
              f"iwarp.{f['code']}{TWIN_SUFFIX[f.get('consequence_of')]}")
             for f in doc["findings"])
-        two = expert_names(ts, cap, ["-2"] + tshark_extra)
+        late = collections.Counter()
+        two = expert_names(ts, cap, ["-2"] + tshark_extra, late)
         check(two == expected,
               f"{capture}: two-pass expert infos differ from the analyzer's findings:\n"
               f"  missing: {sorted((expected - two).elements())}\n"
               f"  extra: {sorted((two - expected).elements())}")
         codes = collections.Counter({(fr, c): n for (fr, c, _), n in expected.items()})
         one = ts.experts(cap, tshark_extra)
-        late = ts.experts(cap, ["-2"] + tshark_extra, late_only=True)
         check(not (one - codes), f"{capture}: one-pass expert infos on other frames than the "
               f"analyzer names: {sorted((one - codes).elements())}")
         check(codes - one == late, f"{capture}: one-pass run lacks "
