@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # One entry point for set-up, build and the two jobs the README names:
-#   ./build.sh sample   install what is missing, build, analyze a bundled sample capture
+#   ./build.sh sample   install what the CLI needs, build the CLI alone (build/cli), analyze a
+#                       bundled sample capture
 #   ./build.sh test     install what is missing, build, run the whole test suite (ctest), then
 #                       the same suite again in an ASan+UBSan build, then every fuzz target
 #                       for 45 s (libFuzzer + ASan+UBSan, fuzz/run.sh)
@@ -13,22 +14,25 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(cmake ninja-build g++ pkg-config git python3
-          libisal-dev libpcap-dev zlib1g-dev libglib2.0-dev libcli11-dev nlohmann-json3-dev
+# What the analyzer CLI alone needs (the `cli` preset, `./build.sh sample`).
+CLI_PACKAGES=(cmake ninja-build g++ pkg-config
+              libisal-dev libpcap-dev zlib1g-dev libcli11-dev nlohmann-json3-dev
+              libusrsctp-dev libsctp-dev libgcrypt20-dev)
+# Everything: the tests, the plugin, the GUI, the benchmarks and the fuzzers too.
+PACKAGES=("${CLI_PACKAGES[@]}" git python3 libglib2.0-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           wireshark-dev libwireshark-dev tshark
           qt6-base-dev libgl-dev xauth xvfb clang-format
-          clang-14 libclang-rt-14-dev
-          libusrsctp-dev libsctp-dev libgcrypt20-dev)
+          clang-14 libclang-rt-14-dev)
 
 # What `package` needs on top: the Debian tool chain and lintian.
 PACKAGE_TOOLS=(debhelper dpkg-dev fakeroot lintian)
 
 log() { printf '[build.sh] %s\n' "$*" >&2; }
 
-install_missing() {  # [EXTRA PACKAGES...]
+install_missing() {  # PACKAGES...
   local missing=()
-  for p in "${PACKAGES[@]}" "$@"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -51,12 +55,14 @@ job="${1:-sample}"
 shift || true
 case "$job" in
   sample)
-    install_missing
-    build dev
-    ./build/dev/analyzer/ddpscope analyze samples/synthetic/clean-rping.pcap "$@"
+    # Only the CLI and what it links (build/cli): one analysis needs none of the tests, the
+    # plugin, the GUI, the fuzzers or the benchmarks, nor their packages.
+    install_missing "${CLI_PACKAGES[@]}"
+    build cli
+    ./build/cli/analyzer/ddpscope analyze samples/synthetic/clean-rping.pcap "$@"
     ;;
   test)
-    install_missing
+    install_missing "${PACKAGES[@]}"
     build dev
     ctest --preset dev -j2 --label-exclude 'slow|bench|vm|package' "$@"
     # The same suite (less plugin and GUI, which load uninstrumented hosts) under ASan+UBSan.
@@ -66,21 +72,21 @@ case "$job" in
     fuzz/run.sh 45
     ;;
   fuzz)
-    install_missing
+    install_missing "${PACKAGES[@]}"
     fuzz/run.sh "$@"
     ;;
   asan)
-    install_missing
+    install_missing "${PACKAGES[@]}"
     build asan
     ctest --preset asan -j2 --label-exclude 'slow|bench|vm|gui|plugin' "$@"
     ;;
   deps)
-    install_missing
+    install_missing "${PACKAGES[@]}"
     ;;
   package|package-test)
     # dpkg-buildpackage in a copy of the tracked (and new, unignored) files, so build/ and the
     # .debs it writes beside the source stay out of the tree; results go to build/packages.
-    install_missing "${PACKAGE_TOOLS[@]}"
+    install_missing "${PACKAGES[@]}" "${PACKAGE_TOOLS[@]}"
     stage=build/package-src
     rm -rf "$stage" build/packages
     mkdir -p "$stage/ddpscope" build/packages
@@ -99,7 +105,7 @@ case "$job" in
   siw-lab)
     # Linux soft-iWARP in a qemu VM (tests/interop/lab.sh): builds the lab into build/siw-lab,
     # records the siw sample captures into build/siw-lab/samples and checks them (label vm).
-    install_missing
+    install_missing "${PACKAGES[@]}"
     build dev
     tests/interop/lab.sh samples build/siw-lab/samples
     python3 tests/interop/check_samples.py build/dev/analyzer/ddpscope build/siw-lab/samples samples/siw

@@ -304,6 +304,17 @@ void add_replay_command(CLI::App& app, std::function<int()>& run) {
   sc->add_option("CAPTURE", a->capture, "pcap/pcapng file")->required();
   sc->add_option("--stream-index", a->stream,
                  "the stream's number in the analyzer's report (\"stream\": N; default 0)");
+  // One meaning per option name across commands: --stream is an endpoint (IP:PORT) in analyze
+  // and the GUI. Here the old spelling of the number is refused by name, before other checks.
+  sc->add_option_function<std::string>(
+        "--stream",
+        [](const std::string&) {
+          throw CLI::ValidationError(
+              "replay: the stream's number is --stream-index N (--stream, in analyze, is an "
+              "endpoint IP:PORT)");
+        },
+        "")
+      ->group("");
   sc->add_option("--side", a->side, "the side to replay: client or server")
       ->check(CLI::IsMember({"client", "server"}));
   sc->add_option("--peer", a->peer,

@@ -33,6 +33,10 @@ struct RpingArgs {
   std::uint32_t size = 64;
   bool verbose = false;
   bool validate = false;  // rping's -V: always on here
+  // rping's -q: it creates the QP itself (ibv_create_qp) instead of through rdma_cm. The
+  // endpoint's QP is its session, so there is nothing to choose; accepted so that rping
+  // command lines run unchanged.
+  bool self_created_qp = false;
   int timeout_s = 60;
   int start_delay_ms = kDefaultStartDelayMs;  // client: before the first SEND
   MpaFlags mpa;
@@ -317,6 +321,8 @@ void add_rping_command(CLI::App& app, std::function<int()>& run) {
   sc->add_option("-S", a->size, "buffer size (default 64)")->check(CLI::Range(kMinSize, 1u << 30));
   sc->add_flag("-v", a->verbose, "print the ping data");
   sc->add_flag("-V", a->validate, "validate the data (always done)");
+  sc->add_flag("-q", a->self_created_qp,
+               "accepted, no effect: rping's self-created QP (this endpoint has no verbs QP)");
   sc->add_option("--timeout", a->timeout_s, "give up after this many seconds (default 60)");
   add_start_delay_flag(sc, a->start_delay_ms);
   add_mpa_flags(sc, a->mpa);
@@ -335,6 +341,9 @@ void add_rping_command(CLI::App& app, std::function<int()>& run) {
         std::cerr << "rping: -P is a server option\n";
         return 2;
       }
+      if (a->self_created_qp)
+        std::cerr << "rping: -q has no effect here (rping's self-created QP; this endpoint has "
+                     "no verbs QP)\n";
       if (a->client) return run_client(*a);
       // -P: the next client after each one (until interrupted), as rping's persistent server.
       int rc = 0;

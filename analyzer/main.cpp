@@ -332,6 +332,19 @@ int list_findings(bool json, const std::vector<std::string>& codes) {
   return 0;
 }
 
+// `ddpscope` without a command (or with a word that is none): the commands, one line each with
+// the description `ddpscope help` shows, as git does; on stderr, for a usage error.
+void print_commands(const CLI::App& app) {
+  std::fprintf(stderr, "usage: ddpscope COMMAND [ARGS...]\n\ncommands:\n");
+  for (const CLI::App* c : app.get_subcommands([](const CLI::App* s) {
+         return !s->get_group().empty();  // hidden ones left out
+       }))
+    std::fprintf(stderr, "   %-15s %s\n", c->get_name().c_str(), c->get_description().c_str());
+  std::fprintf(stderr,
+               "\n`ddpscope help COMMAND` or `ddpscope COMMAND --help` shows a command's "
+               "options.\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -418,6 +431,20 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (app.get_subcommands().empty() && (dynamic_cast<const CLI::RequiredError*>(&e) ||
+                                          dynamic_cast<const CLI::ExtrasError*>(&e))) {
+      // No command given, or a word that is not one.
+      const auto extra = app.remaining();
+      if (!extra.empty()) {
+        const std::string& word = extra.front();
+        if (word.starts_with('-'))
+          std::cerr << "ddpscope: unknown option \"" << word << "\"\n\n";
+        else
+          std::cerr << "ddpscope: \"" << word << "\" is not a command\n\n";
+      }
+      print_commands(app);
+      return kExitUsage;
+    }
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
   }

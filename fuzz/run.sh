@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Bounded fuzzing: builds the `fuzz` preset (clang-14, libFuzzer, ASan + UBSan) and runs every
-# fuzz target for SECONDS_PER_TARGET seconds (default 60), one after the other. Fails on any
-# crash, leak, timeout or sanitizer report; the input that caused it is left in
-# build/fuzz/artifacts/ (copy it to fuzz/regressions/<target>/ once fixed).
+# fuzz target for SECONDS_PER_TARGET seconds (default 60), as many at once as there are cores
+# (DDPSCOPE_FUZZ_JOBS=N: N at once). Fails on any crash, leak, timeout or sanitizer report; the
+# input that caused it is left in build/fuzz/artifacts/ (copy it to fuzz/regressions/<target>/
+# once fixed).
 #   fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]
 # New inputs found go to build/fuzz/corpus/<target>/ (not into the committed seeds).
 # DDPSCOPE_FUZZ_DIR=DIR uses an already configured libFuzzer build directory (configured like
@@ -26,26 +27,46 @@ fi
 
 mkdir -p "$out/artifacts" "$out/logs"
 summary="$out/summary.txt"
-printf '%-14s %8s %12s %10s %8s %8s\n' target seconds executions exec/s cov corpus >"$summary"
-status=0
-for t in "${targets[@]}"; do
-  mkdir -p "$out/corpus/$t"
-  inputs=("$out/corpus/$t" "fuzz/corpus/$t")
+# Targets run side by side, one per core (DDPSCOPE_FUZZ_JOBS overrides): each still gets its
+# SECONDS_PER_TARGET on a core of its own, so on two cores seven targets take four rounds
+# instead of seven, with the same executions per target.
+jobs_max="${DDPSCOPE_FUZZ_JOBS:-$(nproc)}"
+[ "$jobs_max" -ge 1 ] 2>/dev/null || jobs_max=1
+
+fuzz_one() {  # TARGET: its log in $out/logs/TARGET.log, its exit code in TARGET.rc
+  local t="$1" rc=0
+  local inputs=("$out/corpus/$t" "fuzz/corpus/$t")
   [ -d "fuzz/regressions/$t" ] && inputs+=("fuzz/regressions/$t")
-  log="$out/logs/$t.log"
-  echo "[fuzz/run.sh] $t for ${seconds}s" >&2
-  rc=0
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" UBSAN_OPTIONS="print_stacktrace=1" \
     nice "$out/fuzz/$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
     -max_len=65536 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" "${inputs[@]}" \
-    >"$log" 2>&1 || rc=$?
+    >"$out/logs/$t.log" 2>&1 || rc=$?
+  echo "$rc" >"$out/logs/$t.rc"
+}
+
+for t in "${targets[@]}"; do
+  mkdir -p "$out/corpus/$t"
+  rm -f "$out/logs/$t.rc"
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
+    wait -n || true
+  done
+  echo "[fuzz/run.sh] $t for ${seconds}s" >&2
+  fuzz_one "$t" &
+done
+wait
+
+printf '%-14s %8s %12s %10s %8s %8s\n' target seconds executions exec/s cov corpus >"$summary"
+status=0
+for t in "${targets[@]}"; do
+  log="$out/logs/$t.log"
+  rc=$(cat "$out/logs/$t.rc" 2>/dev/null || echo "?")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   corpus=$(find "$out/corpus/$t" -type f | wc -l)
   printf '%-14s %8s %12s %10s %8s %8s\n' "$t" "$seconds" "${execs:-?}" "${rate:-?}" \
     "${cov:-?}" "$corpus" >>"$summary"
-  if [ "$rc" -ne 0 ] || grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:' "$log"; then
+  if [ "$rc" != 0 ] || grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:' "$log"; then
     echo "[fuzz/run.sh] $t FAILED (exit $rc); log: $log" >&2
     grep -E 'ERROR:|runtime error:|SUMMARY|Test unit written' "$log" | head -20 >&2 || true
     status=1

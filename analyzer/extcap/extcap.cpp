@@ -48,7 +48,7 @@ struct Args {
   std::string fifo;
   std::string filter;
   std::string capture_file;
-  std::string stream = "0";
+  std::string stream_index = "0";  // as `ddpscope replay --stream-index`
   std::string side = "client";
   std::string peer;
   std::string ddpscope;  // the ddpscope binary; default: beside this one, else PATH
@@ -71,7 +71,7 @@ void print_config() {
   std::printf(
       "arg {number=0}{call=--capture-file}{display=Capture to replay}{type=fileselect}"
       "{mustexist=true}{required=true}{tooltip=pcap or pcapng file holding the iWARP stream}\n"
-      "arg {number=1}{call=--stream}{display=Stream}{type=unsigned}{default=0}"
+      "arg {number=1}{call=--stream-index}{display=Stream}{type=unsigned}{default=0}"
       "{tooltip=Stream number in the capture (as ddpscope analyze numbers them)}\n"
       "arg {number=2}{call=--side}{display=Side to replay}{type=selector}"
       "{tooltip=client: connect to the peer; server: listen on the peer address}\n"
@@ -112,7 +112,7 @@ pid_t start_replay(const Args& a, std::string& error) {
                                      "replay",
                                      a.capture_file,
                                      "--stream-index",
-                                     a.stream,
+                                     a.stream_index,
                                      "--side",
                                      a.side,
                                      "--peer",
@@ -218,7 +218,8 @@ int main(int argc, char** argv) {
     kFifo,
     kFilter,
     kCaptureFile,
-    kStream,
+    kStreamIndex,
+    kStreamEndpoint,
     kSide,
     kPeer,
     kDdpscope,
@@ -235,7 +236,10 @@ int main(int argc, char** argv) {
       {"fifo", required_argument, nullptr, kFifo},
       {"extcap-capture-filter", required_argument, nullptr, kFilter},
       {"capture-file", required_argument, nullptr, kCaptureFile},
-      {"stream", required_argument, nullptr, kStream},
+      {"stream-index", required_argument, nullptr, kStreamIndex},
+      // Named so that getopt does not take it as an abbreviation of --stream-index: --stream is
+      // an endpoint (IP:PORT) wherever ddpscope accepts it.
+      {"stream", required_argument, nullptr, kStreamEndpoint},
       {"side", required_argument, nullptr, kSide},
       {"peer", required_argument, nullptr, kPeer},
       {"ddpscope", required_argument, nullptr, kDdpscope},
@@ -277,9 +281,14 @@ int main(int argc, char** argv) {
       case kCaptureFile:
         a.capture_file = optarg;
         break;
-      case kStream:
-        a.stream = optarg;
+      case kStreamIndex:
+        a.stream_index = optarg;
         break;
+      case kStreamEndpoint:
+        std::fprintf(stderr,
+                     "ddpscope-extcap: the stream's number is --stream-index N (--stream, in "
+                     "ddpscope analyze, is an endpoint IP:PORT)\n");
+        return 2;
       case kSide:
         a.side = optarg;
         break;
@@ -299,7 +308,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr,
                      "usage: ddpscope-extcap --extcap-interfaces | --extcap-interface %s "
                      "(--extcap-dlts | --extcap-config | --capture --fifo PATH "
-                     "--capture-file FILE --peer HOST:PORT [--stream N] [--side S])\n",
+                     "--capture-file FILE --peer HOST:PORT [--stream-index N] [--side S])\n",
                      kInterface);
         return 2;
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "dump_error.h"
 #include "link_type.h"
 
 namespace ddpscope::capture {
@@ -25,7 +26,7 @@ std::unique_ptr<CaptureWriter> CaptureWriter::open(const std::string& path, std:
   }
   pcap_dumper_t* d = pcap_dump_open(p, path.c_str());
   if (d == nullptr) {
-    error = path + ": " + pcap_geterr(p);
+    error = detail::dump_open_error(path, pcap_geterr(p));
     pcap_close(p);
     return nullptr;
   }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "dump_error.h"
 #include "link_type.h"
 
 namespace ddpscope::capture {
@@ -209,7 +210,7 @@ std::unique_ptr<LiveSession> LiveSession::open(const LiveOptions& options, std::
     // A FIFO (Wireshark's extcap) opens once its reader has opened it.
     s->dumper_ = pcap_dump_open(s->capture_->handle_, options.write_path.c_str());
     if (s->dumper_ == nullptr) {
-      error = options.write_path + ": " + pcap_geterr(s->capture_->handle_);
+      error = detail::dump_open_error(options.write_path, pcap_geterr(s->capture_->handle_));
       if (failure) *failure = LiveFailure::other;
       return nullptr;
     }

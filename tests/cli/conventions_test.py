@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Inputs and conventions Wireshark and rdma-core users have (issue 16): gzip captures, -r, a
 BPF read filter that keeps frame numbers, live -w / -D, rping's -P / -d / -I, and replay's
---stream-index (apart from analyze's --stream IP:PORT). Drives the real binary."""
+--stream-index (apart from analyze's --stream IP:PORT, its old spelling refused by name), rping
+-q, accepted without effect (issue 39). Drives the real binary."""
 import gzip
 import json
 import os
@@ -164,6 +165,31 @@ class Conventions(unittest.TestCase):
         self.assertNotIn("--stream ", p.stdout)
         p = run("analyze", "--help")
         self.assertIn("--stream", p.stdout)
+        # One meaning per option name (issue 39): --stream is IP:PORT wherever it is accepted;
+        # replay's old spelling of the number is refused with the name to use.
+        p = run("replay", BOUNDS, "--stream", 0, "--peer", "127.0.0.1:9")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("replay: the stream's number is --stream-index N (--stream, in analyze, "
+                      "is an endpoint IP:PORT)", p.stderr)
+
+    def test_rping_q_accepted_without_effect(self):
+        # rdma-core's rping -q (a QP the program creates itself, not rdma_cm's): accepted, so
+        # rping command lines run as they are, with a note that it changes nothing here.
+        port = free_port()
+        server = subprocess.Popen([DDPSCOPE, "rping", "-s", "-q", "-p", str(port), "-C", "1"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(0.3)
+            client = run("rping", "-c", "-q", "-a", "127.0.0.1", "-p", port, "-C", 1)
+            self.assertEqual(client.returncode, 0, client.stderr)
+            self.assertEqual(server.wait(timeout=30), 0)
+        finally:
+            server.kill()
+            _, server_err = server.communicate()
+        note = "rping: -q has no effect here"
+        self.assertIn(note, client.stderr)
+        self.assertIn(note, server_err)
+        self.assertNotIn(note, run("rping", "--help").stderr)
 
 
 if __name__ == "__main__":

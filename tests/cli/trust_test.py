@@ -5,6 +5,7 @@ failed writes that are errors, inputs that are named for what they are, usage er
 start-up. Drives the real binary on the bundled samples."""
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -122,6 +123,38 @@ class Trust(unittest.TestCase):
         p = run("help", "nosuch")
         self.assertEqual(p.returncode, 2)
         self.assertIn('no command "nosuch"', p.stderr)
+
+    def test_no_command_lists_the_commands(self):
+        # As git: the commands, one line each, not only "a subcommand is required" (issue 39).
+        p = run()
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stdout, "")
+        self.assertIn("usage: ddpscope COMMAND", p.stderr)
+        listed = re.findall(r"(?m)^   ([a-z-]+) +\S", p.stderr)
+        self.assertEqual(listed, ["analyze", "synth", "list-findings", "list-limits", "endpoint",
+                                  "rping", "live", "replay", "help"])
+        self.assertIn("ddpscope help COMMAND", p.stderr)
+        # Each line is the command's own description, as `ddpscope help` shows it.
+        self.assertIn("Analyze a pcap/pcapng capture", p.stderr)
+        p = run("analyse", "x.pcap")
+        self.assertEqual(p.returncode, 2)
+        self.assertTrue(p.stderr.startswith('ddpscope: "analyse" is not a command\n'), p.stderr)
+        self.assertIn("   analyze ", p.stderr)
+
+    def test_an_output_in_a_missing_folder_is_named_once(self):
+        scenario = os.path.join(SAMPLES, "synthetic", "clean-rping.json")
+        out = self.path("no/such/folder/x.pcap")
+        p = run("synth", scenario, "-o", out)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr.count(out), 1, p.stderr)
+        self.assertEqual(p.stderr, f"ddpscope synth: cannot write {out}: No such file or "
+                         "directory\n")
+        if os.geteuid() != 0:
+            return  # live needs root to open lo before it opens the file
+        p = run("live", "-i", "lo", "-f", "tcp port 9", "-w", out, "--duration", "0.1", "-q")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertEqual(p.stderr.count(out), 1, p.stderr)
+        self.assertIn(f"cannot write {out}: No such file or directory", p.stderr)
 
     def test_port_out_of_range_names_the_range(self):
         for cmd in (["analyze", BOUNDS], ["live", "-i", "lo", "-c", "1"]):

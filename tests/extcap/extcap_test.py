@@ -68,9 +68,15 @@ class Extcap(unittest.TestCase):
         self.assertRegex(r.stdout, r"^dlt \{number=1\}\{name=EN10MB\}")
         r = run(EXTCAP, f"--extcap-interface={IFACE}", "--extcap-config")
         self.assertEqual(r.returncode, 0, r.stderr)
-        for call in ("--capture-file", "--stream", "--side", "--peer"):
+        for call in ("--capture-file", "--stream-index", "--side", "--peer"):
             self.assertIn("{call=%s}" % call, r.stdout)
+        # The stream's number is --stream-index, as in `ddpscope replay`: --stream is an
+        # endpoint (IP:PORT) wherever ddpscope accepts it (issue 39).
+        self.assertNotIn("{call=--stream}", r.stdout)
         self.assertIn("value {arg=2}{value=server}", r.stdout)
+        r = run(EXTCAP, "--extcap-interface", IFACE, "--capture", "--stream", 0)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("the stream's number is --stream-index N", r.stderr)
         r = run(EXTCAP, "--extcap-interface", "nope", "--extcap-dlts")
         self.assertEqual(r.returncode, 2)
         self.assertIn("unknown interface", r.stderr)
@@ -121,7 +127,7 @@ class Extcap(unittest.TestCase):
         reader = threading.Thread(target=read_fifo)
         reader.start()
         r = run(EXTCAP, "--capture", "--extcap-interface", IFACE, "--fifo", fifo,
-                "--extcap-capture-filter", "tcp", "--capture-file", orig, "--stream", 0,
+                "--extcap-capture-filter", "tcp", "--capture-file", orig, "--stream-index", 0,
                 "--side", "client", "--peer", f"127.0.0.1:{port}", timeout=60)
         reader.join(timeout=30)
         server.communicate(timeout=30)

@@ -135,19 +135,28 @@ class Tshark:
     def experts(self, capture, extra=(), late_only=False, with_severity=False):
         """(frame, finding code) of every ddpscope expert info, as a multiset; with_severity:
         (frame, finding code, severity) with the severity named as the analyzer's JSON does."""
-        rows = self.fields(capture, ["_ws.expert.message", "_ws.expert.severity"], extra)
-        found = collections.Counter()
-        for frame, row in rows.items():
-            msgs = row["_ws.expert.message"].split("|") if row["_ws.expert.message"] else []
-            sevs = row["_ws.expert.severity"].split("|") if row["_ws.expert.severity"] else []
-            check(len(msgs) == len(sevs), f"frame {frame}: expert messages and severities do "
-                  f"not pair up: {row}")
-            for msg, sev in zip(msgs, sevs):
-                m = EXPERT_CODE.match(msg)
-                if m and (not late_only or REPORTED_LATE.search(msg)):
-                    k = (frame, m.group(1))
-                    found[k + (EXPERT_SEVERITY.get(int(sev), sev),) if with_severity else k] += 1
-        return found
+        return expert_counts(self.fields(capture, EXPERT_FIELDS, extra), late_only,
+                             with_severity)
+
+
+EXPERT_FIELDS = ["_ws.expert.message", "_ws.expert.severity"]
+
+
+def expert_counts(rows, late_only=False, with_severity=False):
+    """Tshark.experts() of rows Tshark.fields() read with EXPERT_FIELDS among its fields (so
+    that one tshark run serves checks of fields and of expert infos)."""
+    found = collections.Counter()
+    for frame, row in rows.items():
+        msgs = row["_ws.expert.message"].split("|") if row["_ws.expert.message"] else []
+        sevs = row["_ws.expert.severity"].split("|") if row["_ws.expert.severity"] else []
+        check(len(msgs) == len(sevs), f"frame {frame}: expert messages and severities do "
+              f"not pair up: {row}")
+        for msg, sev in zip(msgs, sevs):
+            m = EXPERT_CODE.match(msg)
+            if m and (not late_only or REPORTED_LATE.search(msg)):
+                k = (frame, m.group(1))
+                found[k + (EXPERT_SEVERITY.get(int(sev), sev),) if with_severity else k] += 1
+    return found
 
 
 def as_number(v):
@@ -454,9 +463,18 @@ def test_findings_match(ts, args):
 
 def test_passes_agree(ts, args):
     cap = ts.stage(args.capture)
-    one = ts.fields(cap, STABLE_FIELDS)
+    # One tshark run per pass gives both the fields and the expert infos (CI time: two runs
+    # where five gave the same output).
+    one = ts.fields(cap, STABLE_FIELDS + EXPERT_FIELDS)
     late_pdu = ["iwarp.mpa.end_of_capture", "iwarp.mpa.released_in"]
-    two = ts.fields(cap, STABLE_FIELDS + late_pdu, ["-2"])
+    two = ts.fields(cap, STABLE_FIELDS + late_pdu + EXPERT_FIELDS, ["-2"])
+    e1 = expert_counts(one)
+    e2 = expert_counts(two)
+    late = expert_counts(two, late_only=True)
+    for rows in (one, two):
+        for row in rows.values():
+            for f in EXPERT_FIELDS:
+                del row[f]
     for frame in sorted(set(one) | set(two)):
         # PDUs flushed at the end of the capture, or held behind capture loss that a later frame
         # declared, exist only for a second pass.
@@ -464,9 +482,6 @@ def test_passes_agree(ts, args):
             continue
         check(one.get(frame) == two.get(frame),
               f"frame {frame}: one pass {one.get(frame)} vs two passes {two.get(frame)}")
-    e1 = ts.experts(cap)
-    e2 = ts.experts(cap, ["-2"])
-    late = ts.experts(cap, ["-2"], late_only=True)
     check(not (e1 - e2), f"one-pass expert infos missing in two passes: {sorted(e1 - e2)}")
     # A one-pass run cannot show findings raised after their frame was printed (a PDU that
     # completes in a later frame, or the end of the capture); everything else must agree.
@@ -606,9 +621,11 @@ def regions_args(ts, capture):
     return ["--regions", regions], ["-o", f"iwarp.mpa.regions_file:{ts.stage(regions)}"]
 
 
-def expert_names(ts, capture, extra=()):
+def expert_names(ts, capture, extra=(), late=None):
     """(frame, finding code, expert info name) of every ddpscope expert info, from -T json (the
-    only output that names the expert field)."""
+    only output that names the expert field). `late`, a Counter, also gets the (frame, finding
+    code) of those reported after their frame, as Tshark.experts(late_only=True) from the same
+    run."""
     out = ts.run(list(extra) + ["-r", capture, "-T", "json"]).stdout
     found = collections.Counter()
 
@@ -627,6 +644,8 @@ def expert_names(ts, capture, extra=()):
                 if m:
                     check(len(names) == 1, f"frame {frame}: expert info without one name: {d}")
                     found[(frame, m.group(1), names[0])] += 1
+                    if late is not None and REPORTED_LATE.search(d["_ws.expert.message"]):
+                        late[(frame, m.group(1))] += 1
             elif isinstance(value, list):
                 frame = walk(value, frame)
         return frame
@@ -652,14 +671,14 @@ def test_frames_agree(ts, args):
             (int(f["frame"]), f["code"],
              f"iwarp.{f['code']}{TWIN_SUFFIX[f.get('consequence_of')]}")
             for f in doc["findings"])
-        two = expert_names(ts, cap, ["-2"] + tshark_extra)
+        late = collections.Counter()
+        two = expert_names(ts, cap, ["-2"] + tshark_extra, late)
         check(two == expected,
               f"{capture}: two-pass expert infos differ from the analyzer's findings:\n"
               f"  missing: {sorted((expected - two).elements())}\n"
               f"  extra: {sorted((two - expected).elements())}")
         codes = collections.Counter({(fr, c): n for (fr, c, _), n in expected.items()})
         one = ts.experts(cap, tshark_extra)
-        late = ts.experts(cap, ["-2"] + tshark_extra, late_only=True)
         check(not (one - codes), f"{capture}: one-pass expert infos on other frames than the "
               f"analyzer names: {sorted((one - codes).elements())}")
         check(codes - one == late, f"{capture}: one-pass run lacks "
