@@ -16,6 +16,7 @@
 #include "ddpscope/net/packet.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
+#include "ddpscope/wire/sctp.h"
 
 namespace ddpscope::synth {
 namespace {
@@ -564,6 +565,75 @@ TEST(SynthOracle, PredictsWhatTheAnalyzersDataSinkReports) {
   std::ifstream in(r.expected_path);
   const json doc = json::parse(in);
   EXPECT_EQ(doc["expected"][3]["severity"], "note");
+}
+
+// "llp": "sctp": the same operations and DDP/RDMAP faults as RFC 5043 messages over one SCTP
+// association find what they find over MPA, and nothing else (no sctp.* finding); every frame is
+// SCTP (IPv4, IPv6, in UDP), every DATA chunk unordered, whole, PPID 16 or 17, with DDP-SSNs
+// from 0 without gaps per direction.
+TEST(SynthSctp, SameDdpFindingsAsOverMpa) {
+  const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/samples/synthetic/";
+  for (const char* name : {"clean-rping", "fault-headers", "fault-msn", "fault-read-response",
+                           "fault-atomic", "fault-terminate", "clean-ulp", "fault-ird"}) {
+    std::ifstream in(dir + name + ".json");
+    json j = json::parse(in);
+    for (auto& c : j["connections"])
+      if (c.contains("mpa")) c["mpa"].erase("crc");
+    SynthResult mpa;
+    std::string err;
+    ASSERT_TRUE(synthesize_json(j, tmp("llp-mpa.pcap"), mpa, err)) << name << ": " << err;
+    const auto over_mpa = analyze(mpa, tmp("llp-mpa.pcap"));
+    for (const char* variant : {"v4", "v6-udp"}) {
+      json s = j;
+      s["llp"] = "sctp";
+      if (std::string(variant) == "v6-udp") {
+        s["sctp"] = {{"udp", true}};
+        for (auto& c : s["connections"]) {
+          c["client"]["ip"] = "2001:db8::1";
+          c["server"]["ip"] = "2001:db8::2";
+        }
+      }
+      SynthResult r;
+      ASSERT_TRUE(synthesize_json(s, tmp("llp-sctp.pcap"), r, err)) << name << ": " << err;
+      const auto over_sctp = analyze(r, tmp("llp-sctp.pcap"));
+      std::vector<std::string> a, b;
+      for (const auto& x : over_mpa)
+        a.push_back(x.first);
+      for (const auto& x : over_sctp)
+        b.push_back(x.first);
+      EXPECT_EQ(a, b) << name << " " << variant;
+      std::vector<std::pair<std::string, std::uint64_t>> predicted;
+      for (const auto& e : r.expected)
+        if (!e.consequence) predicted.emplace_back(e.code, e.frame);
+      EXPECT_EQ(over_sctp, predicted) << name << " " << variant;
+
+      auto reader = capture::CaptureReader::open(tmp("llp-sctp.pcap"), err);
+      ASSERT_TRUE(reader) << err;
+      capture::Frame f;
+      std::map<std::pair<std::string, std::uint16_t>, std::uint16_t> next_ssn;
+      while (reader->next(f)) {
+        auto d = net::decode_frame(f.link_type, f.data, f.wire_length);
+        ASSERT_EQ(d.status, net::FrameStatus::sctp) << name << " frame " << f.number;
+        auto p = wire::decode_sctp_packet(d.sctp.packet);
+        ASSERT_TRUE(p) << name << " frame " << f.number;
+        EXPECT_TRUE(wire::sctp_checksum_ok(d.sctp.packet));
+        for (const auto& c : p.value().chunks) {
+          if (c.type != wire::sctp_chunk::data) continue;
+          auto data = wire::decode_sctp_data(c);
+          ASSERT_TRUE(data);
+          EXPECT_TRUE(data.value().unordered && data.value().beginning && data.value().ending);
+          EXPECT_TRUE(data.value().ppid == wire::kPpidDdpSegment ||
+                      data.value().ppid == wire::kPpidDdpSessionControl);
+          auto m = wire::decode_ddp_sctp_message(data.value().user_data);
+          ASSERT_TRUE(m);
+          const auto key = std::make_pair(
+              d.sctp.src.to_string() + ":" + std::to_string(p.value().header.source_port),
+              data.value().stream_id);
+          EXPECT_EQ(m.value().ddp_ssn, next_ssn[key]++) << name << " frame " << f.number;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "ddpscope/net/packet.h"
 #include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/sctp.h"
 
 namespace ddpscope::synth {
 
@@ -22,6 +23,9 @@ Emitter::Emitter(const Scenario& s) : s_(s) {
     for (int d = 0; d < 2; ++d) {
       c.dirs[d].peer_mss = d == 0 ? sp.server_mss : sp.client_mss;
       c.dirs[d].tcp_segment = sp.tcp_segment_size.value_or(c.dirs[d].peer_mss);
+      // SCTP: the TSNs start at the ISNs; each association its own Initiate Tags.
+      c.dirs[d].tag = (d == 0 ? 0xA1A10000u : 0xB2B20000u) + static_cast<std::uint32_t>(i);
+      c.dirs[d].tsn = c.dirs[d].isn;
     }
   }
   op_ranges_.resize(s_.ops.size());
@@ -70,6 +74,7 @@ void Emitter::pure_ack(int ci, int dir) {
 }
 
 void Emitter::open_tcp(int ci) {
+  if (sctp()) return open_sctp(ci);
   const ConnectionSpec& sp = *conns_[ci].spec;
   add_packet(ci, 0, net::tcp_flag::syn, {}, 0, sp.client_mss);
   add_packet(ci, 1, net::tcp_flag::syn | net::tcp_flag::ack, {}, 0, sp.server_mss);
@@ -94,6 +99,7 @@ void Emitter::flush(int ci, int dir, bool ack) {
   Conn& c = conns_[ci];
   Dir& d = c.dirs[dir];
   if (d.pending.empty()) return;
+  if (sctp()) return flush_sctp(ci, dir, ack);
   const std::uint32_t per = c.spec->fpdus_per_segment;
   if (per > 0) {
     for (std::size_t i = 0; i < d.pending.size(); i += per) {
@@ -127,6 +133,7 @@ void Emitter::flush(int ci, int dir, bool ack) {
 void Emitter::close(int ci) {
   Conn& c = conns_[ci];
   if (!c.spec->fin) return;
+  if (sctp()) return close_sctp(ci);
   add_packet(ci, 0, net::tcp_flag::fin | net::tcp_flag::ack, {}, c.dirs[0].flushed);
   c.dirs[0].flushed += 1;  // the FIN consumes a sequence number
   add_packet(ci, 1, net::tcp_flag::fin | net::tcp_flag::ack, {}, c.dirs[1].flushed);
@@ -143,9 +150,129 @@ void Emitter::start_fpdus(int ci, const mpa::Parameters& p) {
     dir.crc = p.crc;
     dir.markers = d == 0 ? p.markers_to_responder : p.markers_to_initiator;
     dir.mulpdu = wire::mulpdu(dir.peer_mss, dir.markers);
+    if (sctp()) {
+      // One DDP segment a DATA chunk in one packet (RFC 5043 §9): the path MTU the MSS implies
+      // (MSS + 20 octets of TCP header) less SCTP's common and DATA headers, the DDP-SSN and UDP.
+      const std::uint32_t below =
+          static_cast<std::uint32_t>(wire::kSctpCommonHeaderSize + wire::kSctpDataHeaderSize +
+                                     wire::kDdpSsnSize + (s_.sctp->over_udp ? 8 : 0));
+      dir.mulpdu = dir.peer_mss + 20 - below;
+    }
     if (dir.mulpdu < wire::kDdpUntaggedHeaderSize + wire::AtomicRequest::kSize)
       fail(-1, "connection " + std::to_string(ci) + ": MSS too small for iWARP");
   }
+}
+
+// ------------------------------------------------------------------ SCTP (RFC 5043)
+int Emitter::add_sctp_packet(int ci, int dir, Bytes chunks, Bytes payload, std::uint64_t offset) {
+  Packet pk;
+  pk.id = static_cast<int>(packets_.size());
+  pk.conn = ci;
+  pk.dir = dir;
+  pk.offset = offset;
+  pk.payload = std::move(payload);
+  pk.chunks = std::move(chunks);
+  packets_.push_back(std::move(pk));
+  return packets_.back().id;
+}
+
+// INIT and INIT ACK, both with the DDP adaptation indication (RFC 5043 §5.1), COOKIE ECHO,
+// COOKIE ACK.
+void Emitter::open_sctp(int ci) {
+  Conn& c = conns_[ci];
+  const Bytes cookie(8, static_cast<std::uint8_t>(0xC0 + ci));
+  for (int d = 0; d < 2; ++d) {
+    wire::SctpInit init;
+    init.ack = d == 1;
+    init.initiate_tag = c.dirs[d].tag;
+    init.a_rwnd = 1 << 20;
+    init.outbound_streams = 16;
+    init.inbound_streams = 16;
+    init.initial_tsn = c.dirs[d].tsn;
+    init.parameters.push_back(wire::sctp_adaptation_parameter(wire::kAdaptationCodePointDdp));
+    if (d == 1) init.parameters.push_back({wire::sctp_param::state_cookie, cookie});
+    Bytes chunk;
+    wire::encode_sctp_init(init, chunk);
+    add_sctp_packet(ci, d, std::move(chunk));
+  }
+  Bytes echo;
+  wire::encode_sctp_cookie_echo(cookie, echo);
+  add_sctp_packet(ci, 0, std::move(echo));
+  Bytes ack;
+  wire::encode_sctp_cookie_ack(ack);
+  add_sctp_packet(ci, 1, std::move(ack));
+}
+
+std::uint64_t Emitter::session_control(int ci, int dir, std::uint16_t function_code,
+                                       Bytes private_data,
+                                       std::optional<wire::MpaEnhancedPd> enhanced, int op) {
+  Dir& d = conns_[ci].dirs[dir];
+  wire::DdpSessionControl m;
+  m.ddp_ssn = d.ddp_ssn++;
+  m.function_code = function_code;
+  m.private_data = std::move(private_data);
+  m.enhanced_pd = enhanced;
+  const std::uint64_t off = append(ci, dir, wire::encode_ddp_session_control(m), op);
+  d.pending.back().ppid = wire::kPpidDdpSessionControl;
+  return off;
+}
+
+// Each pending user message one unfragmented, unordered DATA chunk (RFC 5043 §4), in a packet of
+// its own or N to a packet (fpdus_per_segment); the peer SACKs them.
+void Emitter::flush_sctp(int ci, int dir, bool ack) {
+  Conn& c = conns_[ci];
+  Dir& d = c.dirs[dir];
+  const std::size_t per = std::max<std::uint32_t>(1, c.spec->fpdus_per_segment);
+  for (std::size_t i = 0; i < d.pending.size(); i += per) {
+    Bytes chunks, payload;
+    const std::uint64_t off = d.pending[i].offset;
+    for (std::size_t k = i; k < std::min(d.pending.size(), i + per); ++k) {
+      const Unit& u = d.pending[k];
+      wire::SctpData data;
+      data.unordered = true;
+      data.beginning = data.ending = true;
+      data.tsn = d.tsn++;
+      data.stream_id = s_.sctp->stream_id;
+      data.ppid = u.ppid;
+      data.user_data = u.wire;
+      wire::encode_sctp_data(data, chunks);
+      payload.insert(payload.end(), u.wire.begin(), u.wire.end());
+    }
+    const std::uint64_t end = off + payload.size();
+    add_sctp_packet(ci, dir, std::move(chunks), std::move(payload), off);
+    d.flushed = end;
+  }
+  d.pending.clear();
+  if (ack) sack(ci, 1 - dir);
+}
+
+// A SACK from `dir` of everything the peer sent so far.
+void Emitter::sack(int ci, int dir) {
+  wire::SctpSack s;
+  s.cumulative_tsn_ack = conns_[ci].dirs[1 - dir].tsn - 1;
+  s.a_rwnd = 1 << 20;
+  Bytes chunk;
+  wire::encode_sctp_sack(s, chunk);
+  add_sctp_packet(ci, dir, std::move(chunk));
+}
+
+// A Session Terminate from each side (RFC 5043 §6.5), then SHUTDOWN, SHUTDOWN ACK and SHUTDOWN
+// COMPLETE.
+void Emitter::close_sctp(int ci) {
+  Conn& c = conns_[ci];
+  for (int d = 0; d < 2 && !c.rejected; ++d) {
+    session_control(ci, d, wire::ddp_session_fn::terminate, {}, std::nullopt, -1);
+    flush_sctp(ci, d, true);
+  }
+  Bytes shutdown;
+  wire::encode_sctp_shutdown(c.dirs[1].tsn - 1, shutdown);
+  add_sctp_packet(ci, 0, std::move(shutdown));
+  Bytes shutdown_ack;
+  wire::encode_sctp_shutdown_ack(shutdown_ack);
+  add_sctp_packet(ci, 1, std::move(shutdown_ack));
+  Bytes complete;
+  wire::encode_sctp_shutdown_complete(false, complete);
+  add_sctp_packet(ci, 0, std::move(complete));
 }
 
 // ------------------------------------------------------------------ FPDU emission
@@ -169,7 +296,9 @@ std::uint64_t Emitter::emit_fpdu(int ci, int dir, int op, SegmentDraft seg, cons
   o.crc = d.crc;
   o.markers = d.markers;
   o.stream_pos = d.len - d.s0;
-  Bytes fpdu = wire::encode_fpdu(ulpdu, o);
+  // SCTP: the "FPDU" is the PPID 16 user message, the direction's DDP-SSN before the segment.
+  Bytes fpdu =
+      sctp() ? wire::encode_ddp_sctp_message(d.ddp_ssn++, ulpdu) : wire::encode_fpdu(ulpdu, o);
   const std::uint64_t off = d.len;
   const bool leading = d.markers && wire::is_marker_position(o.stream_pos);
   EmittedSegment rec;
@@ -178,6 +307,10 @@ std::uint64_t Emitter::emit_fpdu(int ci, int dir, int op, SegmentDraft seg, cons
   rec.op = op;
   rec.begin = off;
   rec.scenario_data = scenario_data;
+  if (sctp() && ulpdu.size() > d.mulpdu)
+    fail(op, "a DDP segment of " + std::to_string(ulpdu.size()) +
+                 " octets does not fit one SCTP packet (at most " + std::to_string(d.mulpdu) +
+                 "): a smaller segment_size");
   if (ulpdu.size() > d.mulpdu && !d.mulpdu_reported) {
     d.mulpdu_reported = true;
     expect("mpa.fpdu-exceeds-mulpdu", ci, dir, off, op,
@@ -498,6 +631,27 @@ void Emitter::finalize(std::vector<GeneratedFrame>& frames) {
     if (p.dropped) continue;
     frame_of_[id] = ++n;
     const Conn& c = conns_[p.conn];
+    GeneratedFrame fr;
+    fr.ts_ns = s_.start_ns + static_cast<std::int64_t>(n) * s_.step_ns;
+    if (p.chunks) {
+      wire::SctpCommonHeader h;
+      h.source_port = c.ep[p.dir].port;
+      h.destination_port = c.ep[1 - p.dir].port;
+      // The INIT alone carries tag 0 (RFC 9260 §8.5.1); every other packet the peer's tag.
+      const bool init = !p.chunks->empty() && (*p.chunks)[0] == wire::sctp_chunk::init;
+      h.verification_tag = init ? 0 : c.dirs[1 - p.dir].tag;
+      net::SctpFrameSpec spec;
+      spec.src = c.ep[p.dir].addr;
+      spec.dst = c.ep[1 - p.dir].addr;
+      spec.over_udp = s_.sctp->over_udp;
+      spec.src_mac = {
+          0x02, 0, 0, 0, static_cast<std::uint8_t>(p.conn), static_cast<std::uint8_t>(1 + p.dir)};
+      spec.dst_mac = {
+          0x02, 0, 0, 0, static_cast<std::uint8_t>(p.conn), static_cast<std::uint8_t>(2 - p.dir)};
+      fr.data = net::encode_sctp_frame(spec, wire::encode_sctp_packet(h, *p.chunks));
+      frames.push_back(std::move(fr));
+      continue;
+    }
     net::TcpFrameSpec spec;
     spec.src = c.ep[p.dir];
     spec.dst = c.ep[1 - p.dir];
@@ -511,8 +665,6 @@ void Emitter::finalize(std::vector<GeneratedFrame>& frames) {
         0x02, 0, 0, 0, static_cast<std::uint8_t>(p.conn), static_cast<std::uint8_t>(1 + p.dir)};
     spec.dst_mac = {
         0x02, 0, 0, 0, static_cast<std::uint8_t>(p.conn), static_cast<std::uint8_t>(2 - p.dir)};
-    GeneratedFrame fr;
-    fr.ts_ns = s_.start_ns + static_cast<std::int64_t>(n) * s_.step_ns;
     fr.data = net::encode_tcp_frame(spec, p.payload);
     frames.push_back(std::move(fr));
   }

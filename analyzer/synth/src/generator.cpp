@@ -13,6 +13,7 @@
 #include "ddpscope/ulp/rping.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
+#include "ddpscope/wire/sctp.h"
 #include "emitter.h"
 #include "oracle.h"
 
@@ -101,9 +102,36 @@ class Planner {
     return decoded.value();
   }
 
+  // "llp": "sctp": the association's setup, then the (Enhanced) DDP Session Initiate and Accept
+  // or Reject (RFC 5043 §6, RFC 6581 §7) with the scenario's private data and IRD/ORD.
+  void open_session(int ci) {
+    Conn& c = e_.conn(ci);
+    const ConnectionSpec& sp = *c.spec;
+    e_.open_tcp(ci);
+    const wire::MpaReqRep req = mpa_frame(sp, true);
+    const wire::MpaReqRep rep = mpa_frame(sp, false);
+    namespace fn = wire::ddp_session_fn;
+    e_.session_control(ci, 0, sp.enhanced ? fn::enhanced_initiate : fn::initiate,
+                       sp.client_private_data, req.enhanced_pd, -1);
+    e_.flush(ci, 0);
+    const std::uint16_t answer = sp.reject ? (sp.enhanced ? fn::enhanced_reject : fn::reject)
+                                           : (sp.enhanced ? fn::enhanced_accept : fn::accept);
+    const std::uint64_t off =
+        e_.session_control(ci, 1, answer, sp.server_private_data, rep.enhanced_pd, -1);
+    e_.flush(ci, 1);
+    if (sp.reject) {
+      e_.expect("sctp.session-rejected", ci, 1, off, -1, "DDP Session Reject");
+      c.rejected = true;
+      return;
+    }
+    e_.start_fpdus(ci, mpa::settle(req, rep).parameters);
+    if (sp.peer_to_peer && !sp.rtr.empty()) send_rtr(ci);
+  }
+
   void open_connection(int ci) {
     Conn& c = e_.conn(ci);
     const ConnectionSpec& sp = *c.spec;
+    if (e_.sctp()) return open_session(ci);
     e_.open_tcp(ci);
     const wire::MpaReqRep req = send_frame(ci, true);
     const std::uint64_t rep_off = c.dirs[1].len;

@@ -396,6 +396,33 @@ ConnectionSpec parse_connection(const json& j, const std::string& path, std::siz
   return c;
 }
 
+// What "llp": "sctp" cannot carry is refused here, by the JSON path that asks for it.
+SctpSpec parse_sctp(const Scenario& s, Obj& o) {
+  SctpSpec sp;
+  if (o.has("sctp")) {
+    Obj x(o.get("sctp"), o.at("sctp"));
+    sp.over_udp = x.boolean("udp", false);
+    sp.stream_id = static_cast<std::uint16_t>(x.u64("stream", 1, kU16));
+    x.finish();
+  }
+  if (s.esp) fail(o.at("llp"), "\"llp\": \"sctp\" with \"esp\" is not supported");
+  if (!s.tcp_faults.empty()) fail(o.at("tcp_faults"), "TCP faults need \"llp\": \"mpa\"");
+  for (std::size_t i = 0; i < s.connections.size(); ++i) {
+    const ConnectionSpec& c = s.connections[i];
+    const std::string at = o.at("connections") + "[" + std::to_string(i) + "]";
+    if (c.client_crc || c.server_crc || c.client_requests_markers || c.server_requests_markers ||
+        c.client_reserved_flags || c.server_reserved_flags || c.request_revision != 2 ||
+        c.reply_revision != 2 || c.tcp_segment_size || c.vlan)
+      fail(at, "MPA framing, TCP or VLAN options need \"llp\": \"mpa\"");
+  }
+  for (const OpSpec& op : s.ops) {
+    if (!op.tcp_faults.empty()) fail(op.where, "TCP faults need \"llp\": \"mpa\"");
+    if (op.fault.corrupt_crc || op.fault.corrupt_marker || op.fault.ulpdu_length)
+      fail(op.where, "MPA faults (CRC, markers, ULPDU_Length) need \"llp\": \"mpa\"");
+  }
+  return sp;
+}
+
 TcpFault parse_tcp_fault(const json& j, const std::string& path, std::optional<int> op) {
   Obj o(j, path);
   TcpFault f;
@@ -664,6 +691,10 @@ void parse(const json& j, Scenario& s) {
   }
   if (o.has("exhaustive")) s.exhaustive = o.boolean("exhaustive", true);
   if (o.has("esp")) s.esp = parse_esp(o.get("esp"), o.at("esp"), s.connections.size());
+  const std::string llp = o.str("llp", "mpa");
+  if (llp != "mpa" && llp != "sctp") fail(o.at("llp"), "expected \"mpa\" or \"sctp\"");
+  if (llp == "sctp") s.sctp = parse_sctp(s, o);
+  if (o.has("sctp") && !s.sctp) fail(o.at("sctp"), "needs \"llp\": \"sctp\"");
   o.finish();
 }
 

@@ -188,6 +188,14 @@ struct EspSpec {
   bool require_confidentiality = false;  // --esp-policy confidentiality
 };
 
+// "llp": "sctp" (RFC 5043): every connection is one SCTP association instead of a TCP
+// connection; the MPA Request/Reply become a (Enhanced) DDP Session Initiate/Accept and each DDP
+// segment one PPID 16 user message. The "sctp" block's options apply to every association.
+struct SctpSpec {
+  bool over_udp = false;        // RFC 6951: SCTP in UDP, port 9899 both ways
+  std::uint16_t stream_id = 1;  // the SCTP stream the DDP stream uses, both directions
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -200,6 +208,7 @@ struct Scenario {
   std::vector<ManualExpectation> expect;
   std::optional<bool> exhaustive;
   std::optional<EspSpec> esp;
+  std::optional<SctpSpec> sctp;  // present when "llp" is "sctp"
 };
 
 // Throws nothing: false and a one-line error naming the JSON path on a bad scenario.
