@@ -636,5 +636,81 @@ TEST(SynthSctp, SameDdpFindingsAsOverMpa) {
   }
 }
 
+// Every SCTP fault lands on the finding it aims at, at the predicted frame; the legal oddities
+// (DDP-SSNs in reversed TSN order, a fragmented Initiate, a segment after the Initiate's SACK and
+// before the Accept) add none.
+TEST(SynthSctp, FaultsFindWhatTheyAimAt) {
+  const json j = json::parse(R"({"name": "f", "llp": "sctp",
+ "connections": [
+  {"client": {"ip": "10.0.0.1", "port": 5001}, "server": {"ip": "10.0.0.2", "port": 7001}},
+  {"client": {"ip": "10.0.0.1", "port": 5002}, "server": {"ip": "10.0.0.2", "port": 7002}, "sctp": {"adaptation": false}},
+  {"client": {"ip": "10.0.0.1", "port": 5003}, "server": {"ip": "10.0.0.2", "port": 7003}, "sctp": {"initiate_function_code": 9}},
+  {"client": {"ip": "10.0.0.1", "port": 5004}, "server": {"ip": "10.0.0.2", "port": 7004}, "sctp": {"terminate": false}},
+  {"client": {"ip": "10.0.0.1", "port": 5005}, "server": {"ip": "10.0.0.2", "port": 7005}, "sctp": {"terminate_private_data": 4}},
+  {"client": {"ip": "10.0.0.1", "port": 5006}, "server": {"ip": "10.0.0.2", "port": 7006}, "mpa": {"client_private_data": {"size": 600}}},
+  {"client": {"ip": "10.0.0.1", "port": 5007}, "server": {"ip": "10.0.0.2", "port": 7007}, "sctp": {"early": "unacked"}},
+  {"client": {"ip": "10.0.0.1", "port": 5008}, "server": {"ip": "10.0.0.2", "port": 7008}, "sctp": {"early": "after_sack", "initiate_fragments": 2}}
+ ],
+ "operations": [
+  {"op": "send", "from": "client", "connection": 0, "size": 100},
+  {"op": "send", "from": "client", "connection": 0, "size": 100, "fault": {"ddp_ssn": "reuse"}},
+  {"op": "send", "from": "server", "connection": 0, "size": 100, "fault": {"ordered": true}},
+  {"op": "send", "from": "server", "connection": 0, "size": 100, "fault": {"fragments": 3}},
+  {"op": "write", "from": "client", "connection": 0, "stag": "0x10", "to": 0, "size": 3000, "fault": {"reverse_tsn": true}},
+  {"op": "send", "from": "client", "connection": 1, "size": 10},
+  {"op": "send", "from": "client", "connection": 2, "size": 10},
+  {"op": "send", "from": "client", "connection": 3, "size": 10},
+  {"op": "send", "from": "client", "connection": 4, "size": 10},
+  {"op": "send", "from": "client", "connection": 5, "size": 10},
+  {"op": "send", "from": "client", "connection": 6, "size": 10},
+  {"op": "send", "from": "client", "connection": 7, "size": 10},
+  {"op": "send", "from": "client", "connection": 7, "size": 10, "fault": {"ddp_ssn": "skip"}}
+ ]})");
+  SynthResult r;
+  std::string err;
+  ASSERT_TRUE(synthesize_json(j, tmp("sctp-faults.pcap"), r, err)) << err;
+  EXPECT_FALSE(r.exhaustive);  // function code 9 leaves the session to the analyzer's policy
+  std::vector<std::pair<std::string, std::uint64_t>> predicted;
+  for (const auto& e : r.expected)
+    predicted.emplace_back(e.code, e.frame);
+  EXPECT_EQ(predicted, (std::vector<std::pair<std::string, std::uint64_t>>{
+                           {"sctp.adaptation-missing", 13},
+                           {"sctp.function-code-invalid", 21},
+                           {"sctp.private-data-invalid", 45},
+                           {"sctp.ssn-invalid", 62},
+                           {"sctp.chunk-ordered", 64},
+                           {"sctp.segment-too-large", 66},
+                           {"sctp.session-unterminated", 74},
+                           {"sctp.segment-early", 80},
+                           {"sctp.ssn-invalid", 88},
+                           {"sctp.private-data-invalid", 114}}));
+  // What the analyzer finds besides: the function code 9 session's Accept and Terminates
+  // (sctp.session-invalid) and its segment (sctp.segment-early), nothing else.
+  auto got = analyze(r, tmp("sctp-faults.pcap"));
+  std::vector<std::pair<std::string, std::uint64_t>> rest;
+  for (const auto& g : got)
+    if (std::find(predicted.begin(), predicted.end(), g) == predicted.end()) rest.push_back(g);
+  EXPECT_EQ(rest,
+            (std::vector<std::pair<std::string, std::uint64_t>>{{"sctp.session-invalid", 23},
+                                                                {"sctp.segment-early", 72},
+                                                                {"sctp.session-invalid", 104},
+                                                                {"sctp.session-invalid", 106}}));
+  for (const auto& p : predicted)
+    EXPECT_NE(std::find(got.begin(), got.end(), p), got.end()) << p.first << " " << p.second;
+}
+
+TEST(SynthSctp, RefusesWhatSctpCannotCarry) {
+  json j = base_scenario();  // CRC asked for
+  j["llp"] = "sctp";
+  SynthResult r;
+  std::string err;
+  EXPECT_FALSE(synthesize_json(j, tmp("refused.pcap"), r, err));
+  EXPECT_NE(err.find("connections[0]"), std::string::npos) << err;
+  json m = base_scenario();
+  m["connections"][0]["sctp"] = {{"terminate", false}};
+  EXPECT_FALSE(synthesize_json(m, tmp("refused.pcap"), r, err));
+  EXPECT_NE(err.find("needs \"llp\": \"sctp\""), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace ddpscope::synth

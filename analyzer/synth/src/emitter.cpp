@@ -189,7 +189,8 @@ void Emitter::open_sctp(int ci) {
     init.outbound_streams = 16;
     init.inbound_streams = 16;
     init.initial_tsn = c.dirs[d].tsn;
-    init.parameters.push_back(wire::sctp_adaptation_parameter(wire::kAdaptationCodePointDdp));
+    if (c.spec->sctp.adaptation)
+      init.parameters.push_back(wire::sctp_adaptation_parameter(wire::kAdaptationCodePointDdp));
     if (d == 1) init.parameters.push_back({wire::sctp_param::state_cookie, cookie});
     Bytes chunk;
     wire::encode_sctp_init(init, chunk);
@@ -222,21 +223,18 @@ std::uint64_t Emitter::session_control(int ci, int dir, std::uint16_t function_c
 void Emitter::flush_sctp(int ci, int dir, bool ack) {
   Conn& c = conns_[ci];
   Dir& d = c.dirs[dir];
-  const std::size_t per = std::max<std::uint32_t>(1, c.spec->fpdus_per_segment);
+  std::size_t per = std::max<std::uint32_t>(1, c.spec->fpdus_per_segment);
+  const bool reverse =
+      std::any_of(d.pending.begin(), d.pending.end(), [](const Unit& u) { return u.reverse; });
+  if (reverse) per = d.pending.size();
   for (std::size_t i = 0; i < d.pending.size(); i += per) {
     Bytes chunks, payload;
     const std::uint64_t off = d.pending[i].offset;
-    for (std::size_t k = i; k < std::min(d.pending.size(), i + per); ++k) {
-      const Unit& u = d.pending[k];
-      wire::SctpData data;
-      data.unordered = true;
-      data.beginning = data.ending = true;
-      data.tsn = d.tsn++;
-      data.stream_id = s_.sctp->stream_id;
-      data.ppid = u.ppid;
-      data.user_data = u.wire;
-      wire::encode_sctp_data(data, chunks);
-      payload.insert(payload.end(), u.wire.begin(), u.wire.end());
+    const std::size_t n = std::min(d.pending.size(), i + per) - i;
+    for (std::size_t k = 0; k < n; ++k) {
+      data_chunks(d, d.pending[reverse ? i + n - 1 - k : i + k], chunks);
+      const Unit& in_order = d.pending[i + k];
+      payload.insert(payload.end(), in_order.wire.begin(), in_order.wire.end());
     }
     const std::uint64_t end = off + payload.size();
     add_sctp_packet(ci, dir, std::move(chunks), std::move(payload), off);
@@ -244,6 +242,24 @@ void Emitter::flush_sctp(int ci, int dir, bool ack) {
   }
   d.pending.clear();
   if (ack) sack(ci, 1 - dir);
+}
+
+// One user message as DATA chunks: unordered unless the fault says otherwise, cut into
+// `fragments` pieces (B on the first, E on the last), TSNs consecutive.
+void Emitter::data_chunks(Dir& d, const Unit& u, Bytes& chunks) const {
+  const std::size_t size = u.wire.size();
+  for (std::uint32_t i = 0; i < u.fragments; ++i) {
+    const std::size_t a = size * i / u.fragments, b = size * (i + 1) / u.fragments;
+    wire::SctpData data;
+    data.unordered = !u.ordered;
+    data.beginning = i == 0;
+    data.ending = i + 1 == u.fragments;
+    data.tsn = d.tsn++;
+    data.stream_id = s_.sctp->stream_id;
+    data.ppid = u.ppid;
+    data.user_data = ByteView(u.wire).subspan(a, b - a);
+    wire::encode_sctp_data(data, chunks);
+  }
 }
 
 // A SACK from `dir` of everything the peer sent so far.
@@ -260,12 +276,27 @@ void Emitter::sack(int ci, int dir) {
 // COMPLETE.
 void Emitter::close_sctp(int ci) {
   Conn& c = conns_[ci];
-  for (int d = 0; d < 2 && !c.rejected; ++d) {
-    session_control(ci, d, wire::ddp_session_fn::terminate, {}, std::nullopt, -1);
+  const ConnectionSpec::Sctp& x = c.spec->sctp;
+  for (int d = 0; d < 2 && !c.rejected && x.terminate; ++d) {
+    const Bytes pd(d == 0 ? x.terminate_private_data : 0, 0x7E);
+    const std::uint64_t off =
+        session_control(ci, d, wire::ddp_session_fn::terminate, pd, std::nullopt, -1);
+    if (!pd.empty())
+      expect("sctp.private-data-invalid", ci, d, off, -1,
+             std::to_string(pd.size()) + " octets of private data in a Session Terminate");
     flush_sctp(ci, d, true);
   }
   Bytes shutdown;
   wire::encode_sctp_shutdown(c.dirs[1].tsn - 1, shutdown);
+  if (!x.terminate && !c.rejected) {
+    // Reported when the association shuts down, at the stream's last DDP message.
+    for (auto it = packets_.rbegin(); it != packets_.rend(); ++it) {
+      if (it->conn != ci || it->payload.empty()) continue;
+      expect_packet("sctp.session-unterminated", ci, it->dir, it->id, -1,
+                    "SHUTDOWN with no Session Terminate");
+      break;
+    }
+  }
   add_sctp_packet(ci, 0, std::move(shutdown));
   Bytes shutdown_ack;
   wire::encode_sctp_shutdown_ack(shutdown_ack);
@@ -297,8 +328,15 @@ std::uint64_t Emitter::emit_fpdu(int ci, int dir, int op, SegmentDraft seg, cons
   o.markers = d.markers;
   o.stream_pos = d.len - d.s0;
   // SCTP: the "FPDU" is the PPID 16 user message, the direction's DDP-SSN before the segment.
-  Bytes fpdu =
-      sctp() ? wire::encode_ddp_sctp_message(d.ddp_ssn++, ulpdu) : wire::encode_fpdu(ulpdu, o);
+  std::uint16_t ddp_ssn = d.ddp_ssn;
+  if (sctp() && f && selected && f->ddp_ssn == "skip") ddp_ssn = ++d.ddp_ssn;
+  if (sctp() && f && selected && f->ddp_ssn == "reuse") {
+    if (d.ddp_ssn == 0) fail(op, "fault.ddp_ssn reuse needs an earlier message");
+    ddp_ssn = static_cast<std::uint16_t>(d.ddp_ssn - 1);
+  } else if (sctp()) {
+    ++d.ddp_ssn;
+  }
+  Bytes fpdu = sctp() ? wire::encode_ddp_sctp_message(ddp_ssn, ulpdu) : wire::encode_fpdu(ulpdu, o);
   const std::uint64_t off = d.len;
   const bool leading = d.markers && wire::is_marker_position(o.stream_pos);
   EmittedSegment rec;
@@ -354,6 +392,27 @@ std::uint64_t Emitter::emit_fpdu(int ci, int dir, int op, SegmentDraft seg, cons
   }
   rec.end = off + fpdu.size();
   append(ci, dir, std::move(fpdu), op);
+  if (sctp() && f) {
+    Unit& u = d.pending.back();
+    u.reverse = f->reverse_tsn;
+    if (selected) {
+      if (f->ddp_ssn == "skip") {
+        expect("sctp.ssn-invalid", ci, dir, off, op,
+               "DDP-SSN " + std::to_string(ddp_ssn) + ", one left out before it");
+        cascading();
+      } else if (f->ddp_ssn == "reuse") {
+        expect("sctp.ssn-invalid", ci, dir, off, op,
+               "DDP-SSN " + std::to_string(ddp_ssn) + " again");
+        cascading();
+      }
+      u.ordered = f->ordered;
+      if (f->ordered) expect("sctp.chunk-ordered", ci, dir, off, op, "DATA chunk with U = 0");
+      u.fragments = f->fragments;
+      if (f->fragments > 1)
+        expect("sctp.segment-too-large", ci, dir, off, op,
+               "DDP segment in " + std::to_string(f->fragments) + " DATA chunks");
+    }
+  }
   d.last_header = seg.header;
   d.last_ulpdu_length = static_cast<std::uint16_t>(ulpdu.size());
   d.last_rdmap_body = seg.body;

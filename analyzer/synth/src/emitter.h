@@ -77,6 +77,9 @@ struct Unit {
   // SCTP: the user message's PPID (16 a DDP segment, 17 session control); `wire` is the whole
   // user message, DDP-SSN first.
   std::uint32_t ppid = 16;
+  bool ordered = false;         // U = 0 (fault)
+  std::uint32_t fragments = 1;  // DATA chunks the message is cut into (in one packet)
+  bool reverse = false;         // bundled with the rest of the flush, TSNs in reverse order
 };
 
 // One direction of a connection, named by its sender.
@@ -169,6 +172,8 @@ class Emitter {
   // A DDP session control message (its DDP-SSN the direction's next) as a PPID 17 unit.
   std::uint64_t session_control(int ci, int dir, std::uint16_t function_code, Bytes private_data,
                                 std::optional<wire::MpaEnhancedPd> enhanced, int op);
+  // The last unit appended to a direction (to mark SCTP options on it).
+  Unit& last_unit(int ci, int dir) { return conns_[ci].dirs[dir].pending.back(); }
 
   // ---- RDMAP messages as DDP segments ----
   // An untagged message (RFC 5041 §4.3) in segments of at most the direction's payload size;
@@ -224,6 +229,7 @@ class Emitter {
   int add_sctp_packet(int ci, int dir, Bytes chunks, Bytes payload = {}, std::uint64_t offset = 0);
   void open_sctp(int ci);
   void flush_sctp(int ci, int dir, bool ack);
+  void data_chunks(Dir& d, const Unit& u, Bytes& chunks) const;
   void close_sctp(int ci);
   void sack(int ci, int dir);
   std::uint32_t max_payload(int ci, int dir, int op, bool tagged) const;

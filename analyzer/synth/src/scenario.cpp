@@ -392,6 +392,22 @@ ConnectionSpec parse_connection(const json& j, const std::string& path, std::siz
   c.fpdus_per_segment = static_cast<std::uint32_t>(o.u64("fpdus_per_segment", 0, 1000));
   c.fin = o.boolean("fin", true);
   if (o.has("vlan")) c.vlan = static_cast<std::uint16_t>(o.u64("vlan", 0, 4095));
+  if (o.has("sctp")) {
+    Obj x(o.get("sctp"), o.at("sctp"));
+    c.sctp.adaptation = x.boolean("adaptation", true);
+    if (x.has("initiate_function_code"))
+      c.sctp.initiate_function_code =
+          static_cast<std::uint16_t>(x.u64("initiate_function_code", 0, kU16));
+    c.sctp.initiate_fragments = static_cast<std::uint32_t>(x.u64("initiate_fragments", 1, 64));
+    if (c.sctp.initiate_fragments == 0) fail(x.at("initiate_fragments"), "must be at least 1");
+    c.sctp.terminate = x.boolean("terminate", true);
+    c.sctp.terminate_private_data =
+        static_cast<std::uint32_t>(x.u64("terminate_private_data", 0, 1024));
+    c.sctp.early = x.str("early", "");
+    if (!c.sctp.early.empty() && c.sctp.early != "unacked" && c.sctp.early != "after_sack")
+      fail(x.at("early"), "expected \"unacked\" or \"after_sack\"");
+    x.finish();
+  }
   o.finish();
   return c;
 }
@@ -468,6 +484,13 @@ OpFault parse_op_fault(const json& j, const std::string& path) {
   }
   f.corrupt_crc = o.boolean("corrupt_crc", false);
   f.corrupt_marker = o.boolean("corrupt_marker", false);
+  f.ddp_ssn = o.str("ddp_ssn", "");
+  if (!f.ddp_ssn.empty() && f.ddp_ssn != "skip" && f.ddp_ssn != "reuse")
+    fail(o.at("ddp_ssn"), "expected \"skip\" or \"reuse\"");
+  f.ordered = o.boolean("ordered", false);
+  f.fragments = static_cast<std::uint32_t>(o.u64("fragments", 1, 64));
+  if (f.fragments == 0) fail(o.at("fragments"), "must be at least 1");
+  f.reverse_tsn = o.boolean("reverse_tsn", false);
   if (o.has("ulpdu_length"))
     f.ulpdu_length = static_cast<std::uint16_t>(o.u64("ulpdu_length", 0, kU16));
   if (o.has("ddp_version")) f.ddp_version = static_cast<std::uint8_t>(o.u64("ddp_version", 0, 3));
@@ -695,6 +718,18 @@ void parse(const json& j, Scenario& s) {
   if (llp != "mpa" && llp != "sctp") fail(o.at("llp"), "expected \"mpa\" or \"sctp\"");
   if (llp == "sctp") s.sctp = parse_sctp(s, o);
   if (o.has("sctp") && !s.sctp) fail(o.at("sctp"), "needs \"llp\": \"sctp\"");
+  if (!s.sctp) {
+    for (std::size_t i = 0; i < s.connections.size(); ++i) {
+      const auto& x = s.connections[i].sctp;
+      if (!x.adaptation || x.initiate_function_code || x.initiate_fragments != 1 || !x.terminate ||
+          x.terminate_private_data || !x.early.empty())
+        fail(o.at("connections") + "[" + std::to_string(i) + "].sctp", "needs \"llp\": \"sctp\"");
+    }
+    for (const OpSpec& op : s.ops)
+      if (!op.fault.ddp_ssn.empty() || op.fault.ordered || op.fault.fragments != 1 ||
+          op.fault.reverse_tsn)
+        fail(op.where + ".fault", "SCTP faults need \"llp\": \"sctp\"");
+  }
   o.finish();
 }
 
@@ -704,7 +739,8 @@ bool OpFault::any() const {
   return corrupt_crc || corrupt_marker || ulpdu_length || ddp_version || ddp_reserved ||
          rdmap_version || opcode || qn || !msn.empty() || mo_delta != 0 || to_delta != 0 ||
          segment_after_last || read_request_extra != 0 || tagged || response_sink_stag ||
-         response_size_delta != 0 || response_request_id;
+         response_size_delta != 0 || response_request_id || !ddp_ssn.empty() || ordered ||
+         fragments != 1 || reverse_tsn;
 }
 
 bool parse_scenario(const json& j, Scenario& out, std::string& error) {

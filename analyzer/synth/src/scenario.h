@@ -60,6 +60,17 @@ struct ConnectionSpec {
   std::uint32_t fpdus_per_segment = 0;
   bool fin = true;
   std::optional<std::uint16_t> vlan;
+  // "llp": "sctp" only: faults and legal oddities of the DDP session (the connection's "sctp").
+  struct Sctp {
+    bool adaptation = true;  // false: INIT and INIT ACK lack the DDP adaptation indication
+    std::optional<std::uint16_t> initiate_function_code;  // instead of (Enhanced) Initiate
+    std::uint32_t initiate_fragments = 1;                 // the Initiate in N DATA chunks
+    bool terminate = true;                     // false: SHUTDOWN with no Session Terminate
+    std::uint32_t terminate_private_data = 0;  // octets of PD in the client's Terminate
+    // "": the Accept before any operation; "unacked": the first operation's segments before the
+    // Initiate was SACKed or answered; "after_sack": after its SACK, before the Accept (legal).
+    std::string early;
+  } sctp;
 };
 
 // Faults applied to the DDP segments of one operation.
@@ -84,6 +95,13 @@ struct OpFault {
   std::int64_t response_size_delta = 0;
   // Atomic: the peer's response
   std::optional<std::uint32_t> response_request_id;
+  // "llp": "sctp" only, on the selected segment: its DDP-SSN "skip"ped (one left out) or
+  // "reuse"d (the previous one again), its chunk ordered (U = 0), the segment in N DATA chunks;
+  // and, for the whole operation, its messages bundled with their TSNs in reverse order (legal).
+  std::string ddp_ssn;
+  bool ordered = false;
+  std::uint32_t fragments = 1;
+  bool reverse_tsn = false;
   bool any() const;
 };
 
