@@ -237,7 +237,21 @@ void Emitter::flush_sctp(int ci, int dir, bool ack) {
       payload.insert(payload.end(), in_order.wire.begin(), in_order.wire.end());
     }
     const std::uint64_t end = off + payload.size();
-    add_sctp_packet(ci, dir, std::move(chunks), std::move(payload), off);
+    const auto has = [&](bool Unit::*flag) {
+      return std::any_of(d.pending.begin() + static_cast<std::ptrdiff_t>(i),
+                         d.pending.begin() + static_cast<std::ptrdiff_t>(i + n),
+                         [&](const Unit& u) { return u.*flag; });
+    };
+    if (has(&Unit::bad_checksum)) {
+      const int bad = add_sctp_packet(ci, dir, chunks, payload, off);
+      packets_[bad].bad_checksum = true;
+      expect_packet("sctp.checksum-mismatch", ci, dir, bad, -1, "CRC32c altered");
+    }
+    const int id = add_sctp_packet(ci, dir, std::move(chunks), std::move(payload), off);
+    if (has(&Unit::lost)) {
+      packets_[id].dropped = true;
+      lost_.emplace_back(id, -1);
+    }
     d.flushed = end;
   }
   d.pending.clear();
@@ -333,8 +347,8 @@ std::uint64_t Emitter::emit_fpdu(int ci, int dir, int op, SegmentDraft seg, cons
   if (sctp() && f && selected && f->ddp_ssn == "reuse") {
     if (d.ddp_ssn == 0) fail(op, "fault.ddp_ssn reuse needs an earlier message");
     ddp_ssn = static_cast<std::uint16_t>(d.ddp_ssn - 1);
-  } else if (sctp()) {
-    ++d.ddp_ssn;
+  } else if (sctp() && !(f && selected && f->ppid)) {
+    ++d.ddp_ssn;  // a message on another PPID is no DDP message: the next one has its DDP-SSN
   }
   Bytes fpdu = sctp() ? wire::encode_ddp_sctp_message(ddp_ssn, ulpdu) : wire::encode_fpdu(ulpdu, o);
   const std::uint64_t off = d.len;
@@ -411,6 +425,15 @@ std::uint64_t Emitter::emit_fpdu(int ci, int dir, int op, SegmentDraft seg, cons
       if (f->fragments > 1)
         expect("sctp.segment-too-large", ci, dir, off, op,
                "DDP segment in " + std::to_string(f->fragments) + " DATA chunks");
+      u.bad_checksum = f->bad_checksum;
+      u.lost = f->lost;
+      if (f->lost) cascading();
+      if (f->ppid) {
+        u.ppid = *f->ppid;
+        expect("sctp.ppid-invalid", ci, dir, off, op,
+               "DDP segment on PPID " + std::to_string(*f->ppid));
+        cascading();
+      }
     }
   }
   d.last_header = seg.header;
@@ -707,7 +730,9 @@ void Emitter::finalize(std::vector<GeneratedFrame>& frames) {
           0x02, 0, 0, 0, static_cast<std::uint8_t>(p.conn), static_cast<std::uint8_t>(1 + p.dir)};
       spec.dst_mac = {
           0x02, 0, 0, 0, static_cast<std::uint8_t>(p.conn), static_cast<std::uint8_t>(2 - p.dir)};
-      fr.data = net::encode_sctp_frame(spec, wire::encode_sctp_packet(h, *p.chunks));
+      Bytes packet = wire::encode_sctp_packet(h, *p.chunks);
+      if (p.bad_checksum) packet[wire::sctp_header_field::checksum.offset] ^= 0x40;
+      fr.data = net::encode_sctp_frame(spec, packet);
       frames.push_back(std::move(fr));
       continue;
     }
@@ -739,6 +764,18 @@ std::uint64_t Emitter::frame_at(int conn, int dir, std::uint64_t offset) const {
 }
 
 std::vector<ExpectedFinding> Emitter::expected() {
+  // SCTP: a lost packet's hole is seen at the association's next packet (the peer's SACK of the
+  // lost TSN, or a later TSN).
+  for (const auto& [id, op] : lost_) {
+    const Packet& p = packets_[id];
+    for (std::size_t k = static_cast<std::size_t>(id) + 1; k < packets_.size(); ++k) {
+      const Packet& q = packets_[k];
+      if (q.conn != p.conn || q.dropped) continue;
+      expect_packet("sctp.gap", p.conn, p.dir, q.id, op, "a DATA packet missing from the capture");
+      break;
+    }
+  }
+  lost_.clear();
   std::vector<ExpectedFinding> out;
   for (const auto& e : expects_) {
     const std::uint64_t frame =

@@ -80,6 +80,8 @@ struct Unit {
   bool ordered = false;         // U = 0 (fault)
   std::uint32_t fragments = 1;  // DATA chunks the message is cut into (in one packet)
   bool reverse = false;         // bundled with the rest of the flush, TSNs in reverse order
+  bool bad_checksum = false;    // its packet sent with a wrong CRC32c, then again intact
+  bool lost = false;            // its packet missing from the capture
 };
 
 // One direction of a connection, named by its sender.
@@ -134,6 +136,7 @@ struct Packet {
   // SCTP: the packet's chunks; `payload` then holds the user messages of its DATA chunks (the
   // stream octets frame_at() looks up) and `ack` is unused.
   std::optional<Bytes> chunks;
+  bool bad_checksum = false;
 };
 
 class Emitter {
@@ -253,6 +256,7 @@ class Emitter {
   std::vector<OpRange> op_ranges_;
   std::vector<std::vector<std::uint64_t>> op_units_;
   bool exhaustive_ = true;
+  std::vector<std::pair<int, int>> lost_;  // SCTP: dropped packet id, op (sctp.gap after it)
 };
 
 }  // namespace ddpscope::synth

@@ -491,6 +491,9 @@ OpFault parse_op_fault(const json& j, const std::string& path) {
   f.fragments = static_cast<std::uint32_t>(o.u64("fragments", 1, 64));
   if (f.fragments == 0) fail(o.at("fragments"), "must be at least 1");
   f.reverse_tsn = o.boolean("reverse_tsn", false);
+  f.bad_checksum = o.boolean("bad_checksum", false);
+  f.lost = o.boolean("lost", false);
+  if (o.has("ppid")) f.ppid = static_cast<std::uint32_t>(o.u64("ppid", 0, kU32));
   if (o.has("ulpdu_length"))
     f.ulpdu_length = static_cast<std::uint16_t>(o.u64("ulpdu_length", 0, kU16));
   if (o.has("ddp_version")) f.ddp_version = static_cast<std::uint8_t>(o.u64("ddp_version", 0, 3));
@@ -727,7 +730,7 @@ void parse(const json& j, Scenario& s) {
     }
     for (const OpSpec& op : s.ops)
       if (!op.fault.ddp_ssn.empty() || op.fault.ordered || op.fault.fragments != 1 ||
-          op.fault.reverse_tsn)
+          op.fault.reverse_tsn || op.fault.bad_checksum || op.fault.lost || op.fault.ppid)
         fail(op.where + ".fault", "SCTP faults need \"llp\": \"sctp\"");
   }
   o.finish();
@@ -740,7 +743,7 @@ bool OpFault::any() const {
          rdmap_version || opcode || qn || !msn.empty() || mo_delta != 0 || to_delta != 0 ||
          segment_after_last || read_request_extra != 0 || tagged || response_sink_stag ||
          response_size_delta != 0 || response_request_id || !ddp_ssn.empty() || ordered ||
-         fragments != 1 || reverse_tsn;
+         fragments != 1 || reverse_tsn || bad_checksum || lost || ppid;
 }
 
 bool parse_scenario(const json& j, Scenario& out, std::string& error) {

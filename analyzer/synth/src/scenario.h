@@ -102,6 +102,11 @@ struct OpFault {
   bool ordered = false;
   std::uint32_t fragments = 1;
   bool reverse_tsn = false;
+  // The packet holding the selected segment: sent with a wrong CRC32c and retransmitted, or
+  // lost (missing from the capture); the segment's PPID set to N.
+  bool bad_checksum = false;
+  bool lost = false;
+  std::optional<std::uint32_t> ppid;
   bool any() const;
 };
 
