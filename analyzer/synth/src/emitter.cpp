@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "ddpscope/net/packet.h"
+#include "ddpscope/sctp/ddp_session.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/sctp.h"
 
@@ -151,12 +152,11 @@ void Emitter::start_fpdus(int ci, const mpa::Parameters& p) {
     dir.markers = d == 0 ? p.markers_to_responder : p.markers_to_initiator;
     dir.mulpdu = wire::mulpdu(dir.peer_mss, dir.markers);
     if (sctp()) {
-      // One DDP segment a DATA chunk in one packet (RFC 5043 §9): the path MTU the MSS implies
-      // (MSS + 20 octets of TCP header) less SCTP's common and DATA headers, the DDP-SSN and UDP.
-      const std::uint32_t below =
-          static_cast<std::uint32_t>(wire::kSctpCommonHeaderSize + wire::kSctpDataHeaderSize +
-                                     wire::kDdpSsnSize + (s_.sctp->over_udp ? 8 : 0));
-      dir.mulpdu = dir.peer_mss + 20 - below;
+      // One DDP segment a DATA chunk in one packet (RFC 5043 §9): core's MULPDU for the path MTU
+      // the peer's MSS implies (MSS + the TCP and IP headers).
+      const bool v6 = c.ep[0].addr.v6;
+      const std::uint32_t pmtu = dir.peer_mss + 20u + (v6 ? 40u : 20u);
+      dir.mulpdu = sctp::mulpdu_for_path(pmtu, v6, s_.sctp->over_udp);
     }
     if (dir.mulpdu < wire::kDdpUntaggedHeaderSize + wire::AtomicRequest::kSize)
       fail(-1, "connection " + std::to_string(ci) + ": MSS too small for iWARP");
