@@ -75,7 +75,7 @@ void Emitter::pure_ack(int ci, int dir) {
 }
 
 void Emitter::open_tcp(int ci) {
-  if (sctp()) return open_sctp(ci);
+  if (sctp(ci)) return open_sctp(ci);
   const ConnectionSpec& sp = *conns_[ci].spec;
   add_packet(ci, 0, net::tcp_flag::syn, {}, 0, sp.client_mss);
   add_packet(ci, 1, net::tcp_flag::syn | net::tcp_flag::ack, {}, 0, sp.server_mss);
@@ -100,7 +100,7 @@ void Emitter::flush(int ci, int dir, bool ack) {
   Conn& c = conns_[ci];
   Dir& d = c.dirs[dir];
   if (d.pending.empty()) return;
-  if (sctp()) return flush_sctp(ci, dir, ack);
+  if (sctp(ci)) return flush_sctp(ci, dir, ack);
   const std::uint32_t per = c.spec->fpdus_per_segment;
   if (per > 0) {
     for (std::size_t i = 0; i < d.pending.size(); i += per) {
@@ -134,7 +134,7 @@ void Emitter::flush(int ci, int dir, bool ack) {
 void Emitter::close(int ci) {
   Conn& c = conns_[ci];
   if (!c.spec->fin) return;
-  if (sctp()) return close_sctp(ci);
+  if (sctp(ci)) return close_sctp(ci);
   add_packet(ci, 0, net::tcp_flag::fin | net::tcp_flag::ack, {}, c.dirs[0].flushed);
   c.dirs[0].flushed += 1;  // the FIN consumes a sequence number
   add_packet(ci, 1, net::tcp_flag::fin | net::tcp_flag::ack, {}, c.dirs[1].flushed);
@@ -151,7 +151,7 @@ void Emitter::start_fpdus(int ci, const mpa::Parameters& p) {
     dir.crc = p.crc;
     dir.markers = d == 0 ? p.markers_to_responder : p.markers_to_initiator;
     dir.mulpdu = wire::mulpdu(dir.peer_mss, dir.markers);
-    if (sctp()) {
+    if (sctp(ci)) {
       // One DDP segment a DATA chunk in one packet (RFC 5043 §9): core's MULPDU for the path MTU
       // the peer's MSS implies (MSS + the TCP and IP headers).
       const bool v6 = c.ep[0].addr.v6;
@@ -343,14 +343,15 @@ std::uint64_t Emitter::emit_fpdu(int ci, int dir, int op, SegmentDraft seg, cons
   o.stream_pos = d.len - d.s0;
   // SCTP: the "FPDU" is the PPID 16 user message, the direction's DDP-SSN before the segment.
   std::uint16_t ddp_ssn = d.ddp_ssn;
-  if (sctp() && f && selected && f->ddp_ssn == "skip") ddp_ssn = ++d.ddp_ssn;
-  if (sctp() && f && selected && f->ddp_ssn == "reuse") {
+  if (sctp(ci) && f && selected && f->ddp_ssn == "skip") ddp_ssn = ++d.ddp_ssn;
+  if (sctp(ci) && f && selected && f->ddp_ssn == "reuse") {
     if (d.ddp_ssn == 0) fail(op, "fault.ddp_ssn reuse needs an earlier message");
     ddp_ssn = static_cast<std::uint16_t>(d.ddp_ssn - 1);
-  } else if (sctp() && !(f && selected && f->ppid)) {
+  } else if (sctp(ci) && !(f && selected && f->ppid)) {
     ++d.ddp_ssn;  // a message on another PPID is no DDP message: the next one has its DDP-SSN
   }
-  Bytes fpdu = sctp() ? wire::encode_ddp_sctp_message(ddp_ssn, ulpdu) : wire::encode_fpdu(ulpdu, o);
+  Bytes fpdu =
+      sctp(ci) ? wire::encode_ddp_sctp_message(ddp_ssn, ulpdu) : wire::encode_fpdu(ulpdu, o);
   const std::uint64_t off = d.len;
   const bool leading = d.markers && wire::is_marker_position(o.stream_pos);
   EmittedSegment rec;
@@ -359,7 +360,7 @@ std::uint64_t Emitter::emit_fpdu(int ci, int dir, int op, SegmentDraft seg, cons
   rec.op = op;
   rec.begin = off;
   rec.scenario_data = scenario_data;
-  if (sctp() && ulpdu.size() > d.mulpdu)
+  if (sctp(ci) && ulpdu.size() > d.mulpdu)
     fail(op, "a DDP segment of " + std::to_string(ulpdu.size()) +
                  " octets does not fit one SCTP packet (at most " + std::to_string(d.mulpdu) +
                  "): a smaller segment_size");
@@ -406,7 +407,7 @@ std::uint64_t Emitter::emit_fpdu(int ci, int dir, int op, SegmentDraft seg, cons
   }
   rec.end = off + fpdu.size();
   append(ci, dir, std::move(fpdu), op);
-  if (sctp() && f) {
+  if (sctp(ci) && f) {
     Unit& u = d.pending.back();
     u.reverse = f->reverse_tsn;
     if (selected) {

@@ -171,7 +171,7 @@ class Emitter {
   void start_fpdus(int ci, const mpa::Parameters& p);
 
   // ---- SCTP (the scenario's "llp": "sctp", RFC 5043) ----
-  bool sctp() const { return s_.sctp.has_value(); }
+  bool sctp(int ci) const { return conns_[ci].spec->over_sctp; }
   // A DDP session control message (its DDP-SSN the direction's next) as a PPID 17 unit.
   std::uint64_t session_control(int ci, int dir, std::uint16_t function_code, Bytes private_data,
                                 std::optional<wire::MpaEnhancedPd> enhanced, int op);

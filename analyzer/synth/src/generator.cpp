@@ -182,7 +182,7 @@ class Planner {
   void open_connection(int ci) {
     Conn& c = e_.conn(ci);
     const ConnectionSpec& sp = *c.spec;
-    if (e_.sctp()) return open_session(ci);
+    if (e_.sctp(ci)) return open_session(ci);
     e_.open_tcp(ci);
     const wire::MpaReqRep req = send_frame(ci, true);
     const std::uint64_t rep_off = c.dirs[1].len;

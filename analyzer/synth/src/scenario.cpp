@@ -392,6 +392,10 @@ ConnectionSpec parse_connection(const json& j, const std::string& path, std::siz
   c.fpdus_per_segment = static_cast<std::uint32_t>(o.u64("fpdus_per_segment", 0, 1000));
   c.fin = o.boolean("fin", true);
   if (o.has("vlan")) c.vlan = static_cast<std::uint16_t>(o.u64("vlan", 0, 4095));
+  if (o.has("llp")) {
+    c.llp = o.str("llp", "mpa");
+    if (*c.llp != "mpa" && *c.llp != "sctp") fail(o.at("llp"), "expected \"mpa\" or \"sctp\"");
+  }
   if (o.has("sctp")) {
     Obj x(o.get("sctp"), o.at("sctp"));
     c.sctp.adaptation = x.boolean("adaptation", true);
@@ -426,12 +430,14 @@ SctpSpec parse_sctp(const Scenario& s, Obj& o) {
   for (std::size_t i = 0; i < s.connections.size(); ++i) {
     const ConnectionSpec& c = s.connections[i];
     const std::string at = o.at("connections") + "[" + std::to_string(i) + "]";
+    if (!c.over_sctp) continue;
     if (c.client_crc || c.server_crc || c.client_requests_markers || c.server_requests_markers ||
         c.client_reserved_flags || c.server_reserved_flags || c.request_revision != 2 ||
         c.reply_revision != 2 || c.tcp_segment_size || c.vlan)
       fail(at, "MPA framing, TCP or VLAN options need \"llp\": \"mpa\"");
   }
   for (const OpSpec& op : s.ops) {
+    if (!s.connections[op.connection].over_sctp) continue;
     if (!op.tcp_faults.empty()) fail(op.where, "TCP faults need \"llp\": \"mpa\"");
     if (op.fault.corrupt_crc || op.fault.corrupt_marker || op.fault.ulpdu_length)
       fail(op.where, "MPA faults (CRC, markers, ULPDU_Length) need \"llp\": \"mpa\"");
@@ -719,18 +725,25 @@ void parse(const json& j, Scenario& s) {
   if (o.has("esp")) s.esp = parse_esp(o.get("esp"), o.at("esp"), s.connections.size());
   const std::string llp = o.str("llp", "mpa");
   if (llp != "mpa" && llp != "sctp") fail(o.at("llp"), "expected \"mpa\" or \"sctp\"");
-  if (llp == "sctp") s.sctp = parse_sctp(s, o);
+  bool any_sctp = false;
+  for (auto& c : s.connections) {
+    c.over_sctp = c.llp.value_or(llp) == "sctp";
+    any_sctp = any_sctp || c.over_sctp;
+  }
+  if (any_sctp) s.sctp = parse_sctp(s, o);
   if (o.has("sctp") && !s.sctp) fail(o.at("sctp"), "needs \"llp\": \"sctp\"");
-  if (!s.sctp) {
+  {
     for (std::size_t i = 0; i < s.connections.size(); ++i) {
+      if (s.connections[i].over_sctp) continue;
       const auto& x = s.connections[i].sctp;
       if (!x.adaptation || x.initiate_function_code || x.initiate_fragments != 1 || !x.terminate ||
           x.terminate_private_data || !x.early.empty())
         fail(o.at("connections") + "[" + std::to_string(i) + "].sctp", "needs \"llp\": \"sctp\"");
     }
     for (const OpSpec& op : s.ops)
-      if (!op.fault.ddp_ssn.empty() || op.fault.ordered || op.fault.fragments != 1 ||
-          op.fault.reverse_tsn || op.fault.bad_checksum || op.fault.lost || op.fault.ppid)
+      if (!s.connections[op.connection].over_sctp &&
+          (!op.fault.ddp_ssn.empty() || op.fault.ordered || op.fault.fragments != 1 ||
+           op.fault.reverse_tsn || op.fault.bad_checksum || op.fault.lost || op.fault.ppid))
         fail(op.where + ".fault", "SCTP faults need \"llp\": \"sctp\"");
   }
   o.finish();

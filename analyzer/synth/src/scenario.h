@@ -60,6 +60,9 @@ struct ConnectionSpec {
   std::uint32_t fpdus_per_segment = 0;
   bool fin = true;
   std::optional<std::uint16_t> vlan;
+  // The LLP: the connection's "llp", else the scenario's ("mpa" or "sctp").
+  std::optional<std::string> llp;
+  bool over_sctp = false;
   // "llp": "sctp" only: faults and legal oddities of the DDP session (the connection's "sctp").
   struct Sctp {
     bool adaptation = true;  // false: INIT and INIT ACK lack the DDP adaptation indication
@@ -231,7 +234,7 @@ struct Scenario {
   std::vector<ManualExpectation> expect;
   std::optional<bool> exhaustive;
   std::optional<EspSpec> esp;
-  std::optional<SctpSpec> sctp;  // present when "llp" is "sctp"
+  std::optional<SctpSpec> sctp;  // present when a connection's LLP is SCTP
 };
 
 // Throws nothing: false and a one-line error naming the JSON path on a bad scenario.
