@@ -1,19 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Writes the builder-made SCTP samples (samples/synthetic/clean-sctp*.pcap, fault-sctp.pcap) and
-// checks the committed ones are what the builders write now, octet for octet; with
-// DDPSCOPE_UPDATE_GOLDEN=1 it rewrites them. Their analyses are pinned by their golden reports
-// (tests/capture, capture.NAME). They stand in for `ddpscope synth` scenarios with "llp": "sctp"
-// until the generator speaks SCTP.
+// The analysis of three SCTP associations built frame by frame with the test builders: what the
+// builder-made samples held before `ddpscope synth` wrote them from scenarios ("llp": "sctp";
+// samples/synthetic/clean-sctp*.json, fault-sctp.json). What synth cannot inject yet (a
+// retransmission pair captured in reversed TSN order, several DDP streams on one association, a
+// non-DDP PPID 16 message, a retransmission with other octets) stays covered here.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
-#include "ddpscope/capture/file_writer.h"
 #include "unit/sctp_builders.h"
 
 namespace ddpscope {
@@ -29,28 +24,6 @@ Bytes pattern(std::size_t n, std::uint8_t seed) {
   return b;
 }
 
-Bytes read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), {});
-}
-
-void check_sample(const std::string& name, const std::vector<Bytes>& frames) {
-  const std::string committed = std::string(DDPSCOPE_SOURCE_DIR) + "/samples/synthetic/" + name;
-  const char* update = std::getenv("DDPSCOPE_UPDATE_GOLDEN");
-  const bool rewrite = update != nullptr && std::string(update) == "1";
-  const std::string path = rewrite ? committed : std::string(DDPSCOPE_IO_TMP_DIR) + "/" + name;
-  std::string error;
-  auto w = capture::CaptureWriter::open(path, 1, error);
-  ASSERT_TRUE(w) << error;
-  for (std::size_t i = 0; i < frames.size(); ++i)
-    w->write(1700000000LL * 1000000000LL + static_cast<std::int64_t>(i) * 20000, frames[i]);
-  ASSERT_TRUE(w->close(error)) << error;
-  if (rewrite) return;
-  EXPECT_EQ(read_file(path), read_file(committed))
-      << name << " differs from what the builders write: regenerate with DDPSCOPE_UPDATE_GOLDEN=1";
-  std::filesystem::remove(path);
-}
-
 // IPv4: setup with the DDP adaptation indication, an Initiate whose 512 octets of private data
 // needed two fragments (a small path: RFC 5043 §9 allows SCTP fragmentation where the other
 // choice is IP fragmentation) and an Accept, Sends, a pair captured in reversed TSN order, a
@@ -58,9 +31,7 @@ void check_sample(const std::string& name, const std::vector<Bytes>& frames) {
 // the order), an RDMA Write and a Read, SACKs, Session Terminate from both sides, SHUTDOWN.
 TEST(SctpSamples, CleanSctp) {
   Analyzer an;
-  std::vector<Bytes> frames;
   Association a(an);
-  a.frames = &frames;
   a.setup();
   {
     wire::DdpSessionControl init;
@@ -131,7 +102,6 @@ TEST(SctpSamples, CleanSctp) {
   a.packet(0, sdc);
   an.finish();
   EXPECT_TRUE(an.model().findings.empty()) << ::testing::PrintToString(sctptest::codes(an.model()));
-  check_sample("clean-sctp.pcap", frames);
 }
 
 // IPv6 in UDP (RFC 6951), two DDP streams on SCTP streams 1 and 2 of one association (each
@@ -140,9 +110,7 @@ TEST(SctpSamples, CleanSctp) {
 // arrived (RFC 5043 §6.6 allows it), a Terminate from one side only.
 TEST(SctpSamples, CleanSctpV6Udp) {
   Analyzer an;
-  std::vector<Bytes> frames;
   Association a(an, true, true);
-  a.frames = &frames;
   a.setup();
   a.session(0, wire::ddp_session_fn::initiate, Bytes(4, 0x11));
   a.sack(1);
@@ -163,16 +131,13 @@ TEST(SctpSamples, CleanSctpV6Udp) {
   an.finish();
   EXPECT_TRUE(an.model().findings.empty()) << ::testing::PrintToString(sctptest::codes(an.model()));
   EXPECT_EQ(an.model().streams.size(), 2u);
-  check_sample("clean-sctp-v6-udp.pcap", frames);
 }
 
 // Every SCTP finding at a known frame (each rule of RFC 5043 with its section), and a DDP fault
 // (MSN gap) over SCTP.
 TEST(SctpSamples, FaultSctp) {
   Analyzer an;
-  std::vector<Bytes> frames;
   Association a(an);
-  a.frames = &frames;
   const auto ulpdu_send = [](std::uint32_t msn, ByteView body) {
     return sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, msn, 0, true), body);
   };
@@ -229,7 +194,6 @@ TEST(SctpSamples, FaultSctp) {
   a.packet(0, sdc);  // 35
   // A second association whose setup left the DDP adaptation indication out (§5.1, §11.1).
   Association b(an);
-  b.frames = &frames;
   b.port = {5001, 7001};
   b.frame = a.frame;
   b.setup(false);     // 36-39
@@ -259,7 +223,6 @@ TEST(SctpSamples, FaultSctp) {
       {"sctp.ssn-invalid", 31},
       {"sctp.session-unterminated", 31}};
   EXPECT_EQ(got, want);
-  check_sample("fault-sctp.pcap", frames);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "ddpscope/net/packet.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
+#include "ddpscope/wire/sctp.h"
 
 namespace ddpscope::synth {
 namespace {
@@ -592,6 +593,151 @@ TEST(SynthOracle, PredictsWhatTheAnalyzersDataSinkReports) {
   std::ifstream in(r.expected_path);
   const json doc = json::parse(in);
   EXPECT_EQ(doc["expected"][3]["severity"], "note");
+}
+
+// "llp": "sctp": the same operations and DDP/RDMAP faults as RFC 5043 messages over one SCTP
+// association find what they find over MPA, and nothing else (no sctp.* finding); every frame is
+// SCTP (IPv4, IPv6, in UDP), every DATA chunk unordered, whole, PPID 16 or 17, with DDP-SSNs
+// from 0 without gaps per direction.
+TEST(SynthSctp, SameDdpFindingsAsOverMpa) {
+  const std::string dir = std::string(DDPSCOPE_SOURCE_DIR) + "/samples/synthetic/";
+  for (const char* name : {"clean-rping", "fault-headers", "fault-msn", "fault-read-response",
+                           "fault-atomic", "fault-terminate", "clean-ulp", "fault-ird"}) {
+    std::ifstream in(dir + name + ".json");
+    json j = json::parse(in);
+    for (auto& c : j["connections"])
+      if (c.contains("mpa")) c["mpa"].erase("crc");
+    SynthResult mpa;
+    std::string err;
+    ASSERT_TRUE(synthesize_json(j, tmp("llp-mpa.pcap"), mpa, err)) << name << ": " << err;
+    const auto over_mpa = analyze(mpa, tmp("llp-mpa.pcap"));
+    for (const char* variant : {"v4", "v6-udp"}) {
+      json s = j;
+      s["llp"] = "sctp";
+      if (std::string(variant) == "v6-udp") {
+        s["sctp"] = {{"udp", true}};
+        for (auto& c : s["connections"]) {
+          c["client"]["ip"] = "2001:db8::1";
+          c["server"]["ip"] = "2001:db8::2";
+        }
+      }
+      SynthResult r;
+      ASSERT_TRUE(synthesize_json(s, tmp("llp-sctp.pcap"), r, err)) << name << ": " << err;
+      const auto over_sctp = analyze(r, tmp("llp-sctp.pcap"));
+      std::vector<std::string> a, b;
+      for (const auto& x : over_mpa)
+        a.push_back(x.first);
+      for (const auto& x : over_sctp)
+        b.push_back(x.first);
+      EXPECT_EQ(a, b) << name << " " << variant;
+      std::vector<std::pair<std::string, std::uint64_t>> predicted;
+      for (const auto& e : r.expected)
+        if (!e.consequence) predicted.emplace_back(e.code, e.frame);
+      EXPECT_EQ(over_sctp, predicted) << name << " " << variant;
+
+      auto reader = capture::CaptureReader::open(tmp("llp-sctp.pcap"), err);
+      ASSERT_TRUE(reader) << err;
+      capture::Frame f;
+      std::map<std::pair<std::string, std::uint16_t>, std::uint16_t> next_ssn;
+      while (reader->next(f)) {
+        auto d = net::decode_frame(f.link_type, f.data, f.wire_length);
+        ASSERT_EQ(d.status, net::FrameStatus::sctp) << name << " frame " << f.number;
+        auto p = wire::decode_sctp_packet(d.sctp.packet);
+        ASSERT_TRUE(p) << name << " frame " << f.number;
+        EXPECT_TRUE(wire::sctp_checksum_ok(d.sctp.packet));
+        for (const auto& c : p.value().chunks) {
+          if (c.type != wire::sctp_chunk::data) continue;
+          auto data = wire::decode_sctp_data(c);
+          ASSERT_TRUE(data);
+          EXPECT_TRUE(data.value().unordered && data.value().beginning && data.value().ending);
+          EXPECT_TRUE(data.value().ppid == wire::kPpidDdpSegment ||
+                      data.value().ppid == wire::kPpidDdpSessionControl);
+          auto m = wire::decode_ddp_sctp_message(data.value().user_data);
+          ASSERT_TRUE(m);
+          const auto key = std::make_pair(
+              d.sctp.src.to_string() + ":" + std::to_string(p.value().header.source_port),
+              data.value().stream_id);
+          EXPECT_EQ(m.value().ddp_ssn, next_ssn[key]++) << name << " frame " << f.number;
+        }
+      }
+    }
+  }
+}
+
+// Every SCTP fault lands on the finding it aims at, at the predicted frame; the legal oddities
+// (DDP-SSNs in reversed TSN order, a fragmented Initiate, a segment after the Initiate's SACK and
+// before the Accept) add none.
+TEST(SynthSctp, FaultsFindWhatTheyAimAt) {
+  const json j = json::parse(R"({"name": "f", "llp": "sctp",
+ "connections": [
+  {"client": {"ip": "10.0.0.1", "port": 5001}, "server": {"ip": "10.0.0.2", "port": 7001}},
+  {"client": {"ip": "10.0.0.1", "port": 5002}, "server": {"ip": "10.0.0.2", "port": 7002}, "sctp": {"adaptation": false}},
+  {"client": {"ip": "10.0.0.1", "port": 5003}, "server": {"ip": "10.0.0.2", "port": 7003}, "sctp": {"initiate_function_code": 9}},
+  {"client": {"ip": "10.0.0.1", "port": 5004}, "server": {"ip": "10.0.0.2", "port": 7004}, "sctp": {"terminate": false}},
+  {"client": {"ip": "10.0.0.1", "port": 5005}, "server": {"ip": "10.0.0.2", "port": 7005}, "sctp": {"terminate_private_data": 4}},
+  {"client": {"ip": "10.0.0.1", "port": 5006}, "server": {"ip": "10.0.0.2", "port": 7006}, "mpa": {"client_private_data": {"size": 600}}},
+  {"client": {"ip": "10.0.0.1", "port": 5007}, "server": {"ip": "10.0.0.2", "port": 7007}, "sctp": {"early": "unacked"}},
+  {"client": {"ip": "10.0.0.1", "port": 5008}, "server": {"ip": "10.0.0.2", "port": 7008}, "sctp": {"early": "after_sack", "initiate_fragments": 2}}
+ ],
+ "operations": [
+  {"op": "send", "from": "client", "connection": 0, "size": 100},
+  {"op": "send", "from": "client", "connection": 0, "size": 100, "fault": {"ddp_ssn": "reuse"}},
+  {"op": "send", "from": "server", "connection": 0, "size": 100, "fault": {"ordered": true}},
+  {"op": "send", "from": "server", "connection": 0, "size": 100, "fault": {"fragments": 3}},
+  {"op": "write", "from": "client", "connection": 0, "stag": "0x10", "to": 0, "size": 3000, "fault": {"reverse_tsn": true}},
+  {"op": "send", "from": "client", "connection": 1, "size": 10},
+  {"op": "send", "from": "client", "connection": 2, "size": 10},
+  {"op": "send", "from": "client", "connection": 3, "size": 10},
+  {"op": "send", "from": "client", "connection": 4, "size": 10},
+  {"op": "send", "from": "client", "connection": 5, "size": 10},
+  {"op": "send", "from": "client", "connection": 6, "size": 10},
+  {"op": "send", "from": "client", "connection": 7, "size": 10},
+  {"op": "send", "from": "client", "connection": 7, "size": 10, "fault": {"ddp_ssn": "skip"}}
+ ]})");
+  SynthResult r;
+  std::string err;
+  ASSERT_TRUE(synthesize_json(j, tmp("sctp-faults.pcap"), r, err)) << err;
+  EXPECT_FALSE(r.exhaustive);  // function code 9 leaves the session to the analyzer's policy
+  std::vector<std::pair<std::string, std::uint64_t>> predicted;
+  for (const auto& e : r.expected)
+    predicted.emplace_back(e.code, e.frame);
+  EXPECT_EQ(predicted, (std::vector<std::pair<std::string, std::uint64_t>>{
+                           {"sctp.adaptation-missing", 13},
+                           {"sctp.function-code-invalid", 21},
+                           {"sctp.private-data-invalid", 45},
+                           {"sctp.ssn-invalid", 62},
+                           {"sctp.chunk-ordered", 64},
+                           {"sctp.segment-too-large", 66},
+                           {"sctp.session-unterminated", 74},
+                           {"sctp.segment-early", 80},
+                           {"sctp.ssn-invalid", 88},
+                           {"sctp.private-data-invalid", 114}}));
+  // What the analyzer finds besides: the function code 9 session's Accept and Terminates
+  // (sctp.session-invalid) and its segment (sctp.segment-early), nothing else.
+  auto got = analyze(r, tmp("sctp-faults.pcap"));
+  std::vector<std::pair<std::string, std::uint64_t>> rest;
+  for (const auto& g : got)
+    if (std::find(predicted.begin(), predicted.end(), g) == predicted.end()) rest.push_back(g);
+  EXPECT_EQ(rest,
+            (std::vector<std::pair<std::string, std::uint64_t>>{{"sctp.session-invalid", 23},
+                                                                {"sctp.segment-early", 72},
+                                                                {"sctp.session-invalid", 104},
+                                                                {"sctp.session-invalid", 106}}));
+  for (const auto& p : predicted)
+    EXPECT_NE(std::find(got.begin(), got.end(), p), got.end()) << p.first << " " << p.second;
+}
+
+TEST(SynthSctp, RefusesWhatSctpCannotCarry) {
+  json j = base_scenario();  // CRC asked for
+  j["llp"] = "sctp";
+  SynthResult r;
+  std::string err;
+  EXPECT_FALSE(synthesize_json(j, tmp("refused.pcap"), r, err));
+  EXPECT_NE(err.find("connections[0]"), std::string::npos) << err;
+  json m = base_scenario();
+  m["connections"][0]["sctp"] = {{"terminate", false}};
+  EXPECT_FALSE(synthesize_json(m, tmp("refused.pcap"), r, err));
+  EXPECT_NE(err.find("needs \"llp\": \"sctp\""), std::string::npos) << err;
 }
 
 }  // namespace

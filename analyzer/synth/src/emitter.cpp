@@ -4,7 +4,9 @@
 #include <algorithm>
 
 #include "ddpscope/net/packet.h"
+#include "ddpscope/sctp/ddp_session.h"
 #include "ddpscope/wire/mpa.h"
+#include "ddpscope/wire/sctp.h"
 
 namespace ddpscope::synth {
 
@@ -22,6 +24,9 @@ Emitter::Emitter(const Scenario& s) : s_(s) {
     for (int d = 0; d < 2; ++d) {
       c.dirs[d].peer_mss = d == 0 ? sp.server_mss : sp.client_mss;
       c.dirs[d].tcp_segment = sp.tcp_segment_size.value_or(c.dirs[d].peer_mss);
+      // SCTP: the TSNs start at the ISNs; each association its own Initiate Tags.
+      c.dirs[d].tag = (d == 0 ? 0xA1A10000u : 0xB2B20000u) + static_cast<std::uint32_t>(i);
+      c.dirs[d].tsn = c.dirs[d].isn;
     }
   }
   op_ranges_.resize(s_.ops.size());
@@ -70,6 +75,7 @@ void Emitter::pure_ack(int ci, int dir) {
 }
 
 void Emitter::open_tcp(int ci) {
+  if (sctp(ci)) return open_sctp(ci);
   const ConnectionSpec& sp = *conns_[ci].spec;
   add_packet(ci, 0, net::tcp_flag::syn, {}, 0, sp.client_mss);
   add_packet(ci, 1, net::tcp_flag::syn | net::tcp_flag::ack, {}, 0, sp.server_mss);
@@ -94,6 +100,7 @@ void Emitter::flush(int ci, int dir, bool ack) {
   Conn& c = conns_[ci];
   Dir& d = c.dirs[dir];
   if (d.pending.empty()) return;
+  if (sctp(ci)) return flush_sctp(ci, dir, ack);
   const std::uint32_t per = c.spec->fpdus_per_segment;
   if (per > 0) {
     for (std::size_t i = 0; i < d.pending.size(); i += per) {
@@ -127,6 +134,7 @@ void Emitter::flush(int ci, int dir, bool ack) {
 void Emitter::close(int ci) {
   Conn& c = conns_[ci];
   if (!c.spec->fin) return;
+  if (sctp(ci)) return close_sctp(ci);
   add_packet(ci, 0, net::tcp_flag::fin | net::tcp_flag::ack, {}, c.dirs[0].flushed);
   c.dirs[0].flushed += 1;  // the FIN consumes a sequence number
   add_packet(ci, 1, net::tcp_flag::fin | net::tcp_flag::ack, {}, c.dirs[1].flushed);
@@ -143,9 +151,173 @@ void Emitter::start_fpdus(int ci, const mpa::Parameters& p) {
     dir.crc = p.crc;
     dir.markers = d == 0 ? p.markers_to_responder : p.markers_to_initiator;
     dir.mulpdu = wire::mulpdu(dir.peer_mss, dir.markers);
+    if (sctp(ci)) {
+      // One DDP segment a DATA chunk in one packet (RFC 5043 §9): core's MULPDU for the path MTU
+      // the peer's MSS implies (MSS + the TCP and IP headers).
+      const bool v6 = c.ep[0].addr.v6;
+      const std::uint32_t pmtu = dir.peer_mss + 20u + (v6 ? 40u : 20u);
+      dir.mulpdu = sctp::mulpdu_for_path(pmtu, v6, s_.sctp->over_udp);
+    }
     if (dir.mulpdu < wire::kDdpUntaggedHeaderSize + wire::AtomicRequest::kSize)
       fail(-1, "connection " + std::to_string(ci) + ": MSS too small for iWARP");
   }
+}
+
+// ------------------------------------------------------------------ SCTP (RFC 5043)
+int Emitter::add_sctp_packet(int ci, int dir, Bytes chunks, Bytes payload, std::uint64_t offset) {
+  Packet pk;
+  pk.id = static_cast<int>(packets_.size());
+  pk.conn = ci;
+  pk.dir = dir;
+  pk.offset = offset;
+  pk.payload = std::move(payload);
+  pk.chunks = std::move(chunks);
+  packets_.push_back(std::move(pk));
+  return packets_.back().id;
+}
+
+// INIT and INIT ACK, both with the DDP adaptation indication (RFC 5043 §5.1), COOKIE ECHO,
+// COOKIE ACK.
+void Emitter::open_sctp(int ci) {
+  Conn& c = conns_[ci];
+  const Bytes cookie(8, static_cast<std::uint8_t>(0xC0 + ci));
+  for (int d = 0; d < 2; ++d) {
+    wire::SctpInit init;
+    init.ack = d == 1;
+    init.initiate_tag = c.dirs[d].tag;
+    init.a_rwnd = 1 << 20;
+    init.outbound_streams = 16;
+    init.inbound_streams = 16;
+    init.initial_tsn = c.dirs[d].tsn;
+    if (c.spec->sctp.adaptation)
+      init.parameters.push_back(wire::sctp_adaptation_parameter(wire::kAdaptationCodePointDdp));
+    if (d == 1) init.parameters.push_back({wire::sctp_param::state_cookie, cookie});
+    Bytes chunk;
+    wire::encode_sctp_init(init, chunk);
+    add_sctp_packet(ci, d, std::move(chunk));
+  }
+  Bytes echo;
+  wire::encode_sctp_cookie_echo(cookie, echo);
+  add_sctp_packet(ci, 0, std::move(echo));
+  Bytes ack;
+  wire::encode_sctp_cookie_ack(ack);
+  add_sctp_packet(ci, 1, std::move(ack));
+}
+
+std::uint64_t Emitter::session_control(int ci, int dir, std::uint16_t function_code,
+                                       Bytes private_data,
+                                       std::optional<wire::MpaEnhancedPd> enhanced, int op) {
+  Dir& d = conns_[ci].dirs[dir];
+  wire::DdpSessionControl m;
+  m.ddp_ssn = d.ddp_ssn++;
+  m.function_code = function_code;
+  m.private_data = std::move(private_data);
+  m.enhanced_pd = enhanced;
+  const std::uint64_t off = append(ci, dir, wire::encode_ddp_session_control(m), op);
+  d.pending.back().ppid = wire::kPpidDdpSessionControl;
+  return off;
+}
+
+// Each pending user message one unfragmented, unordered DATA chunk (RFC 5043 §4), in a packet of
+// its own or N to a packet (fpdus_per_segment); the peer SACKs them.
+void Emitter::flush_sctp(int ci, int dir, bool ack) {
+  Conn& c = conns_[ci];
+  Dir& d = c.dirs[dir];
+  std::size_t per = std::max<std::uint32_t>(1, c.spec->fpdus_per_segment);
+  const bool reverse =
+      std::any_of(d.pending.begin(), d.pending.end(), [](const Unit& u) { return u.reverse; });
+  if (reverse) per = d.pending.size();
+  for (std::size_t i = 0; i < d.pending.size(); i += per) {
+    Bytes chunks, payload;
+    const std::uint64_t off = d.pending[i].offset;
+    const std::size_t n = std::min(d.pending.size(), i + per) - i;
+    for (std::size_t k = 0; k < n; ++k) {
+      data_chunks(d, d.pending[reverse ? i + n - 1 - k : i + k], chunks);
+      const Unit& in_order = d.pending[i + k];
+      payload.insert(payload.end(), in_order.wire.begin(), in_order.wire.end());
+    }
+    const std::uint64_t end = off + payload.size();
+    const auto has = [&](bool Unit::*flag) {
+      return std::any_of(d.pending.begin() + static_cast<std::ptrdiff_t>(i),
+                         d.pending.begin() + static_cast<std::ptrdiff_t>(i + n),
+                         [&](const Unit& u) { return u.*flag; });
+    };
+    if (has(&Unit::bad_checksum)) {
+      const int bad = add_sctp_packet(ci, dir, chunks, payload, off);
+      packets_[bad].bad_checksum = true;
+      expect_packet("sctp.checksum-mismatch", ci, dir, bad, -1, "CRC32c altered");
+    }
+    const int id = add_sctp_packet(ci, dir, std::move(chunks), std::move(payload), off);
+    if (has(&Unit::lost)) {
+      packets_[id].dropped = true;
+      lost_.emplace_back(id, -1);
+    }
+    d.flushed = end;
+  }
+  d.pending.clear();
+  if (ack) sack(ci, 1 - dir);
+}
+
+// One user message as DATA chunks: unordered unless the fault says otherwise, cut into
+// `fragments` pieces (B on the first, E on the last), TSNs consecutive.
+void Emitter::data_chunks(Dir& d, const Unit& u, Bytes& chunks) const {
+  const std::size_t size = u.wire.size();
+  for (std::uint32_t i = 0; i < u.fragments; ++i) {
+    const std::size_t a = size * i / u.fragments, b = size * (i + 1) / u.fragments;
+    wire::SctpData data;
+    data.unordered = !u.ordered;
+    data.beginning = i == 0;
+    data.ending = i + 1 == u.fragments;
+    data.tsn = d.tsn++;
+    data.stream_id = s_.sctp->stream_id;
+    data.ppid = u.ppid;
+    data.user_data = ByteView(u.wire).subspan(a, b - a);
+    wire::encode_sctp_data(data, chunks);
+  }
+}
+
+// A SACK from `dir` of everything the peer sent so far.
+void Emitter::sack(int ci, int dir) {
+  wire::SctpSack s;
+  s.cumulative_tsn_ack = conns_[ci].dirs[1 - dir].tsn - 1;
+  s.a_rwnd = 1 << 20;
+  Bytes chunk;
+  wire::encode_sctp_sack(s, chunk);
+  add_sctp_packet(ci, dir, std::move(chunk));
+}
+
+// A Session Terminate from each side (RFC 5043 §6.5), then SHUTDOWN, SHUTDOWN ACK and SHUTDOWN
+// COMPLETE.
+void Emitter::close_sctp(int ci) {
+  Conn& c = conns_[ci];
+  const ConnectionSpec::Sctp& x = c.spec->sctp;
+  for (int d = 0; d < 2 && !c.rejected && x.terminate; ++d) {
+    const Bytes pd(d == 0 ? x.terminate_private_data : 0, 0x7E);
+    const std::uint64_t off =
+        session_control(ci, d, wire::ddp_session_fn::terminate, pd, std::nullopt, -1);
+    if (!pd.empty())
+      expect("sctp.private-data-invalid", ci, d, off, -1,
+             std::to_string(pd.size()) + " octets of private data in a Session Terminate");
+    flush_sctp(ci, d, true);
+  }
+  Bytes shutdown;
+  wire::encode_sctp_shutdown(c.dirs[1].tsn - 1, shutdown);
+  if (!x.terminate && !c.rejected) {
+    // Reported when the association shuts down, at the stream's last DDP message.
+    for (auto it = packets_.rbegin(); it != packets_.rend(); ++it) {
+      if (it->conn != ci || it->payload.empty()) continue;
+      expect_packet("sctp.session-unterminated", ci, it->dir, it->id, -1,
+                    "SHUTDOWN with no Session Terminate");
+      break;
+    }
+  }
+  add_sctp_packet(ci, 0, std::move(shutdown));
+  Bytes shutdown_ack;
+  wire::encode_sctp_shutdown_ack(shutdown_ack);
+  add_sctp_packet(ci, 1, std::move(shutdown_ack));
+  Bytes complete;
+  wire::encode_sctp_shutdown_complete(false, complete);
+  add_sctp_packet(ci, 0, std::move(complete));
 }
 
 // ------------------------------------------------------------------ FPDU emission
@@ -169,7 +341,17 @@ std::uint64_t Emitter::emit_fpdu(int ci, int dir, int op, SegmentDraft seg, cons
   o.crc = d.crc;
   o.markers = d.markers;
   o.stream_pos = d.len - d.s0;
-  Bytes fpdu = wire::encode_fpdu(ulpdu, o);
+  // SCTP: the "FPDU" is the PPID 16 user message, the direction's DDP-SSN before the segment.
+  std::uint16_t ddp_ssn = d.ddp_ssn;
+  if (sctp(ci) && f && selected && f->ddp_ssn == "skip") ddp_ssn = ++d.ddp_ssn;
+  if (sctp(ci) && f && selected && f->ddp_ssn == "reuse") {
+    if (d.ddp_ssn == 0) fail(op, "fault.ddp_ssn reuse needs an earlier message");
+    ddp_ssn = static_cast<std::uint16_t>(d.ddp_ssn - 1);
+  } else if (sctp(ci) && !(f && selected && f->ppid)) {
+    ++d.ddp_ssn;  // a message on another PPID is no DDP message: the next one has its DDP-SSN
+  }
+  Bytes fpdu =
+      sctp(ci) ? wire::encode_ddp_sctp_message(ddp_ssn, ulpdu) : wire::encode_fpdu(ulpdu, o);
   const std::uint64_t off = d.len;
   const bool leading = d.markers && wire::is_marker_position(o.stream_pos);
   EmittedSegment rec;
@@ -178,6 +360,10 @@ std::uint64_t Emitter::emit_fpdu(int ci, int dir, int op, SegmentDraft seg, cons
   rec.op = op;
   rec.begin = off;
   rec.scenario_data = scenario_data;
+  if (sctp(ci) && ulpdu.size() > d.mulpdu)
+    fail(op, "a DDP segment of " + std::to_string(ulpdu.size()) +
+                 " octets does not fit one SCTP packet (at most " + std::to_string(d.mulpdu) +
+                 "): a smaller segment_size");
   if (ulpdu.size() > d.mulpdu && !d.mulpdu_reported) {
     d.mulpdu_reported = true;
     expect("mpa.fpdu-exceeds-mulpdu", ci, dir, off, op,
@@ -221,6 +407,36 @@ std::uint64_t Emitter::emit_fpdu(int ci, int dir, int op, SegmentDraft seg, cons
   }
   rec.end = off + fpdu.size();
   append(ci, dir, std::move(fpdu), op);
+  if (sctp(ci) && f) {
+    Unit& u = d.pending.back();
+    u.reverse = f->reverse_tsn;
+    if (selected) {
+      if (f->ddp_ssn == "skip") {
+        expect("sctp.ssn-invalid", ci, dir, off, op,
+               "DDP-SSN " + std::to_string(ddp_ssn) + ", one left out before it");
+        cascading();
+      } else if (f->ddp_ssn == "reuse") {
+        expect("sctp.ssn-invalid", ci, dir, off, op,
+               "DDP-SSN " + std::to_string(ddp_ssn) + " again");
+        cascading();
+      }
+      u.ordered = f->ordered;
+      if (f->ordered) expect("sctp.chunk-ordered", ci, dir, off, op, "DATA chunk with U = 0");
+      u.fragments = f->fragments;
+      if (f->fragments > 1)
+        expect("sctp.segment-too-large", ci, dir, off, op,
+               "DDP segment in " + std::to_string(f->fragments) + " DATA chunks");
+      u.bad_checksum = f->bad_checksum;
+      u.lost = f->lost;
+      if (f->lost) cascading();
+      if (f->ppid) {
+        u.ppid = *f->ppid;
+        expect("sctp.ppid-invalid", ci, dir, off, op,
+               "DDP segment on PPID " + std::to_string(*f->ppid));
+        cascading();
+      }
+    }
+  }
   d.last_header = seg.header;
   d.last_ulpdu_length = static_cast<std::uint16_t>(ulpdu.size());
   d.last_rdmap_body = seg.body;
@@ -521,6 +737,29 @@ void Emitter::finalize(std::vector<GeneratedFrame>& frames) {
     if (p.dropped) continue;
     frame_of_[id] = ++n;
     const Conn& c = conns_[p.conn];
+    GeneratedFrame fr;
+    fr.ts_ns = s_.start_ns + static_cast<std::int64_t>(n) * s_.step_ns;
+    if (p.chunks) {
+      wire::SctpCommonHeader h;
+      h.source_port = c.ep[p.dir].port;
+      h.destination_port = c.ep[1 - p.dir].port;
+      // The INIT alone carries tag 0 (RFC 9260 §8.5.1); every other packet the peer's tag.
+      const bool init = !p.chunks->empty() && (*p.chunks)[0] == wire::sctp_chunk::init;
+      h.verification_tag = init ? 0 : c.dirs[1 - p.dir].tag;
+      net::SctpFrameSpec spec;
+      spec.src = c.ep[p.dir].addr;
+      spec.dst = c.ep[1 - p.dir].addr;
+      spec.over_udp = s_.sctp->over_udp;
+      spec.src_mac = {
+          0x02, 0, 0, 0, static_cast<std::uint8_t>(p.conn), static_cast<std::uint8_t>(1 + p.dir)};
+      spec.dst_mac = {
+          0x02, 0, 0, 0, static_cast<std::uint8_t>(p.conn), static_cast<std::uint8_t>(2 - p.dir)};
+      Bytes packet = wire::encode_sctp_packet(h, *p.chunks);
+      if (p.bad_checksum) packet[wire::sctp_header_field::checksum.offset] ^= 0x40;
+      fr.data = net::encode_sctp_frame(spec, packet);
+      frames.push_back(std::move(fr));
+      continue;
+    }
     net::TcpFrameSpec spec;
     spec.src = c.ep[p.dir];
     spec.dst = c.ep[1 - p.dir];
@@ -534,8 +773,6 @@ void Emitter::finalize(std::vector<GeneratedFrame>& frames) {
         0x02, 0, 0, 0, static_cast<std::uint8_t>(p.conn), static_cast<std::uint8_t>(1 + p.dir)};
     spec.dst_mac = {
         0x02, 0, 0, 0, static_cast<std::uint8_t>(p.conn), static_cast<std::uint8_t>(2 - p.dir)};
-    GeneratedFrame fr;
-    fr.ts_ns = s_.start_ns + static_cast<std::int64_t>(n) * s_.step_ns;
     fr.data = net::encode_tcp_frame(spec, p.payload);
     fr.receiver_drop = p.receiver_dropped;
     frames.push_back(std::move(fr));
@@ -552,6 +789,18 @@ std::uint64_t Emitter::frame_at(int conn, int dir, std::uint64_t offset) const {
 }
 
 std::vector<ExpectedFinding> Emitter::expected() {
+  // SCTP: a lost packet's hole is seen at the association's next packet (the peer's SACK of the
+  // lost TSN, or a later TSN).
+  for (const auto& [id, op] : lost_) {
+    const Packet& p = packets_[id];
+    for (std::size_t k = static_cast<std::size_t>(id) + 1; k < packets_.size(); ++k) {
+      const Packet& q = packets_[k];
+      if (q.conn != p.conn || q.dropped) continue;
+      expect_packet("sctp.gap", p.conn, p.dir, q.id, op, "a DATA packet missing from the capture");
+      break;
+    }
+  }
+  lost_.clear();
   std::vector<ExpectedFinding> out;
   for (const auto& e : expects_) {
     const std::uint64_t frame =

@@ -74,6 +74,14 @@ struct Expect {
 struct Unit {
   Bytes wire;
   std::uint64_t offset = 0;  // stream offset (0 = first payload octet after the SYN)
+  // SCTP: the user message's PPID (16 a DDP segment, 17 session control); `wire` is the whole
+  // user message, DDP-SSN first.
+  std::uint32_t ppid = 16;
+  bool ordered = false;         // U = 0 (fault)
+  std::uint32_t fragments = 1;  // DATA chunks the message is cut into (in one packet)
+  bool reverse = false;         // bundled with the rest of the flush, TSNs in reverse order
+  bool bad_checksum = false;    // its packet sent with a wrong CRC32c, then again intact
+  bool lost = false;            // its packet missing from the capture
 };
 
 // One direction of a connection, named by its sender.
@@ -95,6 +103,10 @@ struct Dir {
   std::optional<wire::DdpHeader> last_header;
   std::uint16_t last_ulpdu_length = 0;
   Bytes last_rdmap_body;
+  // SCTP (RFC 5043): this side's Initiate Tag, next TSN and next DDP-SSN.
+  std::uint32_t tag = 0;
+  std::uint32_t tsn = 0;
+  std::uint16_t ddp_ssn = 0;
   std::uint32_t msn(std::uint32_t qn) const {
     auto it = next_msn.find(qn);
     return it == next_msn.end() ? 1 : it->second;
@@ -123,6 +135,10 @@ struct Packet {
   bool dropped = false;
   // In the capture, but its receiver never took it (its ESP packet fails the ICV: esp_wrap).
   bool receiver_dropped = false;
+  // SCTP: the packet's chunks; `payload` then holds the user messages of its DATA chunks (the
+  // stream octets frame_at() looks up) and `ack` is unused.
+  std::optional<Bytes> chunks;
+  bool bad_checksum = false;
 };
 
 class Emitter {
@@ -155,6 +171,14 @@ class Emitter {
   void close(int ci);
   // After the MPA Reply: framing (markers, CRC, MULPDU) as the two frames settled it.
   void start_fpdus(int ci, const mpa::Parameters& p);
+
+  // ---- SCTP (the scenario's "llp": "sctp", RFC 5043) ----
+  bool sctp(int ci) const { return conns_[ci].spec->over_sctp; }
+  // A DDP session control message (its DDP-SSN the direction's next) as a PPID 17 unit.
+  std::uint64_t session_control(int ci, int dir, std::uint16_t function_code, Bytes private_data,
+                                std::optional<wire::MpaEnhancedPd> enhanced, int op);
+  // The last unit appended to a direction (to mark SCTP options on it).
+  Unit& last_unit(int ci, int dir) { return conns_[ci].dirs[dir].pending.back(); }
 
   // ---- RDMAP messages as DDP segments ----
   // An untagged message (RFC 5041 §4.3) in segments of at most the direction's payload size;
@@ -207,6 +231,12 @@ class Emitter {
   int add_packet(int ci, int dir, std::uint8_t flags, Bytes payload, std::uint64_t offset,
                  std::optional<std::uint16_t> mss = std::nullopt);
   void pure_ack(int ci, int dir);
+  int add_sctp_packet(int ci, int dir, Bytes chunks, Bytes payload = {}, std::uint64_t offset = 0);
+  void open_sctp(int ci);
+  void flush_sctp(int ci, int dir, bool ack);
+  void data_chunks(Dir& d, const Unit& u, Bytes& chunks) const;
+  void close_sctp(int ci);
+  void sack(int ci, int dir);
   std::uint32_t max_payload(int ci, int dir, int op, bool tagged) const;
   // Encodes one DDP segment as an FPDU, applies the FPDU-level faults of `f` when `selected`,
   // appends and records it; returns its stream offset.
@@ -228,6 +258,7 @@ class Emitter {
   std::vector<OpRange> op_ranges_;
   std::vector<std::vector<std::uint64_t>> op_units_;
   bool exhaustive_ = true;
+  std::vector<std::pair<int, int>> lost_;  // SCTP: dropped packet id, op (sctp.gap after it)
 };
 
 }  // namespace ddpscope::synth

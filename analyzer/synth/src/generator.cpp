@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "ddpscope/findings/catalog.h"
 #include "ddpscope/mpa/negotiate.h"
 #include "ddpscope/ulp/rping.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
+#include "ddpscope/wire/sctp.h"
 #include "emitter.h"
 #include "oracle.h"
 
@@ -32,8 +34,20 @@ class Planner {
   void run() {
     for (std::size_t i = 0; i < s_.connections.size(); ++i)
       open_connection(static_cast<int>(i));
-    for (std::size_t i = 0; i < s_.ops.size(); ++i)
+    for (std::size_t i = 0; i < s_.ops.size(); ++i) {
+      const int ci = s_.ops[i].connection;
+      const bool early = early_.count(ci) != 0;
+      if (early && s_.connections[ci].sctp.early == "unacked") {
+        e_.expect("sctp.segment-early", ci, dir_of(s_.ops[i].side),
+                  e_.conn(ci).dirs[dir_of(s_.ops[i].side)].len, static_cast<int>(i),
+                  "a DDP segment before the Initiate was acknowledged");
+        e_.cascading();
+      }
       run_op(static_cast<int>(i));
+      if (early) accept(ci);
+    }
+    while (!early_.empty())
+      accept(*early_.begin());
     for (std::size_t i = 0; i < s_.connections.size(); ++i) {
       e_.flush(static_cast<int>(i), 0, false);
       e_.flush(static_cast<int>(i), 1, false);
@@ -101,9 +115,74 @@ class Planner {
     return decoded.value();
   }
 
+  // "llp": "sctp": the association's setup, then the (Enhanced) DDP Session Initiate and Accept
+  // or Reject (RFC 5043 §6, RFC 6581 §7) with the scenario's private data and IRD/ORD, and the
+  // connection's "sctp" faults on them.
+  void open_session(int ci) {
+    const ConnectionSpec& sp = *e_.conn(ci).spec;
+    const ConnectionSpec::Sctp& x = sp.sctp;
+    namespace fn = wire::ddp_session_fn;
+    e_.open_tcp(ci);
+    const wire::MpaReqRep req = mpa_frame(sp, true);
+    const std::uint16_t initiate =
+        x.initiate_function_code.value_or(sp.enhanced ? fn::enhanced_initiate : fn::initiate);
+    const std::uint64_t off =
+        e_.session_control(ci, 0, initiate, sp.client_private_data, req.enhanced_pd, -1);
+    e_.last_unit(ci, 0).fragments = x.initiate_fragments;
+    if (!x.adaptation) {
+      e_.expect("sctp.adaptation-missing", ci, 0, off, -1,
+                "INIT and INIT ACK without the DDP adaptation indication");
+      e_.cascading();
+    }
+    if (wire::ddp_session_kind(initiate) == wire::DdpSessionKind::unknown) {
+      e_.expect("sctp.function-code-invalid", ci, 0, off, -1,
+                "function code " + std::to_string(initiate) + " for the Initiate");
+      e_.cascading();
+    }
+    const std::size_t pd = sp.client_private_data.size() + (req.enhanced_pd ? 4 : 0);
+    if (pd > wire::kDdpSessionMaxPrivateData) {
+      e_.expect("sctp.private-data-invalid", ci, 0, off, -1,
+                std::to_string(pd) + " octets of private data in the Initiate");
+      e_.cascading();
+    }
+    // "early": the Accept waits until the first operation was sent (its Initiate SACKed, or not).
+    e_.flush(ci, 0, x.early != "unacked");
+    if (x.early.empty()) {
+      accept(ci);
+    } else {
+      early_.insert(ci);
+      // The active side may send once its Initiate is acknowledged: framing is settled already.
+      e_.start_fpdus(ci, mpa::settle(req, mpa_frame(sp, false)).parameters);
+    }
+  }
+
+  // The passive side's Accept or Reject; then the RTR, when the scenario asks for one.
+  void accept(int ci) {
+    Conn& c = e_.conn(ci);
+    const ConnectionSpec& sp = *c.spec;
+    namespace fn = wire::ddp_session_fn;
+    const wire::MpaReqRep req = mpa_frame(sp, true);
+    const wire::MpaReqRep rep = mpa_frame(sp, false);
+    const std::uint16_t answer = sp.reject ? (sp.enhanced ? fn::enhanced_reject : fn::reject)
+                                           : (sp.enhanced ? fn::enhanced_accept : fn::accept);
+    const bool was_early = early_.erase(ci) != 0;
+    const std::uint64_t off =
+        e_.session_control(ci, 1, answer, sp.server_private_data, rep.enhanced_pd, -1);
+    e_.flush(ci, 1);
+    if (sp.reject) {
+      e_.expect("sctp.session-rejected", ci, 1, off, -1, "DDP Session Reject");
+      c.rejected = true;
+      return;
+    }
+    if (was_early) return;  // framing settled before the first operation
+    e_.start_fpdus(ci, mpa::settle(req, rep).parameters);
+    if (sp.peer_to_peer && !sp.rtr.empty()) send_rtr(ci);
+  }
+
   void open_connection(int ci) {
     Conn& c = e_.conn(ci);
     const ConnectionSpec& sp = *c.spec;
+    if (e_.sctp(ci)) return open_session(ci);
     e_.open_tcp(ci);
     const wire::MpaReqRep req = send_frame(ci, true);
     const std::uint64_t rep_off = c.dirs[1].len;
@@ -331,6 +410,7 @@ class Planner {
 
   const Scenario& s_;
   Emitter& e_;
+  std::set<int> early_;  // SCTP connections whose Accept follows their first operation
 };
 
 }  // namespace

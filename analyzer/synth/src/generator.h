@@ -6,7 +6,9 @@
 // stream is cut into TCP segments (by tcp_segment_size, or N whole FPDUs per segment), and
 // the peer answers with a pure ACK (and, for Reads and Atomics, with the responses). FINs
 // close every connection at the end. TCP faults (drop, duplicate, reorder, conflict) are then
-// applied to the segment list.
+// applied to the segment list. Over SCTP ("llp": "sctp") the same plan becomes an association:
+// INIT to COOKIE ACK, a DDP Session Initiate/Accept for the MPA Request/Reply, each DDP segment
+// one PPID 16 message with its DDP-SSN, SACKs for ACKs, Session Terminates and SHUTDOWN.
 //
 // Three parts, one job each: the planner (generator.cpp) decides what each connection and
 // operation sends; the emitter (emitter.h) turns that into octets, TCP segments and frames,

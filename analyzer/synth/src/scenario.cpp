@@ -392,8 +392,57 @@ ConnectionSpec parse_connection(const json& j, const std::string& path, std::siz
   c.fpdus_per_segment = static_cast<std::uint32_t>(o.u64("fpdus_per_segment", 0, 1000));
   c.fin = o.boolean("fin", true);
   if (o.has("vlan")) c.vlan = static_cast<std::uint16_t>(o.u64("vlan", 0, 4095));
+  if (o.has("llp")) {
+    c.llp = o.str("llp", "mpa");
+    if (*c.llp != "mpa" && *c.llp != "sctp") fail(o.at("llp"), "expected \"mpa\" or \"sctp\"");
+  }
+  if (o.has("sctp")) {
+    Obj x(o.get("sctp"), o.at("sctp"));
+    c.sctp.adaptation = x.boolean("adaptation", true);
+    if (x.has("initiate_function_code"))
+      c.sctp.initiate_function_code =
+          static_cast<std::uint16_t>(x.u64("initiate_function_code", 0, kU16));
+    c.sctp.initiate_fragments = static_cast<std::uint32_t>(x.u64("initiate_fragments", 1, 64));
+    if (c.sctp.initiate_fragments == 0) fail(x.at("initiate_fragments"), "must be at least 1");
+    c.sctp.terminate = x.boolean("terminate", true);
+    c.sctp.terminate_private_data =
+        static_cast<std::uint32_t>(x.u64("terminate_private_data", 0, 1024));
+    c.sctp.early = x.str("early", "");
+    if (!c.sctp.early.empty() && c.sctp.early != "unacked" && c.sctp.early != "after_sack")
+      fail(x.at("early"), "expected \"unacked\" or \"after_sack\"");
+    x.finish();
+  }
   o.finish();
   return c;
+}
+
+// What "llp": "sctp" cannot carry is refused here, by the JSON path that asks for it.
+SctpSpec parse_sctp(const Scenario& s, Obj& o) {
+  SctpSpec sp;
+  if (o.has("sctp")) {
+    Obj x(o.get("sctp"), o.at("sctp"));
+    sp.over_udp = x.boolean("udp", false);
+    sp.stream_id = static_cast<std::uint16_t>(x.u64("stream", 1, kU16));
+    x.finish();
+  }
+  if (s.esp) fail(o.at("llp"), "\"llp\": \"sctp\" with \"esp\" is not supported");
+  if (!s.tcp_faults.empty()) fail(o.at("tcp_faults"), "TCP faults need \"llp\": \"mpa\"");
+  for (std::size_t i = 0; i < s.connections.size(); ++i) {
+    const ConnectionSpec& c = s.connections[i];
+    const std::string at = o.at("connections") + "[" + std::to_string(i) + "]";
+    if (!c.over_sctp) continue;
+    if (c.client_crc || c.server_crc || c.client_requests_markers || c.server_requests_markers ||
+        c.client_reserved_flags || c.server_reserved_flags || c.request_revision != 2 ||
+        c.reply_revision != 2 || c.tcp_segment_size || c.vlan)
+      fail(at, "MPA framing, TCP or VLAN options need \"llp\": \"mpa\"");
+  }
+  for (const OpSpec& op : s.ops) {
+    if (!s.connections[op.connection].over_sctp) continue;
+    if (!op.tcp_faults.empty()) fail(op.where, "TCP faults need \"llp\": \"mpa\"");
+    if (op.fault.corrupt_crc || op.fault.corrupt_marker || op.fault.ulpdu_length)
+      fail(op.where, "MPA faults (CRC, markers, ULPDU_Length) need \"llp\": \"mpa\"");
+  }
+  return sp;
 }
 
 TcpFault parse_tcp_fault(const json& j, const std::string& path, std::optional<int> op) {
@@ -444,6 +493,16 @@ OpFault parse_op_fault(const json& j, const std::string& path) {
   }
   f.corrupt_crc = o.boolean("corrupt_crc", false);
   f.corrupt_marker = o.boolean("corrupt_marker", false);
+  f.ddp_ssn = o.str("ddp_ssn", "");
+  if (!f.ddp_ssn.empty() && f.ddp_ssn != "skip" && f.ddp_ssn != "reuse")
+    fail(o.at("ddp_ssn"), "expected \"skip\" or \"reuse\"");
+  f.ordered = o.boolean("ordered", false);
+  f.fragments = static_cast<std::uint32_t>(o.u64("fragments", 1, 64));
+  if (f.fragments == 0) fail(o.at("fragments"), "must be at least 1");
+  f.reverse_tsn = o.boolean("reverse_tsn", false);
+  f.bad_checksum = o.boolean("bad_checksum", false);
+  f.lost = o.boolean("lost", false);
+  if (o.has("ppid")) f.ppid = static_cast<std::uint32_t>(o.u64("ppid", 0, kU32));
   if (o.has("ulpdu_length"))
     f.ulpdu_length = static_cast<std::uint16_t>(o.u64("ulpdu_length", 0, kU16));
   if (o.has("ddp_version")) f.ddp_version = static_cast<std::uint8_t>(o.u64("ddp_version", 0, 3));
@@ -679,6 +738,29 @@ void parse(const json& j, Scenario& s) {
       if (f->kind == TcpFaultKind::receiver_drop)
         fail(f->where, "receiver_drop needs an esp block (the packet fails its ICV)");
   }
+  const std::string llp = o.str("llp", "mpa");
+  if (llp != "mpa" && llp != "sctp") fail(o.at("llp"), "expected \"mpa\" or \"sctp\"");
+  bool any_sctp = false;
+  for (auto& c : s.connections) {
+    c.over_sctp = c.llp.value_or(llp) == "sctp";
+    any_sctp = any_sctp || c.over_sctp;
+  }
+  if (any_sctp) s.sctp = parse_sctp(s, o);
+  if (o.has("sctp") && !s.sctp) fail(o.at("sctp"), "needs \"llp\": \"sctp\"");
+  {
+    for (std::size_t i = 0; i < s.connections.size(); ++i) {
+      if (s.connections[i].over_sctp) continue;
+      const auto& x = s.connections[i].sctp;
+      if (!x.adaptation || x.initiate_function_code || x.initiate_fragments != 1 || !x.terminate ||
+          x.terminate_private_data || !x.early.empty())
+        fail(o.at("connections") + "[" + std::to_string(i) + "].sctp", "needs \"llp\": \"sctp\"");
+    }
+    for (const OpSpec& op : s.ops)
+      if (!s.connections[op.connection].over_sctp &&
+          (!op.fault.ddp_ssn.empty() || op.fault.ordered || op.fault.fragments != 1 ||
+           op.fault.reverse_tsn || op.fault.bad_checksum || op.fault.lost || op.fault.ppid))
+        fail(op.where + ".fault", "SCTP faults need \"llp\": \"sctp\"");
+  }
   o.finish();
 }
 
@@ -688,7 +770,8 @@ bool OpFault::any() const {
   return corrupt_crc || corrupt_marker || ulpdu_length || ddp_version || ddp_reserved ||
          rdmap_version || opcode || qn || !msn.empty() || mo_delta != 0 || to_delta != 0 ||
          segment_after_last || read_request_extra != 0 || tagged || response_sink_stag ||
-         response_size_delta != 0 || response_request_id;
+         response_size_delta != 0 || response_request_id || !ddp_ssn.empty() || ordered ||
+         fragments != 1 || reverse_tsn || bad_checksum || lost || ppid;
 }
 
 bool parse_scenario(const json& j, Scenario& out, std::string& error) {

@@ -60,6 +60,20 @@ struct ConnectionSpec {
   std::uint32_t fpdus_per_segment = 0;
   bool fin = true;
   std::optional<std::uint16_t> vlan;
+  // The LLP: the connection's "llp", else the scenario's ("mpa" or "sctp").
+  std::optional<std::string> llp;
+  bool over_sctp = false;
+  // "llp": "sctp" only: faults and legal oddities of the DDP session (the connection's "sctp").
+  struct Sctp {
+    bool adaptation = true;  // false: INIT and INIT ACK lack the DDP adaptation indication
+    std::optional<std::uint16_t> initiate_function_code;  // instead of (Enhanced) Initiate
+    std::uint32_t initiate_fragments = 1;                 // the Initiate in N DATA chunks
+    bool terminate = true;                     // false: SHUTDOWN with no Session Terminate
+    std::uint32_t terminate_private_data = 0;  // octets of PD in the client's Terminate
+    // "": the Accept before any operation; "unacked": the first operation's segments before the
+    // Initiate was SACKed or answered; "after_sack": after its SACK, before the Accept (legal).
+    std::string early;
+  } sctp;
 };
 
 // Faults applied to the DDP segments of one operation.
@@ -84,6 +98,18 @@ struct OpFault {
   std::int64_t response_size_delta = 0;
   // Atomic: the peer's response
   std::optional<std::uint32_t> response_request_id;
+  // "llp": "sctp" only, on the selected segment: its DDP-SSN "skip"ped (one left out) or
+  // "reuse"d (the previous one again), its chunk ordered (U = 0), the segment in N DATA chunks;
+  // and, for the whole operation, its messages bundled with their TSNs in reverse order (legal).
+  std::string ddp_ssn;
+  bool ordered = false;
+  std::uint32_t fragments = 1;
+  bool reverse_tsn = false;
+  // The packet holding the selected segment: sent with a wrong CRC32c and retransmitted, or
+  // lost (missing from the capture); the segment's PPID set to N.
+  bool bad_checksum = false;
+  bool lost = false;
+  std::optional<std::uint32_t> ppid;
   bool any() const;
 };
 
@@ -189,6 +215,14 @@ struct EspSpec {
   bool require_confidentiality = false;  // --esp-policy confidentiality
 };
 
+// "llp": "sctp" (RFC 5043): every connection is one SCTP association instead of a TCP
+// connection; the MPA Request/Reply become a (Enhanced) DDP Session Initiate/Accept and each DDP
+// segment one PPID 16 user message. The "sctp" block's options apply to every association.
+struct SctpSpec {
+  bool over_udp = false;        // RFC 6951: SCTP in UDP, port 9899 both ways
+  std::uint16_t stream_id = 1;  // the SCTP stream the DDP stream uses, both directions
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -201,6 +235,7 @@ struct Scenario {
   std::vector<ManualExpectation> expect;
   std::optional<bool> exhaustive;
   std::optional<EspSpec> esp;
+  std::optional<SctpSpec> sctp;  // present when a connection's LLP is SCTP
 };
 
 // Throws nothing: false and a one-line error naming the JSON path on a bad scenario.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Synthetic capture generator: a scenario (JSON, see docs/synth-scenarios.md) becomes a pcap
-// holding complete iWARP connections (TCP handshake, MPA Request/Reply, FPDUs, FIN teardown),
-// with optional fault injections, plus the findings the analyzer must report for them.
+// holding complete iWARP connections (TCP handshake, MPA Request/Reply, FPDUs, FIN teardown; or,
+// with "llp": "sctp", an SCTP association carrying RFC 5043's messages), with optional fault
+// injections, plus the findings the analyzer must report for them.
 #pragma once
 
 #include <cstdint>
