@@ -24,6 +24,7 @@
 #include "ddpscope/findings/catalog.h"
 #include "ddpscope/rdmap/data_sink.h"
 #include "hostile/hostile_builders.h"
+#include "unit/sctp_builders.h"
 
 namespace ddpscope {
 namespace {
@@ -48,6 +49,22 @@ Bytes octets(std::size_t n, std::uint8_t value) {
 }
 
 const Case kCases[] = {
+    {"sctp.retransmission-conflict",
+     "an SCTP DATA chunk retransmitted with one octet changed (RFC 9260 §6.2)", 8,
+     [](Analyzer& an, Wire&) {
+       sctptest::Association a(an);
+       a.setup();          // frames 1-4
+       a.session_setup();  // 5-6
+       const Bytes c =
+           a.data_chunk(0,
+                        a.seg(0, sctptest::ulpdu(wire::untagged_header(Opcode::send, 0, 1, 0, true),
+                                                 octets(30, 7))),
+                        wire::kPpidDdpSegment);
+       a.packet(0, c);  // 7
+       Bytes altered = c;
+       altered[wire::kSctpDataHeaderSize + 20] ^= 0x01;
+       a.packet(0, altered);  // 8
+     }},
     {"capture.truncated-frame", "an FPDU's TCP segment cut by the snaplen after 10 octets", 5,
      [](Analyzer&, Wire& w) {
        w.handshake();
