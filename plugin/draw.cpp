@@ -511,10 +511,14 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, const char* inf
       pdu_tvb = child_tvb(ctx, pinfo, p.raw, "DDP-SSN and DDP segment (SCTP user message)");
     tvbuff_t* segment_tvb = nullptr;
     const At ssn_at = at(pdu_tvb, 0, wire::kDdpSsnSize);
-    if (ssn_at.tvb != nullptr) {
+    const std::uint8_t* raw = raw_octets(p, pdu_tvb);
+    // Core's codec reads the DDP-SSN (the plugin parses no octets itself).
+    const auto msg = raw != nullptr ? wire::decode_ddp_sctp_message(ByteView(raw, p.raw_size))
+                                    : wire::decode_ddp_sctp_message(ByteView());
+    if (ssn_at.tvb != nullptr && msg) {
       proto_item* si =
           proto_tree_add_item(tree, proto.sctp_session, ssn_at.tvb, ssn_at.off, ssn_at.len, ENC_NA);
-      const std::uint16_t ssn = tvb_get_ntohs(ssn_at.tvb, ssn_at.off);
+      const std::uint16_t ssn = msg->ddp_ssn;
       proto_item_append_text(si, ", DDP-SSN %u", ssn);
       add_uint(proto_item_add_subtree(si, ett.sctp_session), hf.ss_ddp_ssn, ssn_at, ssn);
       segment_tvb = tvb_new_subset_remaining(pdu_tvb, static_cast<gint>(wire::kDdpSsnSize));
