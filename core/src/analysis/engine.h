@@ -186,16 +186,19 @@ struct SctpOrderedMessage {
 // order and the DDP Stream Session's rules (sctp/ddp_session.h). Indexed by stream direction
 // (0: client, the active side).
 struct SctpStreamState {
-  std::array<sctp::SsnOrder<SctpOrderedMessage>, 2> order;
-  std::array<std::size_t, 2> held_bytes{};  // octets waiting in order[i] (counted in the total)
-  // TSNs of this direction were lost from the capture: DDP-SSN holes are capture loss.
-  std::array<bool, 2> loss_pending{};
-  std::array<std::pair<std::uint16_t, std::uint16_t>, 2> given_up{};  // last skipped [from, to)
+  struct Direction {
+    sctp::SsnOrder<SctpOrderedMessage> order;
+    std::size_t held_bytes = 0;  // octets waiting in `order` (counted in the total)
+    // TSNs of this direction were lost from the capture: DDP-SSN holes are capture loss.
+    bool loss_pending = false;
+    std::pair<std::uint16_t, std::uint16_t> given_up{};  // last skipped [from, to)
+    bool too_large_reported = false;                     // sctp.segment-too-large: once
+  };
+  std::array<Direction, 2> d;  // swapped whole when the sides are placed
   sctp::StreamSession session{sctp::StreamSession::Phase::idle};
   bool sides_known = false;                   // an Initiate, Accept or Reject placed the sides
   std::optional<std::uint32_t> initiate_tsn;  // the active side's Initiate (§6.6)
   bool answer_arrived = false;                // an Accept, Reject or Terminate came back
-  std::array<bool, 2> too_large_reported{};   // sctp.segment-too-large: once per direction
 };
 
 // One direction of an association: its sender's DATA chunks in TSN order (RFC 9260 §6.5).

@@ -134,7 +134,8 @@ void Analyzer::Impl::feed_sctp(std::uint64_t frame, std::int64_t ts, const net::
       case wire::sctp_chunk::data: {
         const auto d = wire::decode_sctp_data(ch);
         if (!d) break;
-        if (!a.d[dir].ordered_reported) {
+        // Only a U = 0 chunk builds the detail (a string per chunk would be on the hot path).
+        if (!d->unordered && !a.d[dir].ordered_reported) {
           if (auto v = sctp::check_unordered(d->unordered, d->ppid,
                                              "DATA chunk TSN " + std::to_string(d->tsn) +
                                                  ", stream " + std::to_string(d->stream_id))) {
@@ -358,8 +359,8 @@ void Analyzer::Impl::sctp_gap_to(SctpAssociation& a, int dir, std::uint32_t tsn,
     // The lost chunks may have carried any of the stream's DDP-SSNs: a hole in its order is now
     // capture loss, given up at once when later messages wait behind it.
     if (c.sctp) {
-      c.sctp->loss_pending[sdir] = true;
-      if (c.sctp->order[sdir].holding()) sctp_skip_hole(c, sdir, false);
+      c.sctp->d[sdir].loss_pending = true;
+      if (c.sctp->d[sdir].order.holding()) sctp_skip_hole(c, sdir, false);
     }
   }
 }
@@ -446,8 +447,8 @@ Connection* Analyzer::Impl::sctp_stream(SctpAssociation& a, std::size_t ai, std:
   if (from_start || a.setup_seen) {
     // The session starts in the capture: each side's first message carries DDP-SSN 0
     // (RFC 5043 §5.2.1 says the DDP-SSN is reset to zero with each session).
-    for (auto& o : c->sctp->order)
-      o.start_at(0);
+    for (auto& d : c->sctp->d)
+      d.order.start_at(0);
   } else {
     // The session was set up before the capture: its phase is unknown and each direction's
     // order starts at the first DDP-SSN seen.
@@ -530,11 +531,7 @@ void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
     if (sdir != want) {
       swap_sides(c);
       c.flipped = !c.flipped;
-      std::swap(st.order[0], st.order[1]);
-      std::swap(st.held_bytes[0], st.held_bytes[1]);
-      std::swap(st.loss_pending[0], st.loss_pending[1]);
-      std::swap(st.given_up[0], st.given_up[1]);
-      std::swap(st.too_large_reported[0], st.too_large_reported[1]);
+      std::swap(st.d[0], st.d[1]);
       sdir = want;
     }
   }
@@ -577,8 +574,8 @@ void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
     }
     ssn = msg->ddp_ssn;
     // RFC 5043 §9: a DDP segment fits one DATA chunk; SCTP fragmented this one.
-    if (m.chunks > 1 && !st.too_large_reported[sdir]) {
-      st.too_large_reported[sdir] = true;
+    if (m.chunks > 1 && !st.d[sdir].too_large_reported) {
+      st.d[sdir].too_large_reported = true;
       auto v = sctp::check_fragmented(msg->body.size(), m.chunks);
       if (v) {
         v->detail += " (reported once per direction)";
@@ -598,18 +595,18 @@ void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
     allowed_early = ack && !tsn_before(*ack, *st.initiate_tsn);
   }
   const std::size_t cost = m.data.size() + SctpDirection::kHeldOverhead;
-  st.held_bytes[sdir] += cost;
+  st.d[sdir].held_bytes += cost;
   sctp_held_total += cost;
   const std::uint64_t first_frame = m.slices.empty() ? cur_frame : m.slices.front().frame;
   SctpOrderedMessage om{std::move(m), std::move(sc), allowed_early, first_frame};
-  const auto verdict = st.order[sdir].push(
+  const auto verdict = st.d[sdir].order.push(
       ssn, std::move(om),
       [&](std::uint16_t s, SctpOrderedMessage&& x) { sctp_in_order(c, sdir, s, std::move(x)); });
   using V = sctp::SsnOrder<SctpOrderedMessage>::Verdict;
   if (verdict == V::behind || verdict == V::duplicate) {
-    st.held_bytes[sdir] -= std::min(st.held_bytes[sdir], cost);
+    st.d[sdir].held_bytes -= std::min(st.d[sdir].held_bytes, cost);
     sctp_held_total -= std::min(sctp_held_total, cost);
-    const auto [from, to] = st.given_up[sdir];
+    const auto [from, to] = st.d[sdir].given_up;
     const bool given_up = verdict == V::behind && from != to && !wire::ddp_ssn_before(ssn, from) &&
                           wire::ddp_ssn_before(ssn, to);
     if (given_up) {
@@ -623,19 +620,19 @@ void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
                                  (verdict == V::duplicate
                                       ? " used twice (another message with it waits in order)"
                                       : " used again (the stream is at " +
-                                            std::to_string(st.order[sdir].next()) + ")") +
+                                            std::to_string(st.d[sdir].order.next()) + ")") +
                                  "; this message is not analysed"),
              ctx);
     }
     return;
   }
   if (verdict != V::held) return;
-  if (st.loss_pending[sdir]) {
+  if (st.d[sdir].loss_pending) {
     sctp_skip_hole(c, sdir, false);
-  } else if (st.held_bytes[sdir] > options.limits.reassembly_window ||
+  } else if (st.d[sdir].held_bytes > options.limits.reassembly_window ||
              sctp_held_total > options.limits.max_pending_total) {
-    limit_reached(st.held_bytes[sdir] > options.limits.reassembly_window ? "reassembly_window"
-                                                                         : "max_pending_total",
+    limit_reached(st.d[sdir].held_bytes > options.limits.reassembly_window ? "reassembly_window"
+                                                                           : "max_pending_total",
                   ctx);
     sctp_skip_hole(c, sdir, false);
   }
@@ -646,12 +643,12 @@ void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
 // ended before the association did; otherwise the sender skipped DDP-SSNs (§5.2.1: no gaps).
 void Analyzer::Impl::sctp_skip_hole(Connection& c, int dir, bool end_of_input) {
   SctpStreamState& st = *c.sctp;
-  auto& order = st.order[dir];
+  auto& order = st.d[dir].order;
   if (!order.holding()) return;
   const SctpAssociation& a = *assocs[c.assoc];
   Consequence why = Consequence::gap;
   std::string cause = "TSNs of this direction are missing from the capture";
-  if (!st.loss_pending[dir]) {
+  if (!st.d[dir].loss_pending) {
     if (end_of_input && !a.shutdown && !a.closed) {
       cause = "the capture ended before the association did";
     } else {
@@ -672,9 +669,9 @@ void Analyzer::Impl::sctp_skip_hole(Connection& c, int dir, bool end_of_input) {
                              (order.held_messages() == 1 ? " later message" : " later messages") +
                              " analysed without " + (n == 1 ? "it" : "them")),
          Ctx{c.stream, dir, first ? first->frame : cur_frame, {}}, why);
-  if (why == Consequence::gap && !st.loss_pending[dir]) lost_input(c, dir, Consequence::gap);
-  st.loss_pending[dir] = false;
-  st.given_up[dir] = {from, to};
+  if (why == Consequence::gap && !st.d[dir].loss_pending) lost_input(c, dir, Consequence::gap);
+  st.d[dir].loss_pending = false;
+  st.d[dir].given_up = {from, to};
   order.skip_hole(
       [&](std::uint16_t s, SctpOrderedMessage&& x) { sctp_in_order(c, dir, s, std::move(x)); });
 }
@@ -684,7 +681,7 @@ void Analyzer::Impl::sctp_in_order(Connection& c, int dir, std::uint16_t /*ssn*/
                                    SctpOrderedMessage&& om) {
   SctpStreamState& st = *c.sctp;
   const std::size_t cost = om.m.data.size() + SctpDirection::kHeldOverhead;
-  st.held_bytes[dir] -= std::min(st.held_bytes[dir], cost);
+  st.d[dir].held_bytes -= std::min(st.d[dir].held_bytes, cost);
   sctp_held_total -= std::min(sctp_held_total, cost);
   const Ctx ctx = ctx_of(c, dir, om.m.slices, om.frame);
   if (om.control)
@@ -830,7 +827,7 @@ void Analyzer::Impl::sctp_finish() {
       Connection& c = *conns[ci];
       if (!c.sctp) continue;
       for (int dir = 0; dir < 2; ++dir)
-        while (c.sctp->order[dir].holding())
+        while (c.sctp->d[dir].order.holding())
           sctp_skip_hole(c, dir, true);
       // RFC 5043 §6.1: an accepted session ends with a Terminate from at least one side.
       if (a.shutdown) {

@@ -143,9 +143,15 @@ void Session::receive_message(std::uint32_t ppid, std::uint16_t stream_id, ByteV
                                msg.error().message));
   } else {
     using V = sctp::SsnOrder<HeldMessage>::Verdict;
-    const V v =
-        rx_order_.push(msg->ddp_ssn, HeldMessage{ppid, Bytes(data.begin(), data.end())},
-                       [&](std::uint16_t, HeldMessage&& m) { receive_in_order(m.ppid, m.data); });
+    const auto deliver = [&](std::uint16_t, HeldMessage&& m) { receive_in_order(m.ppid, m.data); };
+    // In order (the common case): judged where it lies; only a message ahead of a hole is copied.
+    V v = V::delivered;
+    if (rx_order_.take_if_next(msg->ddp_ssn)) {
+      receive_in_order(ppid, data);
+      rx_order_.release(deliver);
+    } else {
+      v = rx_order_.push(msg->ddp_ssn, HeldMessage{ppid, Bytes(data.begin(), data.end())}, deliver);
+    }
     if (v == V::behind || v == V::duplicate) {
       end_stream(
           sctp::violation(FindingId::sctp_ssn_invalid, "DDP-SSN " + std::to_string(msg->ddp_ssn) +
@@ -506,6 +512,16 @@ void Session::fatal(const TerminateError& error) {
   fatal(Violation{FindingId::count_, error, TerminateQuote::none, {}}, nullptr, {});
 }
 
+// After our Terminate (RDMAP's, or SCTP's Session Terminate): nothing more is read or answered;
+// the teardown timer runs.
+void Session::enter_terminated() {
+  state_ = State::terminated;
+  deadline_.reset();
+  stall_deadline_.reset();
+  start_teardown_timer();
+  drop_inbound_reads();
+}
+
 // RFC 5040 §4.8 / §5.4: report the error in a Terminate on QN 2, then stop. Quotes what the
 // Violation says: the DDP header (M+D), and for Read Request protection errors the RDMAP header
 // (R), as siw does.
@@ -535,11 +551,7 @@ void Session::fatal(const Violation& v, const wire::DdpSegment* seg, ByteView ul
   // RFC 5043 §6.1: after the RDMAP Terminate, the DDP Stream Session's own.
   if (config_.llp == Llp::sctp) queue_session_terminate();
   term_sent_ = error;
-  state_ = State::terminated;
-  deadline_.reset();
-  stall_deadline_.reset();
-  start_teardown_timer();
-  drop_inbound_reads();
+  enter_terminated();
   Event e;
   e.kind = EventKind::terminate_sent;
   e.terminate = error;

@@ -98,11 +98,7 @@ void Session::end_stream(const Violation& v) {
   }
   queue_session_terminate();
   session_terminate_sent_ = v.id;
-  state_ = State::terminated;
-  deadline_.reset();
-  stall_deadline_.reset();
-  start_teardown_timer();
-  drop_inbound_reads();
+  enter_terminated();
   want_shutdown_ = true;
   Event e;
   e.kind = EventKind::session_terminate_sent;

@@ -58,6 +58,19 @@ class SsnOrder {
   std::uint16_t first_held() const { return lowest()->first; }
   const M* first_held_message() const { return held_.empty() ? nullptr : &lowest()->second; }
 
+  // The in-order fast path for a host that would rather not copy a message to push() it: true,
+  // with the order moved past it, when `ssn` is the one expected, so that the caller judges the
+  // message where it lies and then calls release() for the held ones it let through.
+  bool take_if_next(std::uint16_t ssn) {
+    if (!started_) start_at(ssn);
+    if (ssn != next_) return false;
+    ++next_;
+    return true;
+  }
+  template <class Deliver>
+  void release(Deliver&& deliver) {
+    drain(deliver);
+  }
   template <class Deliver>
   Verdict push(std::uint16_t ssn, M&& m, Deliver&& deliver) {
     if (!started_) start_at(ssn);

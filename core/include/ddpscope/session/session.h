@@ -357,6 +357,7 @@ class Session {
   void handle_terminate(const wire::DdpSegment& seg);
   // RFC 5040 §4.8 / §5.4: the Terminate for `v` (quoting `seg` as it says), then stop.
   void fatal(const Violation& v, const wire::DdpSegment* seg, ByteView ulpdu);
+  void enter_terminated();  // after our Terminate: state, timers, inbound reads dropped
   // A local failure: a Terminate with `error`, no header quoted.
   void fatal(const TerminateError& error);
   void receive_framed(ByteView data);
