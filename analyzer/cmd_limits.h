@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ddpscope/common/limits.h"
+#include "ddpscope/findings/sink_profile.h"
 
 namespace ddpscope::cli {
 
@@ -54,6 +55,19 @@ inline CLI::Option* add_mid_stream_crc_option(CLI::App* app, std::string& into) 
                    "matches, else off when FPDUs chain by their lengths; reported as "
                    "mpa.crc-detected)")
       ->check(valid);
+}
+
+// `--sink-profile rfc|siw` (findings/sink_profile.h): the Data Sink whose answer to each rule
+// broken the report gives (and, at the endpoint, the one we behave as).
+inline CLI::Option* add_sink_profile_option(CLI::App* app, std::string& into,
+                                            const char* what = nullptr) {
+  return app
+      ->add_option("--sink-profile", into,
+                   what ? what
+                        : "the Data Sink whose answer each finding gives: rfc (the RFCs') or siw "
+                          "(Linux siw 6.1 as observed); named in the report, with RFC's Terminate "
+                          "where siw's differs (default: rfc, not named)")
+      ->check(CLI::IsMember({"rfc", "siw"}));
 }
 
 inline std::optional<bool> mid_stream_crc(const std::string& text) {

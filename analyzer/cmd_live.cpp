@@ -35,6 +35,7 @@ struct LiveArgs {
   bool hint_markers = false;
   std::vector<std::string> limits;  // --limit NAME=VALUE
   bool list = false;                // -D: list the interfaces instead
+  std::string sink_profile;         // --sink-profile
 };
 
 // tshark -D's form: "1. lo (Loopback)".
@@ -91,6 +92,7 @@ int run_live(const LiveArgs& a) {
   }
   AnalyzerOptions aopt;
   apply_limits(a.limits, aopt.limits);
+  if (!a.sink_profile.empty()) aopt.sink_profile = sink_profile_by_name(a.sink_profile);
   for (std::uint16_t p : a.ports)
     aopt.hints.push_back(
         StreamHint{p, std::nullopt, cli::mid_stream_crc(a.hint_crc), a.hint_markers});
@@ -144,6 +146,7 @@ void add_live_command(CLI::App& app, std::function<int()>& run) {
   sc->add_flag("--mid-stream-markers", a->hint_markers,
                "accepted, no effect: markers are located only from the MPA handshake");
   add_limit_option(sc, a->limits);
+  add_sink_profile_option(sc, a->sink_profile);
   sc->callback([a, &run] {
     run = [a] {
       if (a->list) return list_live_interfaces();

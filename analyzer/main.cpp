@@ -113,6 +113,7 @@ struct AnalyzeArgs {
   std::vector<std::string> xfrm;    // ip -s xfrm state output
   bool require_esp = false;
   std::string esp_policy = "integrity";
+  std::string sink_profile;  // empty: RFC's, not named in the report
 };
 
 // The CPUs the process may run on (its affinity mask; a container's cpuset), at least 1.
@@ -132,6 +133,7 @@ int analyze(const AnalyzeArgs& a) {
   opt.check_crc = !a.no_crc_check;
   opt.message_records = false;  // no report shows them (the GUI's MSN chart does)
   opt.send_buffer_size = a.send_buffer;
+  if (!a.sink_profile.empty()) opt.sink_profile = sink_profile_by_name(a.sink_profile);
   for (auto p : a.ports)
     opt.hints.push_back(
         StreamHint{p, std::nullopt, cli::mid_stream_crc(a.hint_crc), a.hint_markers});
@@ -375,6 +377,7 @@ int main(int argc, char** argv) {
                "do not learn regions from rping-style advertisements");
   an->add_flag("--no-crc-check", aa.no_crc_check, "do not verify MPA CRCs");
   an->add_option("--send-buffer", aa.send_buffer, "size of the receive buffers posted for Sends");
+  cli::add_sink_profile_option(an, aa.sink_profile);
   an->add_option("--retain-mib", aa.retention_mib,
                  "MiB of placed payload kept for shadow buffers (0 = none)");
   an->add_option("--window-mib", aa.window_mib, "MiB of out-of-order TCP data held per direction");

@@ -60,6 +60,11 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
         case ColMessage:
           return QString::fromStdString(f.message);
         case ColTerminate:
+          // A sink that answers with no Terminate says what it does instead.
+          if (!f.terminate && f.outcome && *f.outcome != SinkOutcome::terminate)
+            return QStringLiteral("(none: %1)")
+                .arg(QString::fromUtf8(to_string(*f.outcome).data(),
+                                       qsizetype(to_string(*f.outcome).size())));
           return terminateText(f.terminate);
       }
       return {};

@@ -46,6 +46,9 @@ def main():
         if os.path.exists(regions):
             variants.append(["--regions", regions])
         variants.append(["--limit", "max_findings=1"])
+        variants.append(["--sink-profile", "siw"])  # the profile's keys (issue 40)
+        if os.path.exists(regions):
+            variants.append(["--regions", regions, "--sink-profile", "siw"])
         # An IPsec sample with its SA file (samples/ipsec: the file its expected.json names).
         expected = pcap[: -len(".pcap")] + ".expected.json"
         if os.path.exists(pcap[: -len(".pcap")] + ".esp_sa") and os.path.exists(expected):

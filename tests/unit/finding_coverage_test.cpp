@@ -129,6 +129,23 @@ const Case kCases[] = {
        w.fpdu(0, wire::untagged_header(Opcode::send_invalidate, wire::kQnSend, 1, 0, true, 0x999),
               octets(8, 1));
      }},
+    {"rdmap.terminate-unexpected",
+     "a Send on QN 1, answered with a Terminate no profile predicts (RDMAP / Remote Operation / "
+     "Unspecified)",
+     6,
+     [](Analyzer&, Wire& w) {
+       w.handshake();
+       w.fpdu(0, wire::untagged_header(Opcode::send, wire::kQnReadRequest, 1, 0, true),
+              octets(8, 1));
+       wire::Terminate t;
+       t.control.layer = static_cast<std::uint8_t>(TermLayer::rdmap);
+       t.control.etype = rdmap_etype::remote_operation;
+       t.control.code = rdmap_code::unspecified;
+       Bytes body;
+       ByteWriter bw(body);
+       wire::encode_terminate(t, wire::TerminateLayout::rfc, bw);
+       w.fpdu(1, wire::untagged_header(Opcode::terminate, wire::kQnTerminate, 1, 0, true), body);
+     }},
     {"engine.limit-reached", "a second STag past max_regions 1", 6,
      [](Analyzer&, Wire& w) {
        w.crc = false;

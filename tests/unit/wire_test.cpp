@@ -719,6 +719,24 @@ TEST(Terminate, SiwBitfieldVector) {
 // Issue 16: siw sends its version, opcode, CRC and IRD errors with no M/D/R flag, so no flag
 // tells the layouts apart. siw's reading is taken only when the RFC reading names no defined
 // error and siw's does; when both are defined the RFC reading stands (ambiguous by design).
+// Under the siw Data Sink profile (issue 40) the ambiguous flagless word is siw's: its
+// 20 06 00 00 is RDMAP / Remote Operation / Unexpected OpCode, not LLP / MPA / 0x06.
+TEST(Terminate, AmbiguousFlaglessWordReadAsSiwWhenSiwIsExpected) {
+  auto r = decode_terminate(Bytes{0x20, 0x06, 0x00, 0x00}, /*expect_siw=*/true);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ(r->layout, TerminateLayout::siw_bitfield);
+  EXPECT_EQ(r->evidence, TerminateLayoutEvidence::siw_expected);
+  EXPECT_EQ(r->control, (TerminateControl{0, 2, 6, false, false, false, 0}));
+  // siw's reading undefined (LLP / 0x1): the RFC reading (DDP / Untagged / Invalid QN) stands.
+  r = decode_terminate(Bytes{0x12, 0x01, 0x00, 0x00}, true);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ(r->layout, TerminateLayout::rfc);
+  // Neither reading defined: nothing to prefer.
+  r = decode_terminate(Bytes{0x2F, 0x77, 0x00, 0x00}, true);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ(r->layout, TerminateLayout::rfc);
+}
+
 TEST(Terminate, UnflaggedSiwWordReadAsSiwOnlyWhenTheRfcReadingIsUndefined) {
   // siw's DDP / Untagged / Invalid DDP version (0x06): RFC order reads LLP / 0x1 / 0x06,
   // which no table defines.

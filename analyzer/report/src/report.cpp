@@ -258,6 +258,20 @@ json finding_json(const Model& m, const Finding& f) {
   }
   jf["message"] = f.message;
   if (f.terminate) jf["terminate"] = terminate_json(*f.terminate);
+  // With a profile named (--sink-profile): what that Data Sink does, RFC's triple where it
+  // differs, and which profiles a peer's Terminate matches.
+  // Without one, only an outcome that is no Terminate (an MPA Reply that rejects) is named.
+  if (f.outcome && (m.sink_profile || *f.outcome != SinkOutcome::terminate)) {
+    jf["sink_outcome"] = std::string(to_string(*f.outcome));
+    if (!f.terminate) jf["terminate"] = nullptr;
+    if (f.rfc_terminate) jf["rfc_terminate"] = terminate_json(*f.rfc_terminate);
+  }
+  if (m.sink_profile && f.matches) {
+    json names = json::array();
+    for (const SinkProfile p : {SinkProfile::rfc, SinkProfile::siw})
+      if (*f.matches & (1u << static_cast<unsigned>(p))) names.push_back(std::string(to_string(p)));
+    jf["matches"] = std::move(names);
+  }
   // SCTP rules: RFC 5043 has no Terminate codes; what the sink does instead (§11.3).
   if (const LlpAction a = finding_spec(f.id).llp_action; a != LlpAction::none)
     jf["llp_action"] = std::string(to_string(a));
@@ -349,6 +363,8 @@ void write_json(std::ostream& out, const Model& m, const std::string& capture_na
   put_member(out, first, "frames", m.frames);
   if (!other_regions.empty()) put_member(out, first, "regions", other_regions);
   put_member(out, first, "schema", kSchemaVersion);
+  if (m.sink_profile)
+    put_member(out, first, "sink_profile", std::string(to_string(*m.sink_profile)));
   put_array(out, first, "streams", streams.size(), [&](std::size_t i) {
     auto it = stream_regions.find(streams[i]->id);
     return stream_json(*streams[i],
@@ -372,8 +388,47 @@ void write_finding_line(std::ostream& out, const Model& m, const Finding& f) {
   // Every finding but rdmap.terminate: the Terminate a compliant Data Sink sends for the rule
   // broken. rdmap.terminate's message already names the one the peer sent ("peer sent
   // Terminate: ..."): said once.
-  if (f.terminate && f.id != FindingId::rdmap_terminate)
+  if (f.outcome && (m.sink_profile || *f.outcome != SinkOutcome::terminate)) {
+    // The named profile's Data Sink, and RFC's where it does otherwise.
+    const std::string who(m.sink_profile ? to_string(*m.sink_profile) : "sink");
+    out << "  ["
+        << (who == "rfc"    ? "an RFC sink"
+            : who == "sink" ? "a compliant sink"
+                            : who)
+        << " ";
+    switch (*f.outcome) {
+      case SinkOutcome::terminate:
+        out << "sends Terminate " << (f.terminate ? terminate_error_name(*f.terminate) : "");
+        break;
+      case SinkOutcome::close:
+        out << "closes the connection without a Terminate";
+        break;
+      case SinkOutcome::wait:
+        out << "sends nothing and waits for more octets";
+        break;
+      case SinkOutcome::accept:
+        out << "accepts it and goes on";
+        break;
+      case SinkOutcome::reject:
+        out << "answers with an MPA Reply that rejects (R = 1)";
+        break;
+    }
+    if (f.rfc_terminate || (f.outcome != SinkOutcome::terminate && f.terminate))
+      out << "; an RFC sink sends Terminate "
+          << terminate_error_name(f.rfc_terminate ? *f.rfc_terminate : *f.terminate);
+    out << "]";
+  } else if (f.terminate && f.id != FindingId::rdmap_terminate) {
     out << "  [sink would send Terminate " << terminate_error_name(*f.terminate) << "]";
+  }
+  if (m.sink_profile && f.matches) {
+    std::string names;
+    for (const SinkProfile p : {SinkProfile::rfc, SinkProfile::siw})
+      if (*f.matches & (1u << static_cast<unsigned>(p)))
+        names += (names.empty() ? "" : " and ") + std::string(to_string(p));
+    out << (names.empty() ? "  (matches no profile's prediction)"
+                          : "  (matches the " + names + " profile" +
+                                (names.find(" and ") != std::string::npos ? "s" : "") + ")");
+  }
   if (f.consequence_of == Consequence::gap) out << "  (consequence of capture loss)";
   if (f.consequence_of == Consequence::crc) out << "  (consequence of an FPDU dropped for its CRC)";
   out << "\n";
@@ -381,6 +436,10 @@ void write_finding_line(std::ostream& out, const Model& m, const Finding& f) {
 
 void write_text(std::ostream& out, const Model& m, const std::string& capture_name) {
   out << "ddpscope report: " << capture_name << " (" << m.frames << " frames)\n";
+  if (m.sink_profile) {
+    out << "Data Sink profile: " << to_string(*m.sink_profile) << " ("
+        << sink_profile_description(*m.sink_profile) << ")\n";
+  }
   std::size_t shown = 0;
   for (const auto& s : m.streams) {
     if (s.state == StreamState::not_iwarp || s.state == StreamState::unknown) continue;

@@ -121,6 +121,14 @@ struct DirectionEngine {
   // Analyzer::note_receiver_drop: a packet of this direction was dropped before its receiver's
   // TCP; an ACK past a hole proves no capture loss until the holes have filled.
   bool receiver_dropped = false;
+  // The first rule broken in this direction that stops its Data Sink, by profile
+  // (findings/sink_profile.h): what a Terminate from the receiver is held against.
+  struct Prediction {
+    SinkAnswer answer;
+    FindingId id = FindingId::count_;
+    std::uint64_t frame = 0;
+  };
+  std::array<std::optional<Prediction>, 2> predicted;  // by SinkProfile
 };
 
 // A DDP stream, whatever its LLP: over MPA one TCP connection (its reassemblers and framers
@@ -301,7 +309,8 @@ struct Analyzer::Impl {
   std::size_t report(FindingId id, const Ctx& ctx, std::string message,
                      Consequence consequence = Consequence::none,
                      std::optional<TerminateError> term = std::nullopt);
-  // A rule-layer Violation as a finding: its id, detail and Terminate.
+  SinkProfile profile() const { return options.sink_profile.value_or(SinkProfile::rfc); }
+  // A rule-layer Violation as a finding: its id, detail, and what the profile's sink does.
   std::size_t report(const Violation& v, const Ctx& ctx,
                      Consequence consequence = Consequence::none);
   // Reported once per limit. Called for every item past a cap, so the repeat costs a lookup.

@@ -473,8 +473,10 @@ Connection* Analyzer::Impl::sctp_stream(SctpAssociation& a, std::size_t ai, std:
   info.adaptation = a.adaptation[0] == wire::kAdaptationCodePointDdp &&
                     a.adaptation[1] == wire::kAdaptationCodePointDdp;
   sm.sctp = std::move(info);
-  for (int d = 0; d < 2; ++d)
+  for (int d = 0; d < 2; ++d) {
     c->ds(d).sink.set_stream(ddp::StreamFacts{c->stream, protection_domain_of(sm.dirs[d].to)});
+    c->ds(d).sink.set_profile(profile());
+  }
   model.streams.push_back(std::move(sm));
   conns.push_back(std::move(c));
   a.streams.emplace(stream_id, conns.size() - 1);

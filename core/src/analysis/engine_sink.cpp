@@ -374,7 +374,7 @@ void Analyzer::Impl::learn_from_read_request(Connection& c, int dir, const wire:
 
 void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
                                ByteView body) {
-  auto t = wire::decode_terminate(body);
+  auto t = wire::decode_terminate(body, sink_traits(profile()).siw_terminate_layout);
   if (!t) {
     report(FindingId::rdmap_body_invalid, ctx, "Terminate: " + t.error().message);
     report(FindingId::rdmap_terminate, ctx, "Terminate (undecodable body)");
@@ -391,7 +391,31 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
       msg += " (quotes the segment in frame " + std::to_string(e->frame) + ")";
     }
   }
-  report(FindingId::rdmap_terminate, ctx, msg, Consequence::none, err);
+  const std::size_t idx = report(FindingId::rdmap_terminate, ctx, msg, Consequence::none, err);
+  // What the profiles predicted from the first rule broken in the direction it answers.
+  const auto& predicted = c.ds(1 - dir).predicted;
+  if (predicted[0] || predicted[1]) {
+    std::uint8_t matches = 0;
+    std::string expected;
+    for (const SinkProfile p : {SinkProfile::rfc, SinkProfile::siw}) {
+      const auto& pr = predicted[static_cast<std::size_t>(p)];
+      if (!pr) continue;
+      const bool match =
+          pr->answer.outcome == SinkOutcome::terminate && pr->answer.terminate == err;
+      if (match) matches |= static_cast<std::uint8_t>(1u << static_cast<unsigned>(p));
+      expected += std::string(expected.empty() ? "" : "; ") + std::string(to_string(p)) + ": " +
+                  (pr->answer.terminate ? terminate_error_name(*pr->answer.terminate)
+                                        : std::string(to_string(pr->answer.outcome))) +
+                  " for " + std::string(finding_spec(pr->id).code) + " in frame " +
+                  std::to_string(pr->frame);
+    }
+    if (idx != kNoIndex) model.findings[idx].matches = matches;
+    if (matches == 0) {
+      report(FindingId::rdmap_terminate_unexpected, ctx,
+             "peer sent Terminate " + terminate_error_name(err) +
+                 ", which no Data Sink profile predicts (" + expected + ")");
+    }
+  }
   if (t->layout == wire::TerminateLayout::siw_bitfield) {
     report(
         FindingId::rdmap_terminate_nonconformant, ctx,
@@ -399,6 +423,9 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
             (t->evidence == wire::TerminateLayoutEvidence::rfc_undefined
                  ? std::string("no M/D/R flag; decided because the RFC layout's reading is no "
                                "defined error and siw's is")
+             : t->evidence == wire::TerminateLayoutEvidence::siw_expected
+                 ? std::string("no M/D/R flag; both readings are defined errors, read as siw's "
+                               "because the Data Sink profile is siw")
                  : std::string("decided by M/D/R in siw's bit positions")) +
             "); the RFC layout reads " +
             terminate_error_name(t->rfc_reading.layer, t->rfc_reading.etype, t->rfc_reading.code) +

@@ -16,6 +16,7 @@ DirectionEngine::DirectionEngine(const Limits& l, HistoryBudget* budget)
 Analyzer::Impl::Impl(AnalyzerOptions o)
     : options(std::move(o)), advertisers(default_advertisement_decoders()) {
   model.memory.set_retention_cap(options.limits.payload_retention);
+  model.sink_profile = options.sink_profile;
   model.memory.set_range_cap(options.limits.max_ranges_per_region);
 }
 
@@ -56,7 +57,25 @@ std::size_t Analyzer::Impl::report(FindingId id, const Ctx& ctx, std::string mes
 }
 
 std::size_t Analyzer::Impl::report(const Violation& v, const Ctx& ctx, Consequence consequence) {
-  return report(v.id, ctx, v.detail, consequence, v.terminate);
+  if (!v.terminate) return report(v.id, ctx, v.detail, consequence, std::nullopt);
+  if (consequence == Consequence::none && ctx.dir >= 0 && ctx.stream < conns.size()) {
+    auto& predicted = conns[ctx.stream]->ds(ctx.dir).predicted;
+    for (const SinkProfile p : {SinkProfile::rfc, SinkProfile::siw}) {
+      auto& slot = predicted[static_cast<std::size_t>(p)];
+      const SinkAnswer a = sink_answer(p, v);
+      if (!slot && a.outcome != SinkOutcome::accept)
+        slot = DirectionEngine::Prediction{a, v.id, ctx.frame};
+    }
+  }
+  const SinkAnswer answer = sink_answer(profile(), v);
+  const std::size_t idx = report(v.id, ctx, v.detail, consequence, answer.terminate);
+  if (idx != kNoIndex) {
+    Finding& f = model.findings[idx];
+    f.outcome = answer.outcome;
+    const SinkAnswer rfc = sink_answer(SinkProfile::rfc, v);
+    if (rfc.terminate && answer.terminate != rfc.terminate) f.rfc_terminate = rfc.terminate;
+  }
+  return idx;
 }
 
 void Analyzer::Impl::limit_reached(std::string_view what, const Ctx& ctx) {
@@ -111,8 +130,10 @@ Connection* Analyzer::Impl::connection_for(std::uint64_t frame, std::int64_t ts,
       if (h.endpoint && (*h.endpoint == seg.src || *h.endpoint == seg.dst)) c->hint = h;
     }
     // Each direction's Data Sink is its receiver (its sides swap with the direction).
-    for (int d = 0; d < 2; ++d)
+    for (int d = 0; d < 2; ++d) {
       c->ds(d).sink.set_stream(ddp::StreamFacts{c->stream, protection_domain_of(sm.dirs[d].to)});
+      c->ds(d).sink.set_profile(profile());
+    }
     model.streams.push_back(std::move(sm));
     conns.push_back(std::move(c));
     it = conn_index.emplace(key, conns.size() - 1).first;

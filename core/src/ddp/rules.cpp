@@ -122,9 +122,11 @@ namespace detail {
 }  // namespace detail
 
 Violation header_too_short(std::size_t ulpdu_length) {
-  return make(FindingId::mpa_ulpdu_length_invalid, term::rdmap_operation(rdmap_code::unspecified),
-              "ULPDU of " + std::to_string(ulpdu_length) + " octets cannot hold its DDP header",
-              TerminateQuote::none);
+  auto v = make(FindingId::mpa_ulpdu_length_invalid, term::rdmap_operation(rdmap_code::unspecified),
+                "ULPDU of " + std::to_string(ulpdu_length) + " octets cannot hold its DDP header",
+                TerminateQuote::none);
+  v.rule_case = SinkCase::header_too_short;
+  return v;
 }
 
 std::optional<Violation> check_untagged_sequence(const UntaggedRx& q, const wire::DdpHeader& h) {

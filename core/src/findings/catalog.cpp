@@ -196,6 +196,8 @@ constexpr std::array<FindingSpec, kFindingCount> kCatalog{{
     {F::rdmap_terminate_nonconformant, "rdmap.terminate-nonconformant", S::warning, "rdmap",
      "RFC 5040 §4.8", kNone,
      "Terminate control word not in RFC layout (Linux siw's little-endian bit fields)"},
+    {F::rdmap_terminate_unexpected, "rdmap.terminate-unexpected", S::note, "rdmap", "RFC 5040 §4.8",
+     kNone, "a peer's Terminate that no Data Sink profile predicts from the rule broken before it"},
     {F::ulp_access_mismatch, "ulp.access-mismatch", S::error, "ulp",
      "RFC 5040 §5.3; the ULP command's data direction",
      term(kRdmap, rdmap_etype::remote_protection, rdmap_code::access_rights),

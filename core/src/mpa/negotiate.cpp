@@ -72,6 +72,10 @@ std::vector<Violation> check_frame(const wire::MpaReqRep& f, const Policy& polic
     out.push_back(invalid(std::string(request ? "the Request" : "the Reply") +
                           " asks for markers, which this side refuses"));
   }
+  // A responder refuses an invalid Request with a Reply that sets R (RFC 5044 §7.1.2).
+  if (request)
+    for (auto& v : out)
+      if (v.terminate) v.rule_case = SinkCase::handshake_request;
   return out;
 }
 

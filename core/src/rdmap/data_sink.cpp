@@ -218,15 +218,24 @@ void DataSink::untagged_segment(const wire::DdpSegment& seg, SinkMemory& memory,
   const std::uint8_t opcode = step.opcode;
   const std::uint64_t len = seg.payload.size();
   step.kind = SegmentStep::Kind::untagged;
-  if (keep(step, check_queue(h, opcode))) {
-    step.kind = SegmentStep::Kind::ignored;
-    return;
+  std::uint32_t qn = h.qn;
+  if (auto v = check_queue(h, opcode)) {
+    // A sink that accepts it (siw) takes the queue from the opcode.
+    const bool accepted = sink_answer(config_.profile, *v).outcome == SinkOutcome::accept;
+    keep(step, std::move(v));
+    const auto& info = wire::opcode_info(opcode);
+    if (!accepted || !info.qn || *info.qn >= kQueues) {
+      step.kind = SegmentStep::Kind::ignored;
+      return;
+    }
+    qn = *info.qn;
   }
   if (opcode == op(wire::Opcode::terminate)) step.kind = SegmentStep::Kind::terminate;
-  bool bad = step.violation.has_value();
-  Queue& q = queues_[h.qn];
+  bool bad = step.violation.has_value() &&
+             sink_answer(config_.profile, *step.violation).outcome != SinkOutcome::accept;
+  Queue& q = queues_[qn];
   ddp::UntaggedRx& rx = q.rx;
-  step.qn = h.qn;
+  step.qn = qn;
   step.after_loss = rx.after_loss;
   if (!rx.synced) {
     // Mid-stream start or loss before the queue's first message: its first MSN is as given.
@@ -340,8 +349,9 @@ bool DataSink::complete_untagged(Queue& q, SinkMemory& memory, SegmentStep& step
             step.after_loss = true;
             step.loss = irq_unsure_;
           }
+          const bool accepted = sink_answer(config_.profile, *v).outcome == SinkOutcome::accept;
           keep(step, std::move(v));
-          return false;
+          if (!accepted) return false;
         }
       }
       if (irq_.size() >= config_.max_reads) {

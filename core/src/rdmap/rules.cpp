@@ -10,8 +10,9 @@ namespace ddpscope::rdmap {
 namespace {
 
 Violation make(FindingId id, TerminateError t, std::string detail,
-               TerminateQuote quote = TerminateQuote::ddp_header) {
-  return Violation{id, t, quote, std::move(detail)};
+               TerminateQuote quote = TerminateQuote::ddp_header,
+               SinkCase rule_case = SinkCase::general) {
+  return Violation{id, t, quote, std::move(detail), rule_case};
 }
 
 }  // namespace
@@ -38,13 +39,14 @@ namespace detail {
       return make(FindingId::rdmap_opcode_invalid,
                   term::rdmap_operation(rdmap_code::unexpected_opcode),
                   std::string(info.name) + " (RFC 7306) at a Data Sink without RFC 7306",
-                  TerminateQuote::none);
+                  TerminateQuote::none, SinkCase::control_rfc7306);
     case ControlRule::buffer_model:
-      return make(FindingId::rdmap_opcode_invalid,
-                  term::rdmap_operation(rdmap_code::unexpected_opcode),
-                  std::string(info.name) + " on the " + (h.control.tagged ? "tagged" : "untagged") +
-                      " buffer model",
-                  TerminateQuote::none);
+      return make(
+          FindingId::rdmap_opcode_invalid, term::rdmap_operation(rdmap_code::unexpected_opcode),
+          std::string(info.name) + " on the " + (h.control.tagged ? "tagged" : "untagged") +
+              " buffer model",
+          TerminateQuote::none,
+          h.control.tagged ? SinkCase::control_send_tagged : SinkCase::control_tagged_untagged);
   }
   return std::nullopt;
 }
@@ -54,9 +56,15 @@ namespace detail {
 std::optional<Violation> check_queue(const wire::DdpHeader& h, std::uint8_t opcode) {
   const auto& info = wire::opcode_info(opcode);
   if (info.qn && h.qn == *info.qn) return std::nullopt;
+  const SinkCase rule_case = opcode == static_cast<std::uint8_t>(wire::Opcode::terminate)
+                                 ? SinkCase::queue_terminate
+                             : opcode == static_cast<std::uint8_t>(wire::Opcode::read_request)
+                                 ? SinkCase::queue_read_request
+                                 : SinkCase::general;
   return make(FindingId::ddp_untagged_invalid_qn, term::ddp_untagged(ddp_untagged_code::invalid_qn),
               std::string(info.name) + " on QN " + std::to_string(h.qn) + " (expected " +
-                  std::to_string(info.qn.value_or(0)) + ")");
+                  std::to_string(info.qn.value_or(0)) + ")",
+              TerminateQuote::ddp_header, rule_case);
 }
 
 std::optional<std::size_t> fixed_body_size(std::uint8_t opcode) {
@@ -85,12 +93,14 @@ std::optional<Violation> check_fixed_body(std::uint8_t opcode, std::uint32_t mo,
     return make(FindingId::ddp_untagged_message_too_long,
                 term::ddp_untagged(ddp_untagged_code::message_too_long),
                 name + " of at least " + std::to_string(have) + " octets (its body has " +
-                    std::to_string(*size) + ")");
+                    std::to_string(*size) + ")",
+                TerminateQuote::ddp_header, SinkCase::fixed_body_long);
   }
   if (last && have < *size) {
     return make(
         FindingId::rdmap_body_invalid, term::rdmap_operation(rdmap_code::unspecified),
-        name + " of " + std::to_string(have) + " octets (needs " + std::to_string(*size) + ")");
+        name + " of " + std::to_string(have) + " octets (needs " + std::to_string(*size) + ")",
+        TerminateQuote::ddp_header, SinkCase::fixed_body_short);
   }
   return std::nullopt;
 }
@@ -145,7 +155,9 @@ std::optional<Violation> check_read_request(const wire::ReadRequest& rr, std::si
     return make(FindingId::rdmap_ird_exceeded,
                 term::rdmap_operation(rdmap_code::catastrophic_stream),
                 std::to_string(in_progress + 1) +
-                    " Read Requests in progress, the responder's IRD is " + std::to_string(*ird));
+                    " Read Requests in progress, the responder's IRD is " + std::to_string(*ird),
+                TerminateQuote::ddp_header,
+                in_progress == *ird ? SinkCase::ird_first_over : SinkCase::general);
   }
   if (rr.size == 0) return std::nullopt;
   auto v = ddp::check_region(rr.source_stag, source, regions_known, stream, rr.source_to, rr.size,

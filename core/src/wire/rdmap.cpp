@@ -266,7 +266,7 @@ TerminateControl TerminateControl::from_rfc_word(std::uint32_t w) {
   return c;
 }
 
-Result<Terminate> decode_terminate(ByteView body) {
+Result<Terminate> decode_terminate(ByteView body, bool expect_siw) {
   if (body.size() < kTerminateControlSize) return truncated(body.size(), "control word");
   Terminate t;
   const std::uint8_t* p = body.data();
@@ -291,6 +291,11 @@ Result<Terminate> decode_terminate(ByteView body) {
         !term_code_name(siw.layer, siw.etype, siw.code).empty()) {
       t.layout = TerminateLayout::siw_bitfield;
       t.evidence = TerminateLayoutEvidence::rfc_undefined;
+      t.control = siw;
+    } else if (expect_siw && no_flags && t.rfc_reading.reserved == 0 && siw.reserved == 0 &&
+               !term_code_name(siw.layer, siw.etype, siw.code).empty()) {
+      t.layout = TerminateLayout::siw_bitfield;
+      t.evidence = TerminateLayoutEvidence::siw_expected;
       t.control = siw;
     }
   }

@@ -17,6 +17,7 @@
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/common/limits.h"
 #include "ddpscope/ddp/shadow.h"
+#include "ddpscope/findings/sink_profile.h"
 #include "ddpscope/net/packet.h"
 
 namespace ddpscope {
@@ -48,6 +49,10 @@ struct AnalyzerOptions {
   // The protection domain each Data Sink puts its streams in, when the user knows it (the
   // regions file's "protection_domains"): with a region's PD, "STag of another PD" is checked.
   std::vector<ProtectionDomainSpec> protection_domains;
+  // The Data Sink each finding's outcome is for (findings/sink_profile.h): the rules and the
+  // findings are the same under every profile; the Terminate (or no Terminate) differs.
+  // nullopt: RFC's, and the reports do not name a profile (Model::sink_profile).
+  std::optional<SinkProfile> sink_profile;
 };
 
 class Analyzer {

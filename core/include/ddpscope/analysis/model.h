@@ -15,6 +15,7 @@
 #include "ddpscope/common/mapped_array.h"
 #include "ddpscope/ddp/shadow.h"
 #include "ddpscope/findings/catalog.h"
+#include "ddpscope/findings/sink_profile.h"
 #include "ddpscope/mpa/framer.h"
 #include "ddpscope/net/packet.h"
 #include "ddpscope/wire/mpa.h"
@@ -165,6 +166,9 @@ struct MessageRecord {
 static_assert(sizeof(MessageRecord) <= 96, "a message record is kept per message: keep it packed");
 
 struct Model {
+  // The Data Sink profile the user chose (AnalyzerOptions::sink_profile); nullopt: RFC's, not
+  // named in the reports.
+  std::optional<SinkProfile> sink_profile;
   std::vector<StreamModel> streams;
   std::vector<Finding> findings;
   std::uint64_t findings_dropped = 0;  // beyond Limits::max_findings

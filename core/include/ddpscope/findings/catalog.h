@@ -84,6 +84,7 @@ enum class FindingId : std::uint16_t {
   rdmap_atomic_response_unmatched,
   rdmap_terminate,
   rdmap_terminate_nonconformant,
+  rdmap_terminate_unexpected,
   // Upper layers (ulp/advert.h: NVMe-oF, ...)
   ulp_access_mismatch,
   ulp_incomplete_transfer,
@@ -110,6 +111,16 @@ inline constexpr std::size_t kFindingCount = static_cast<std::size_t>(FindingId:
 enum class LlpAction : std::uint8_t { none, session_terminate, abort };
 // "", "session-terminate", "abort"
 std::string_view to_string(LlpAction a);
+
+// What a Data Sink does about a rule broken (findings/sink_profile.h chooses it by profile).
+enum class SinkOutcome : std::uint8_t {
+  terminate,  // an RDMAP Terminate with a triple, then the stream ends
+  close,      // the connection closed without a Terminate (FIN)
+  wait,       // nothing: the sink waits for octets that never come
+  accept,     // the segment is taken as if valid; the stream goes on
+  reject,     // MPA: a Reply with the Rejected bit (RFC 5044 §7.1.2) to an invalid Request
+};
+std::string_view to_string(SinkOutcome o);  // "terminate", "close", "wait", "accept", "reject"
 
 struct FindingSpec {
   FindingId id;
@@ -138,13 +149,21 @@ std::string_view to_string(Consequence c);
 
 struct Finding {
   FindingId id = FindingId::count_;
-  Severity severity = Severity::note;  // the catalog's, or note when caused by capture loss
-  std::uint64_t frame = 0;             // frame holding the first octet of the offending PDU
-  std::vector<std::uint64_t> frames;   // every frame the PDU spans
-  std::uint32_t stream = 0;            // stream id (0-based), UINT32_MAX when none
-  int direction = -1;                  // 0 = client->server, 1 = server->client, -1 = none
-  std::string message;                 // one line with the specifics
-  std::optional<TerminateError> terminate;
+  Severity severity = Severity::note;       // the catalog's, or note when caused by capture loss
+  std::uint64_t frame = 0;                  // frame holding the first octet of the offending PDU
+  std::vector<std::uint64_t> frames;        // every frame the PDU spans
+  std::uint32_t stream = 0;                 // stream id (0-based), UINT32_MAX when none
+  int direction = -1;                       // 0 = client->server, 1 = server->client, -1 = none
+  std::string message;                      // one line with the specifics
+  std::optional<TerminateError> terminate;  // what the chosen profile's Data Sink sends
+  // A rule the peer broke: what the chosen profile's Data Sink does, and RFC's triple where the
+  // profile's Terminate (`terminate`) differs from it.
+  std::optional<SinkOutcome> outcome;
+  std::optional<TerminateError> rfc_terminate;
+  // A peer's Terminate (rdmap.terminate) against what the profiles predicted from the first
+  // rule broken in the other direction: bit (1 << SinkProfile) for each profile whose
+  // prediction it matches; nullopt when no rule broken there predicted anything.
+  std::optional<std::uint8_t> matches;
   Consequence consequence_of = Consequence::none;  // raised only because octets went unseen
   bool consequence() const { return consequence_of != Consequence::none; }
   std::string_view code() const { return finding_spec(id).code; }

@@ -21,6 +21,22 @@ enum class TerminateQuote : std::uint8_t {
   ddp_and_rdmap,  // ... and R: the RDMAP header (a Read Request's)
 };
 
+// Which case of its rule a violation is, where a Data Sink's answer differs between cases of one
+// finding (findings/sink_profile.h). `general` for every other.
+enum class SinkCase : std::uint8_t {
+  general,
+  control_send_tagged,      // rdmap.opcode-invalid: a Send-family opcode with T = 1
+  control_tagged_untagged,  // rdmap.opcode-invalid: a tagged opcode with T = 0
+  control_rfc7306,          // rdmap.opcode-invalid: RFC 7306 opcode at a sink without it
+  queue_terminate,          // ddp.untagged.invalid-qn: a Terminate not on QN 2
+  queue_read_request,       // ddp.untagged.invalid-qn: a Read Request not on QN 1
+  fixed_body_long,          // ddp.untagged.message-too-long: a fixed-size body too long
+  fixed_body_short,         // rdmap.body-invalid: a fixed-size body too short
+  header_too_short,         // mpa.ulpdu-length-invalid: a ULPDU shorter than its DDP header
+  ird_first_over,           // rdmap.ird-exceeded: one Read Request more than IRD
+  handshake_request,        // mpa.handshake-invalid: the invalid frame is an MPA Request
+};
+
 struct Violation {
   FindingId id = FindingId::count_;
   // The triple a compliant Data Sink sends; nullopt when none is sent (a rule broken inside a
@@ -28,6 +44,7 @@ struct Violation {
   std::optional<TerminateError> terminate;
   TerminateQuote quote = TerminateQuote::none;
   std::string detail;  // one line with the specifics
+  SinkCase rule_case = SinkCase::general;
 };
 
 }  // namespace ddpscope

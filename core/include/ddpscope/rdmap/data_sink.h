@@ -26,6 +26,8 @@
 //   7. at the last segment, per opcode: Send with Invalidate, Read Request (IRD, source),
 //      Atomic Request (target), Atomic Response (outstanding)        rdmap::check_*
 // A Terminate (QN 2) is checked through 5 but answered by no Terminate (RFC 5040 §5.4).
+// The profile (SinkConfig::profile) decides what the sink does about each violation; where it
+// accepts one, the checks go on after it (siw sequences a Read Request on QN 0 as on QN 1).
 //
 // After a violation the model follows the stream the way an observer must (an analysis goes on
 // after a compliant sink would have stopped): a new MSN is adopted, an abandoned message is
@@ -38,6 +40,7 @@
 #include <optional>
 
 #include "ddpscope/ddp/rules.h"
+#include "ddpscope/findings/sink_profile.h"
 #include "ddpscope/llp/boundary.h"
 #include "ddpscope/rdmap/rules.h"
 #include "ddpscope/wire/rdmap.h"
@@ -66,6 +69,10 @@ struct PendingAtomic {
 
 struct SinkConfig {
   ddp::StreamFacts stream;
+  // What the sink does about a rule broken (findings/sink_profile.h). The rules are the same
+  // under every profile; where the profile accepts a violation (siw: a Read Request on QN 0, one
+  // Read Request over IRD) the model goes on as that sink does.
+  SinkProfile profile = SinkProfile::rfc;
   bool rfc7306 = true;                           // atomics and immediate data accepted (siw: no)
   std::optional<std::uint16_t> ird;              // Read Requests accepted in progress (RFC 6581)
   llp::RtrType expect_rtr = llp::RtrType::none;  // the first segment must be this RTR
@@ -158,6 +165,11 @@ class DataSink {
   void set_ird(std::optional<std::uint16_t> ird) { config_.ird = ird; }
   void expect_rtr(llp::RtrType t) { config_.expect_rtr = t; }
   void set_stream(const ddp::StreamFacts& s) { config_.stream = s; }
+  // The profile, and its traits (RFC 7306 support).
+  void set_profile(SinkProfile p) {
+    config_.profile = p;
+    config_.rfc7306 = sink_traits(p).rfc7306;
+  }
   const SinkConfig& config() const { return config_; }
 
   const ddp::TaggedRx& tagged() const { return tagged_; }

@@ -196,6 +196,8 @@ enum class TerminateLayoutEvidence : std::uint8_t {
   siw_flags,      // M/D/R only where siw's bit fields put them, the RFC flags clear
   rfc_undefined,  // no flag in either layout; the RFC reading names no defined error and
                   // siw's does (siw's Terminates for version, opcode, CRC and IRD errors)
+  siw_expected,   // no flag in either layout and both readings defined; the reader expected siw
+                  // (--sink-profile siw), so siw's reading was taken
 };
 struct Terminate {
   TerminateControl control;      // as meant by the sender (after undoing siw's layout)
@@ -217,8 +219,10 @@ inline constexpr FieldSpan control{0, kTerminateControlSize};
 inline constexpr FieldSpan ddp_segment_length{4, 2};
 }  // namespace terminate_field
 // Decodes a Terminate body. Recognises siw's layout when the RFC reading has M/D/R clear,
-// reserved bits only where siw puts M/D/R, and a quoted header is present.
-Result<Terminate> decode_terminate(ByteView body);
+// reserved bits only where siw puts M/D/R, and a quoted header is present. With `expect_siw`
+// (the peer is Linux siw), a flagless control word that reads as a defined error in both
+// layouts is read in siw's (e.g. 0x20 0x06: RDMAP / Remote Operation / Unexpected OpCode).
+Result<Terminate> decode_terminate(ByteView body, bool expect_siw = false);
 // Encodes per the RFC (layout rfc) or as siw does (siw_bitfield), for tests and synthesis.
 void encode_terminate(const Terminate& t, TerminateLayout layout, ByteWriter& out);
 
