@@ -211,6 +211,8 @@ class MpaFramer {
   std::size_t crc_off_chain(std::size_t index, std::size_t want, bool starts_segment, bool* ran_out,
                             bool* fills_segments) const;
   std::uint64_t pos_of(std::size_t index) const { return buf_offset_ + index; }
+  // Buffer index of the first start try_resync has not ruled out (resync_ruled_out_).
+  std::size_t resync_from() const;
   bool is_marker_at(std::size_t index) const;
   void emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out);
   void emit_unframed(std::size_t raw_len, MpaFramerListener& out, const char* why);
@@ -243,9 +245,19 @@ class MpaFramer {
   std::uint64_t fpdus_ = 0;
   std::uint64_t last_frame_ = 0;                // the newest frame fed
   std::optional<std::uint64_t> gave_up_frame_;  // resync budget first spent since the last FPDU
+  // The search for an FPDU boundary (try_resync) has ruled out every start before this stream
+  // position with octets it held, a decision more octets cannot change: each delivery tests
+  // only the starts it has not tested yet, so a search through n octets held costs O(n), not
+  // O(n) per segment that brings more (quadratic up to resync_buffer, 256 KiB by default).
+  // Back to 0 (search from the oldest octet held) when what is searched for changes.
+  std::uint64_t resync_ruled_out_ = 0;
   // try_fpdu's walk, kept between FPDUs (walk_fpdu resets every field): building and destroying
   // one per FPDU is measurable. Read only within try_fpdu.
   mpa::FpduWalk walk_;
+  // fpdu_at's walk and scratch octets, kept for the same reason: a search for a boundary
+  // tries a candidate per octet held. Read only within fpdu_at.
+  mutable mpa::FpduWalk probe_walk_;
+  mutable Bytes probe_scratch_;
 };
 
 }  // namespace ddpscope
