@@ -249,7 +249,7 @@ mpa::Candidate mpa::fpdu_candidate(ByteView raw, const FpduWalkParams& params, B
   // The DDP and RDMAP control octets first, so that a damaged length does not wait for octets
   // (judged once the length and a tagged header's octets are held). Without markers they are
   // read in place: a search tries every octet it holds, and this is most of its cost.
-  constexpr std::size_t kHead = wire::kMpaLengthSize + wire::kDdpTaggedHeaderSize;
+  constexpr std::size_t kHead = kCandidateHead;
   std::uint8_t copy[kHead];
   const std::uint8_t* head = copy;
   if (params.markers) {
@@ -329,6 +329,11 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
   auto ruled_out = [this](std::size_t j) {
     if (!finishing_) resync_ruled_out_ = pos_of(j) + 1;
   };
+  // Without markers, a start whose control octets fail is no FPDU (fpdu_at's answer, without
+  // its walk): most of the octets a search goes through.
+  auto insane_at = [this](std::size_t j) {
+    return j + mpa::kCandidateHead <= buf_.size() && !mpa::control_octets_sane(buf_.data() + j);
+  };
   if (markers_ && s0_) {
     // Markers point back at an FPDU start: use the first one whose target we hold.
     for (std::size_t j = resync_from(); j + kMpaMarkerSize <= buf_.size(); ++j) {
@@ -356,6 +361,10 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
       while (slice < slices_.size() && slice_at + slices_[slice].length <= j)
         slice_at += slices_[slice++].length;
       if (s0_ && (pos_of(j) - *s0_) % 4 != 0) continue;
+      if (insane_at(j)) {
+        ruled_out(j);
+        continue;
+      }
       std::size_t raw_len = 0;
       const Fit on = fpdu_at(j, true, &raw_len);
       if (on == Fit::yes) {
@@ -385,6 +394,10 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
   } else {
     for (std::size_t j = resync_from(); j < buf_.size(); ++j) {
       if (s0_ && (pos_of(j) - *s0_) % 4 != 0) continue;
+      if (insane_at(j)) {
+        ruled_out(j);
+        continue;
+      }
       if (plausible_at(j, true, &need_more)) {
         found = j;
         break;

@@ -7,6 +7,7 @@
 //    └──not a key──▶ off                           └──────────▶ resync
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/common/limits.h"
 #include "ddpscope/mpa/fpdu_walker.h"
+#include "ddpscope/wire/ddp.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
 
@@ -27,6 +29,19 @@ struct FrameSlice {
 };
 
 namespace mpa {
+// The octets fpdu_candidate reads first: ULPDU_Length and a tagged DDP header.
+inline constexpr std::size_t kCandidateHead = wire::kMpaLengthSize + wire::kDdpTaggedHeaderSize;
+// The DDP and RDMAP control octets after a ULPDU_Length field at p[0] (no marker among them)
+// have the versions and zero reserved bits fpdu_candidate asks for (RFC 5041 §4, RFC 5040 §4):
+// its first test, inline, for a search that tries every octet it holds (one start in a
+// thousand of random octets passes).
+inline bool control_octets_sane(const std::uint8_t* p) {
+  const std::uint8_t ddp = p[wire::kMpaLengthSize];
+  const std::uint8_t rdmap = p[wire::kMpaLengthSize + 1];
+  return (ddp & (wire::kDdpReservedMask | wire::kDdpVersionMask)) == wire::kDdpVersion &&
+         (rdmap & (wire::kRdmapVersionMask | wire::kRdmapReservedMask)) ==
+             (wire::kRdmapVersion << std::countr_zero(wire::kRdmapVersionMask));
+}
 enum class Candidate : std::uint8_t { no, yes, need_more };
 // Whether an FPDU starts at raw[0], judged on its own octets as a framer searching for a
 // boundary judges it (resync, mid-stream): a sane DDP/RDMAP header (versions, reserved bits, a
