@@ -325,10 +325,9 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
   std::optional<std::size_t> found;
   bool need_more = false;
   // Index j ruled out for good (octets held decided it, not the end of input): the next call
-  // starts after it.
-  auto ruled_out = [this](std::size_t j) {
-    if (!finishing_) resync_ruled_out_ = pos_of(j) + 1;
-  };
+  // starts after it (noted once the search ends; the buffer does not move before).
+  std::size_t ruled_to = 0;
+  auto ruled_out = [&ruled_to](std::size_t j) { ruled_to = j + 1; };
   // Without markers, a start whose control octets fail is no FPDU (fpdu_at's answer, without
   // its walk): most of the octets a search goes through.
   auto insane_at = [this](std::size_t j) {
@@ -407,6 +406,7 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
       ruled_out(j);
     }
   }
+  if (ruled_to > 0 && !finishing_) resync_ruled_out_ = pos_of(ruled_to);
   if (!found) {
     if (buf_.size() > limits_.resync_buffer) {
       if (!gave_up_frame_ && !slices_.empty()) gave_up_frame_ = slices_.back().frame;
