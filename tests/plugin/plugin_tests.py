@@ -915,15 +915,18 @@ def test_one_pass_gap(ts, args):
 
 
 def test_mpa_probes(ts, args):
-    """MPA probes against a listener (issue 39; tests/plugin/mpa_probes.py): in one pass and in
-    two, every MPA Request and Reply is decoded (iwarp.mpa.key and .rev as sent, the C flag of
+    """MPA probes against a listener (issue 39; tests/plugin/mpa_probes.py), plain and as a real
+    prober's capture may differ (mpa_probes.VARIANTS): in one pass and in two, every MPA
+    Request and Reply is decoded (iwarp.mpa.key and .rev as sent, the C flag of
     the CRC probe), the invalid Request carries the analyzer's finding on the analyzer's frame,
     and the foreign-key probe is not claimed (neither the analyzer nor the built-in take it)."""
     check(args.analyzer, "--analyzer is required")
     import mpa_probes
-    for one_port in (False, True):
-        cap = os.path.join(ts.tmp, f"mpa-probes{'-one-port' if one_port else ''}.pcap")
-        where = mpa_probes.write(cap, one_port)
+    runs = [(False, ()), (True, ())] + [(False, (v,)) for v in mpa_probes.VARIANTS]
+    for one_port, variants in runs:
+        suffix = "".join(f"-{v}" for v in variants) + ("-one-port" if one_port else "")
+        cap = os.path.join(ts.tmp, f"mpa-probes{suffix}.pcap")
+        where = mpa_probes.write(cap, one_port, variants)
         os.chmod(cap, 0o644)
         mpa_probes_check(ts, args, cap, where)
 
