@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "ddpscope/common/bytes.h"
 
@@ -34,11 +35,19 @@ class FuzzInput {
   std::size_t pos_ = 0;
 };
 
-// Reads every octet of a view, so that ASan sees a dangling or out-of-bounds view.
+// Reads every octet of a view, so that ASan sees a dangling or out-of-bounds view: as a copy,
+// whose whole source range ASan checks at once (its report names the first bad octet). An
+// octet-by-octet loop, instrumented for coverage and checked an octet at a time, cost
+// fuzz_engine a sixth of its own time (issue 39).
 inline std::uint32_t touch(ByteView v) {
-  std::uint32_t sum = 0;
-  for (std::uint8_t b : v)
-    sum = sum * 31 + b;
+  static std::uint8_t sink[64u << 10];
+  std::uint32_t sum = static_cast<std::uint32_t>(v.size());
+  while (!v.empty()) {
+    const std::size_t n = std::min(v.size(), sizeof sink);
+    std::memcpy(sink, v.data(), n);
+    sum = sum * 31 + sink[n - 1];
+    v = v.subspan(n);
+  }
   return sum;
 }
 

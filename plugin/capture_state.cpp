@@ -226,8 +226,11 @@ void CaptureState::index_new_streams() {
 void CaptureState::collect_new_findings() {
   const auto& findings = analyzer_.model().findings;
   for (; findings_collected_ < findings.size(); ++findings_collected_) {
-    frame_mut(findings[findings_collected_].frame).findings.push_back(arena_, findings_collected_);
+    const std::uint64_t own = findings[findings_collected_].frame;
+    frame_mut(own).findings.push_back(arena_, findings_collected_);
     finding_reported_in_.push_back(finished_ ? 0 : current_frame_);
+    if (!finished_ && own < current_frame_)
+      frame_mut(current_frame_).findings_learnt.push_back(arena_, findings_collected_);
   }
 }
 

@@ -151,6 +151,10 @@ struct FrameRecord {
   ArenaList<std::uint32_t> pdus_complete;
   ArenaList<std::uint32_t> pdus_continued;  // slices here, completed in another frame
   ArenaList<std::size_t> findings;          // Model::findings with Finding::frame == here
+  // Model::findings this frame's segment raised for an earlier frame (the PDU completed here,
+  // or a hole before it declared capture loss here): drawn here on the first visit only, where
+  // a one-pass run (tshark without -2, a live capture) has printed their own frame already.
+  ArenaList<std::size_t> findings_learnt;
   // Provisional records of FPDUs in this frame's segment, held out of order when it came
   // (drawn where no PDU of core's completes: what a one-pass run can show of them).
   ArenaList<std::uint32_t> pdus_held;

@@ -637,7 +637,10 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   // (core has not delivered them yet), or a revisit of a frame whose octets core framed only as
   // part of a PDU completed elsewhere (a reordered segment's continuation).
   const bool held = rec.pdus_complete.empty() && !rec.pdus_held.empty();
-  if (npdu == 0 && rec.findings.empty() && !held) return;
+  // Findings this frame made known for frames printed before it: only where they were not
+  // shown on their own frame, Wireshark's first visit (the output of a one-pass run).
+  const bool learnt = ctx.first_visit && !rec.findings_learnt.empty();
+  if (npdu == 0 && rec.findings.empty() && !held && !learnt) return;
   fallback_tvb = ctx.frame_tvb;
   pending_upper = wmem_list_new(pinfo->pool);
   col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
@@ -730,6 +733,23 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
     }
     expert_add_info_format(pinfo, target, finding_expert(finding.id, finding.consequence_of),
                            "[%s] %s%s", finding.code().data(), finding.message.c_str(), when);
+  }
+  if (learnt) {
+    for (std::size_t f : rec.findings_learnt) {
+      if (f >= findings.size()) continue;
+      const Finding& finding = findings[f];
+      if (frame_item == nullptr) {
+        frame_item = proto_tree_add_item(tree, proto.mpa, ctx.frame_tvb, 0, 0, ENC_NA);
+        proto_item_append_text(frame_item, ", ddpscope analysis");
+      }
+      proto_tree* ft = proto_item_add_subtree(frame_item, ett.analysis);
+      generated(proto_tree_add_string(ft, hf.an_finding, nullptr, 0, 0, finding.code().data()));
+      generated(proto_tree_add_uint(ft, hf.an_finding_learnt_from, nullptr, 0, 0,
+                                    static_cast<std::uint32_t>(finding.frame)));
+      expert_add_info_format(pinfo, frame_item, finding_expert(finding.id, finding.consequence_of),
+                             "[%s] %s (on frame %u, learnt in this one)", finding.code().data(),
+                             finding.message.c_str(), static_cast<unsigned>(finding.frame));
+    }
   }
 
   for (wmem_list_frame_t* it = wmem_list_head(pending_upper); it != nullptr;

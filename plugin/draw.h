@@ -16,6 +16,8 @@ struct DrawContext {
   tvbuff_t* payload_tvb = nullptr;  // this frame's TCP payload, when it has one
   heur_dissector_list_t upper_heuristics = nullptr;  // "iwarp_ddp_rdmap" (SMB Direct, ...)
   dissector_handle_t data_handle = nullptr;
+  // Wireshark's first, sequential visit of the frame (what a one-pass run prints).
+  bool first_visit = false;
 };
 
 // Draws everything stored for the frame. Safe against Wireshark exceptions: holds no C++

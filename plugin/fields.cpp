@@ -223,6 +223,11 @@ void register_fields() {
       HF(an_finding_end_of_capture, "Finding reported at the end of the capture",
          "iwarp.mpa.finding.end_of_capture", FT_BOOLEAN, BASE_NONE, nullptr, 0,
          "Known only after the last frame: shown by two-pass runs (tshark -2) and revisits"),
+      HF(an_finding_learnt_from, "Finding of an earlier frame, learnt from this one",
+         "iwarp.mpa.finding.frame", FT_FRAMENUM, BASE_NONE, nullptr, 0,
+         "The frame the finding belongs to, printed by a one-pass run (tshark without -2, a "
+         "live capture) before this frame made it known; two-pass runs and revisits show it "
+         "there"),
   };
   static hf_register_info ddp_fields[] = {
       HF(ddp_control, "Control", "iwarp.ddp.control", FT_UINT8, BASE_HEX, nullptr, 0, nullptr),

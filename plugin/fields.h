@@ -61,7 +61,8 @@ struct HeaderFields {
   int an_request_in = -1, an_response_in = -1, an_response_time = -1, an_quoted_frame = -1;
   // Frame-level analysis
   int an_pdu_end_of_capture = -1, an_pdu_released_in = -1, an_pdu_held_behind = -1;
-  int an_finding = -1, an_finding_reported_in = -1, an_finding_end_of_capture = -1;
+  int an_finding = -1, an_finding_reported_in = -1, an_finding_end_of_capture = -1,
+      an_finding_learnt_from = -1;
   // The DDP adaptation over SCTP (iwarp.sctp.*)
   int ss_ddp_ssn = -1, ss_function = -1, ss_private_data = -1, ss_ulp_private_data = -1,
       ss_error = -1;

@@ -429,6 +429,7 @@ int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*da
   ctx.payload_tvb = payload_tvb;
   ctx.upper_heuristics = upper_heuristics;
   ctx.data_handle = data_handle;
+  ctx.first_visit = !PINFO_FD_VISITED(pinfo);
   draw_frame(ctx, *rec, pinfo, tree);
   if (tap_id >= 0 && !rec->pdus_complete.empty()) {
     tap_queue_packet(tap_id, pinfo, rec);

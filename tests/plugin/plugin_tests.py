@@ -61,6 +61,10 @@ EXPERT_SUMMARY_ROW = re.compile(r"^ +(\d+) +\S+ +\S+ +\[([a-z0-9.-]+)\] ", re.M)
 EXPERT_SEVERITY = {0x00400000: "note", 0x00600000: "warning", 0x00800000: "error"}
 # Suffix of findings raised after their frame was dissected (PDU completed later, or finish()).
 REPORTED_LATE = re.compile(r"\(reported (in frame \d+|at the end of the capture)\)$")
+REPORTED_AT_END = re.compile(r"\(reported at the end of the capture\)$")
+# Suffix of such a finding as a one-pass run shows it, on the frame that made it known (the
+# first visit of that frame): its own frame, printed before.
+LEARNT_HERE = re.compile(r"\(on frame (\d+), learnt in this one\)$")
 
 
 class Failure(Exception):
@@ -142,9 +146,10 @@ class Tshark:
 EXPERT_FIELDS = ["_ws.expert.message", "_ws.expert.severity"]
 
 
-def expert_counts(rows, late_only=False, with_severity=False):
+def expert_counts(rows, late_only=False, with_severity=False, at_end_only=False):
     """Tshark.experts() of rows Tshark.fields() read with EXPERT_FIELDS among its fields (so
-    that one tshark run serves checks of fields and of expert infos)."""
+    that one tshark run serves checks of fields and of expert infos). A finding a one-pass run
+    shows on the frame that made it known (LEARNT_HERE) counts on its own frame."""
     found = collections.Counter()
     for frame, row in rows.items():
         msgs = row["_ws.expert.message"].split("|") if row["_ws.expert.message"] else []
@@ -153,8 +158,11 @@ def expert_counts(rows, late_only=False, with_severity=False):
               f"not pair up: {row}")
         for msg, sev in zip(msgs, sevs):
             m = EXPERT_CODE.match(msg)
+            if at_end_only and not REPORTED_AT_END.search(msg):
+                continue
             if m and (not late_only or REPORTED_LATE.search(msg)):
-                k = (frame, m.group(1))
+                learnt = LEARNT_HERE.search(msg)
+                k = (int(learnt.group(1)) if learnt else frame, m.group(1))
                 found[k + (EXPERT_SEVERITY.get(int(sev), sev),) if with_severity else k] += 1
     return found
 
@@ -471,6 +479,7 @@ def test_passes_agree(ts, args):
     e1 = expert_counts(one)
     e2 = expert_counts(two)
     late = expert_counts(two, late_only=True)
+    at_end = expert_counts(two, at_end_only=True)
     for rows in (one, two):
         for row in rows.values():
             for f in EXPERT_FIELDS:
@@ -483,10 +492,13 @@ def test_passes_agree(ts, args):
         check(one.get(frame) == two.get(frame),
               f"frame {frame}: one pass {one.get(frame)} vs two passes {two.get(frame)}")
     check(not (e1 - e2), f"one-pass expert infos missing in two passes: {sorted(e1 - e2)}")
-    # A one-pass run cannot show findings raised after their frame was printed (a PDU that
-    # completes in a later frame, or the end of the capture); everything else must agree.
+    # A one-pass run shows a finding raised after its frame was printed (a PDU that completes
+    # in a later frame, a hole declared capture loss later) on the frame that raised it, and
+    # cannot show those of the end of the capture; everything else must agree.
     check(not ((e2 - e1) - late),
           f"two-pass-only expert infos not marked as reported late: {sorted((e2 - e1) - late)}")
+    check(e2 - e1 == at_end, f"one pass lacks {sorted((e2 - e1).elements())}, of which only "
+          f"{sorted(at_end.elements())} are reported at the end of the capture")
 
 
 def test_fuzz(ts, args):
@@ -621,11 +633,12 @@ def regions_args(ts, capture):
     return ["--regions", regions], ["-o", f"iwarp.mpa.regions_file:{ts.stage(regions)}"]
 
 
-def expert_names(ts, capture, extra=(), late=None):
+def expert_names(ts, capture, extra=(), late=None, at_end=None):
     """(frame, finding code, expert info name) of every ddpscope expert info, from -T json (the
-    only output that names the expert field). `late`, a Counter, also gets the (frame, finding
-    code) of those reported after their frame, as Tshark.experts(late_only=True) from the same
-    run."""
+    only output that names the expert field), on the frame that shows it. `late`, a Counter,
+    also gets the (frame, finding code) of those reported after their frame, as
+    Tshark.experts(late_only=True) from the same run; `at_end` those of the end of the
+    capture."""
     out = ts.run(list(extra) + ["-r", capture, "-T", "json"]).stdout
     found = collections.Counter()
 
@@ -646,6 +659,8 @@ def expert_names(ts, capture, extra=(), late=None):
                     found[(frame, m.group(1), names[0])] += 1
                     if late is not None and REPORTED_LATE.search(d["_ws.expert.message"]):
                         late[(frame, m.group(1))] += 1
+                    if at_end is not None and REPORTED_AT_END.search(d["_ws.expert.message"]):
+                        at_end[(frame, m.group(1))] += 1
             elif isinstance(value, list):
                 frame = walk(value, frame)
         return frame
@@ -658,8 +673,9 @@ def expert_names(ts, capture, extra=(), late=None):
 def test_frames_agree(ts, args):
     """Every finding's expert info lies on the frame the analyzer's JSON names (Finding::frame),
     under the name of its cause, for every sample given: a two-pass run shows exactly the
-    analyzer's (frame, code) multiset; a one-pass run shows a subset of it, and lacks only what
-    the two-pass run marks as reported later (plugin/README.md, "One pass, two passes")."""
+    analyzer's (frame, code) multiset; a one-pass run shows the same, those reported in a later
+    frame on that frame (LEARNT_HERE), and lacks only those of the end of the capture
+    (plugin/README.md, "One pass, two passes")."""
     check(args.analyzer, "--analyzer is required")
     check(args.captures, "captures are required")
     compared = 0
@@ -671,8 +687,8 @@ def test_frames_agree(ts, args):
             (int(f["frame"]), f["code"],
              f"iwarp.{f['code']}{TWIN_SUFFIX[f.get('consequence_of')]}")
             for f in doc["findings"])
-        late = collections.Counter()
-        two = expert_names(ts, cap, ["-2"] + tshark_extra, late)
+        late, at_end = collections.Counter(), collections.Counter()
+        two = expert_names(ts, cap, ["-2"] + tshark_extra, late, at_end)
         check(two == expected,
               f"{capture}: two-pass expert infos differ from the analyzer's findings:\n"
               f"  missing: {sorted((expected - two).elements())}\n"
@@ -681,9 +697,9 @@ def test_frames_agree(ts, args):
         one = ts.experts(cap, tshark_extra)
         check(not (one - codes), f"{capture}: one-pass expert infos on other frames than the "
               f"analyzer names: {sorted((one - codes).elements())}")
-        check(codes - one == late, f"{capture}: one-pass run lacks "
-              f"{sorted((codes - one).elements())}, of which only {sorted(late.elements())} are "
-              f"reported after their frame")
+        check(codes - one == at_end, f"{capture}: one-pass run lacks "
+              f"{sorted((codes - one).elements())}, of which only {sorted(at_end.elements())} "
+              f"are reported at the end of the capture")
         compared += sum(expected.values())
     print(f"{len(args.captures)} captures, {compared} findings on their frames")
 
@@ -848,16 +864,69 @@ def test_one_pass_held(ts, args):
     print(f"frames held in one pass: {held}, decoded as the built-in and as core's PDUs")
 
 
+def test_one_pass_gap(ts, args):
+    """Issue 39: a one-pass run (tshark without -2, a live capture) shows a hole's tcp.gap. It
+    is known only when a later frame declares the hole capture loss (fault-gap: the receiver's
+    ACK past it; until then a retransmission or a reordered segment may fill it, as on
+    fault-reorder, which holds the same hole when its frame is printed), so the one-pass run
+    shows it on that frame, under the same expert name, naming the finding's own frame
+    (iwarp.mpa.finding.frame), where two passes show it. On fault-reorder, whose hole a
+    reordered segment fills, both runs show the same on the frame held behind it: no tcp.gap."""
+    check(args.analyzer, "--analyzer is required")
+    for capture in args.captures:
+        cap = ts.stage(capture)
+        doc = analyzer_report(args.analyzer, capture)
+        gaps = [f for f in doc["findings"] if f["code"] == "tcp.gap"]
+        two = expert_names(ts, cap, ["-2"])
+        one = expert_names(ts, cap)
+        fields = ["iwarp.mpa.finding", "iwarp.mpa.finding.reported_in", "iwarp.mpa.held_behind"]
+        rows1 = ts.fields(cap, fields)
+        rows2 = ts.fields(cap, fields, ["-2"])
+        name = os.path.basename(capture)
+        if not gaps:
+            # fault-reorder: the frame one pass shows held behind the hole shows what two
+            # passes show there.
+            held = [f for f in sorted(rows1) if rows1[f]["iwarp.mpa.held_behind"]]
+            check(held, f"{name}: no frame held behind a hole in one pass")
+            for f in held:
+                here1 = sorted(k for k in one.elements() if k[0] == f)
+                here2 = sorted(k for k in two.elements() if k[0] == f)
+                check(here1 == here2, f"{name} frame {f}: one pass {here1}, two passes {here2}")
+            check(not [k for k in one if k[1] == "tcp.gap"] and
+                  not [k for k in two if k[1] == "tcp.gap"],
+                  f"{name}: a tcp.gap where a reordered segment filled the hole: {one} {two}")
+            print(f"{name}: frames {held} held behind a hole; the same in one and two passes")
+            continue
+        for g in gaps:
+            own = g["frame"]
+            check(two[(own, "tcp.gap", "iwarp.tcp.gap")] == 1,
+                  f"{name}: two passes show no tcp.gap on frame {own}: {sorted(two)}")
+            learnt = int(rows2[own]["iwarp.mpa.finding.reported_in"].split("|")[0])
+            check(learnt > own, f"{name}: tcp.gap of frame {own} reported in frame {learnt}")
+            check(one[(learnt, "tcp.gap", "iwarp.tcp.gap")] == 1,
+                  f"{name}: one pass shows no tcp.gap on frame {learnt}, which declared the "
+                  f"hole of frame {own} capture loss: {sorted(one)}")
+            r = ts.fields(cap, ["iwarp.mpa.finding", "iwarp.mpa.finding.frame"])[learnt]
+            check("tcp.gap" in r["iwarp.mpa.finding"].split("|") and
+                  str(own) in r["iwarp.mpa.finding.frame"].split("|"),
+                  f"{name} frame {learnt}: one pass does not name frame {own}: {r}")
+            print(f"{name}: tcp.gap of frame {own} in one pass on frame {learnt} (two passes: "
+                  f"on {own}, reported in {learnt})")
+
+
 def test_mpa_probes(ts, args):
-    """MPA probes against a listener (issue 39; tests/plugin/mpa_probes.py): in one pass and in
-    two, every MPA Request and Reply is decoded (iwarp.mpa.key and .rev as sent, the C flag of
+    """MPA probes against a listener (issue 39; tests/plugin/mpa_probes.py), plain and as a real
+    prober's capture may differ (mpa_probes.VARIANTS): in one pass and in two, every MPA
+    Request and Reply is decoded (iwarp.mpa.key and .rev as sent, the C flag of
     the CRC probe), the invalid Request carries the analyzer's finding on the analyzer's frame,
     and the foreign-key probe is not claimed (neither the analyzer nor the built-in take it)."""
     check(args.analyzer, "--analyzer is required")
     import mpa_probes
-    for one_port in (False, True):
-        cap = os.path.join(ts.tmp, f"mpa-probes{'-one-port' if one_port else ''}.pcap")
-        where = mpa_probes.write(cap, one_port)
+    runs = [(False, ()), (True, ())] + [(False, (v,)) for v in mpa_probes.VARIANTS]
+    for one_port, variants in runs:
+        suffix = "".join(f"-{v}" for v in variants) + ("-one-port" if one_port else "")
+        cap = os.path.join(ts.tmp, f"mpa-probes{suffix}.pcap")
+        where = mpa_probes.write(cap, one_port, variants)
         os.chmod(cap, 0o644)
         mpa_probes_check(ts, args, cap, where)
 
@@ -1043,6 +1112,7 @@ TESTS = {
     "twin_names": test_twin_names,
     "mpa_probes": test_mpa_probes,
     "one_pass_held": test_one_pass_held,
+    "one_pass_gap": test_one_pass_gap,
     "nvmeof_fields": test_nvmeof_fields,
     "iser_fields": test_iser_fields,
     "rpcrdma_fields": test_rpcrdma_fields,

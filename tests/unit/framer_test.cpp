@@ -406,6 +406,37 @@ TEST(MpaFramer, ResyncAfterAGapWithoutMarkers) {
   EXPECT_EQ(f.state(), MpaFramer::State::fpdu);
 }
 
+// The search for a boundary resumes where the last delivery left it: octets that arrive one at
+// a time are each tried once (a search that started over at every delivery tried n^2/2 starts
+// in n octets: minutes for these 192 KiB), and a start that wanted more octets is tried again
+// when they come (here the FPDU after the garbage, itself delivered an octet at a time).
+TEST(MpaFramer, ResyncOneOctetPerDeliveryTriesEachStartOnceAndFindsTheFpdu) {
+  Stream s = Stream::with_request(false, true);
+  s.add(write_ulpdu(100, 0x1000, 1));
+  const std::size_t garbage_at = s.bytes.size();
+  const std::size_t garbage = 192u << 10;  // under Limits::resync_buffer (256 KiB)
+  const Bytes junk = pattern(garbage, 3);
+  s.bytes.insert(s.bytes.end(), junk.begin(), junk.end());
+  s.add(write_ulpdu(200, 0x2000, 2));
+  s.add(write_ulpdu(300, 0x3000, 3));
+  MpaFramer f(Limits{});
+  Recorder r(f, false, true);
+  f.feed(0, s.slice(0, garbage_at), 1, 0, r);
+  f.gap(garbage_at, 0, r);  // framing lost: search from the garbage on
+  ASSERT_EQ(f.state(), MpaFramer::State::resync);
+  for (std::size_t i = garbage_at; i < s.bytes.size(); ++i)
+    f.feed(i, s.slice(i, i + 1), 2 + i, 0, r);
+  f.finish(r);
+
+  const auto fpdus = r.of_kind(RawPdu::Kind::fpdu);
+  ASSERT_EQ(fpdus.size(), 3u);
+  EXPECT_EQ(fpdus[1]->stream_offset, s.starts[1]);
+  EXPECT_TRUE(fpdus[1]->after_resync);
+  EXPECT_EQ(fpdus[1]->resync_skipped, garbage);
+  EXPECT_EQ(fpdus[2]->stream_offset, s.starts[2]);
+  EXPECT_EQ(f.state(), MpaFramer::State::fpdu);
+}
+
 TEST(MpaFramer, ResyncAfterAGapExactlyAtAnFpduStartSkipsNothing) {
   Stream s = Stream::with_request(false, true);
   for (std::size_t k = 0; k < 3; ++k)

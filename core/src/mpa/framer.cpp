@@ -45,6 +45,7 @@ void MpaFramer::gap(std::uint64_t offset, std::uint64_t length, MpaFramerListene
   buf_offset_ = offset + length;
   buf_started_ = true;
   check_after_bad_crc_ = false;  // framing is searched for after the hole anyway
+  resync_ruled_out_ = 0;
   switch (state_) {
     case State::key:
       state_ = State::off;  // the handshake is lost; nothing can be framed
@@ -67,6 +68,7 @@ void MpaFramer::gap(std::uint64_t offset, std::uint64_t length, MpaFramerListene
 void MpaFramer::set_params(bool markers, bool crc, MpaFramerListener& out) {
   markers_ = markers;
   crc_ = crc;
+  resync_ruled_out_ = 0;
   if (state_ == State::wait_params) state_ = pending_resync_ ? State::resync : State::fpdu;
   if (!in_process_) process(out);
 }
@@ -84,6 +86,7 @@ void MpaFramer::start_mid_stream(bool markers, std::optional<bool> crc, MpaFrame
   state_ = State::resync;
   pending_resync_ = true;
   mid_stream_ = true;
+  resync_ruled_out_ = 0;
   if (!in_process_) process(out);
 }
 
@@ -94,6 +97,7 @@ void MpaFramer::adopt_crc(bool crc, MpaFramerListener& out) {
   crc_ = crc;
   pending_crc_detected_ = crc;
   crc_by_peer_ = true;
+  resync_ruled_out_ = 0;           // a start the CRC detection ruled out may frame now
   if (!in_process_) process(out);  // what is held may frame now
 }
 
@@ -195,6 +199,7 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
     if (!ok) {
       state_ = State::resync;
       pending_resync_ = true;
+      resync_ruled_out_ = 0;
       return true;
     }
   }
@@ -213,6 +218,7 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
                     "ULPDU_Length " + std::to_string(len) + " is shorter than a DDP header"};
     state_ = State::resync;
     pending_resync_ = true;
+    resync_ruled_out_ = 0;
     emit_pdu(bad, std::min(n, buf_.size()), out);
     return true;
   }
@@ -240,9 +246,18 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
 
 mpa::Candidate mpa::fpdu_candidate(ByteView raw, const FpduWalkParams& params, Bytes& scratch,
                                    FpduWalk& walk) {
-  // The DDP and RDMAP control octets first, so that a damaged length does not wait for octets.
-  std::uint8_t head[wire::kMpaLengthSize + wire::kDdpTaggedHeaderSize];
-  if (!peek_fpdu_head(raw, params.stream_pos, params.markers, head)) return Candidate::need_more;
+  // The DDP and RDMAP control octets first, so that a damaged length does not wait for octets
+  // (judged once the length and a tagged header's octets are held). Without markers they are
+  // read in place: a search tries every octet it holds, and this is most of its cost.
+  constexpr std::size_t kHead = kCandidateHead;
+  std::uint8_t copy[kHead];
+  const std::uint8_t* head = copy;
+  if (params.markers) {
+    if (!peek_fpdu_head(raw, params.stream_pos, true, copy)) return Candidate::need_more;
+  } else {
+    if (raw.size() < kHead) return Candidate::need_more;
+    head = raw.data();
+  }
   const std::uint16_t len = load_be16(head);
   if (len < wire::kDdpTaggedHeaderSize) return Candidate::no;
   const auto ddp = wire::DdpControl::from_byte(head[2]);
@@ -262,9 +277,8 @@ MpaFramer::Fit MpaFramer::fpdu_at(std::size_t index, bool crc, std::size_t* raw_
   const ByteView at = ByteView(buf_).subspan(std::min(index, buf_.size()));
   mpa::FpduWalkParams params = walk_params(index);
   params.crc = crc;
-  Bytes scratch;
-  mpa::FpduWalk w;
-  switch (mpa::fpdu_candidate(at, params, scratch, w)) {
+  mpa::FpduWalk& w = probe_walk_;
+  switch (mpa::fpdu_candidate(at, params, probe_scratch_, w)) {
     case mpa::Candidate::no:
       return Fit::no;
     case mpa::Candidate::need_more:
@@ -301,12 +315,27 @@ std::size_t MpaFramer::crc_off_chain(std::size_t index, std::size_t want, bool s
   return n;
 }
 
+std::size_t MpaFramer::resync_from() const {
+  if (resync_ruled_out_ <= buf_offset_) return 0;
+  return static_cast<std::size_t>(
+      std::min<std::uint64_t>(resync_ruled_out_ - buf_offset_, buf_.size()));
+}
+
 bool MpaFramer::try_resync(MpaFramerListener& out) {
   std::optional<std::size_t> found;
   bool need_more = false;
+  // Index j ruled out for good (octets held decided it, not the end of input): the next call
+  // starts after it (noted once the search ends; the buffer does not move before).
+  std::size_t ruled_to = 0;
+  auto ruled_out = [&ruled_to](std::size_t j) { ruled_to = j + 1; };
+  // Without markers, a start whose control octets fail is no FPDU (fpdu_at's answer, without
+  // its walk): most of the octets a search goes through.
+  auto insane_at = [this](std::size_t j) {
+    return j + mpa::kCandidateHead <= buf_.size() && !mpa::control_octets_sane(buf_.data() + j);
+  };
   if (markers_ && s0_) {
     // Markers point back at an FPDU start: use the first one whose target we hold.
-    for (std::size_t j = 0; j + kMpaMarkerSize <= buf_.size(); ++j) {
+    for (std::size_t j = resync_from(); j + kMpaMarkerSize <= buf_.size(); ++j) {
       if (!is_marker_at(j)) continue;
       const std::uint16_t ptr = load_be16(buf_.data() + j + 2);
       if (ptr <= j) {
@@ -317,6 +346,7 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
         }
         if (need_more) break;
       }
+      ruled_out(j);
       j += kMpaMarkerInterval - 1;
     }
   } else if (detect_crc_) {
@@ -326,10 +356,14 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
     // exactly, from a segment's first octet to the last one held (senders align FPDUs with
     // segments, RFC 5044 §8): no waiting for later FPDUs where the capture shows alignment.
     std::size_t slice = 0, slice_at = 0;  // the slice holding buf_[j], and its first index
-    for (std::size_t j = 0; j < buf_.size(); ++j) {
+    for (std::size_t j = resync_from(); j < buf_.size(); ++j) {
       while (slice < slices_.size() && slice_at + slices_[slice].length <= j)
         slice_at += slices_[slice++].length;
       if (s0_ && (pos_of(j) - *s0_) % 4 != 0) continue;
+      if (insane_at(j)) {
+        ruled_out(j);
+        continue;
+      }
       std::size_t raw_len = 0;
       const Fit on = fpdu_at(j, true, &raw_len);
       if (on == Fit::yes) {
@@ -348,22 +382,31 @@ bool MpaFramer::try_resync(MpaFramerListener& out) {
         break;
       }
       if (ran_out && !finishing_) break;
+      // Neither the CRC nor a chain ended by octets held: a longer chain cannot start here
+      // later (one reaching the octets' end ran out).
+      ruled_out(j);
     }
     if (found) {
       detect_crc_ = false;
       pending_crc_detected_ = crc_;
     }
   } else {
-    for (std::size_t j = 0; j < buf_.size(); ++j) {
+    for (std::size_t j = resync_from(); j < buf_.size(); ++j) {
       if (s0_ && (pos_of(j) - *s0_) % 4 != 0) continue;
+      if (insane_at(j)) {
+        ruled_out(j);
+        continue;
+      }
       if (plausible_at(j, true, &need_more)) {
         found = j;
         break;
       }
       // At the end of input no more octets come: a candidate that wants them is not one.
       if (need_more && !finishing_) break;
+      ruled_out(j);
     }
   }
+  if (ruled_to > 0 && !finishing_) resync_ruled_out_ = pos_of(ruled_to);
   if (!found) {
     if (buf_.size() > limits_.resync_buffer) {
       if (!gave_up_frame_ && !slices_.empty()) gave_up_frame_ = slices_.back().frame;

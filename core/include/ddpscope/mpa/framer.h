@@ -7,6 +7,7 @@
 //    └──not a key──▶ off                           └──────────▶ resync
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/common/limits.h"
 #include "ddpscope/mpa/fpdu_walker.h"
+#include "ddpscope/wire/ddp.h"
 #include "ddpscope/wire/mpa.h"
 #include "ddpscope/wire/rdmap.h"
 
@@ -27,6 +29,19 @@ struct FrameSlice {
 };
 
 namespace mpa {
+// The octets fpdu_candidate reads first: ULPDU_Length and a tagged DDP header.
+inline constexpr std::size_t kCandidateHead = wire::kMpaLengthSize + wire::kDdpTaggedHeaderSize;
+// The DDP and RDMAP control octets after a ULPDU_Length field at p[0] (no marker among them)
+// have the versions and zero reserved bits fpdu_candidate asks for (RFC 5041 §4, RFC 5040 §4):
+// its first test, inline, for a search that tries every octet it holds (one start in a
+// thousand of random octets passes).
+inline bool control_octets_sane(const std::uint8_t* p) {
+  const std::uint8_t ddp = p[wire::kMpaLengthSize];
+  const std::uint8_t rdmap = p[wire::kMpaLengthSize + 1];
+  return (ddp & (wire::kDdpReservedMask | wire::kDdpVersionMask)) == wire::kDdpVersion &&
+         (rdmap & (wire::kRdmapVersionMask | wire::kRdmapReservedMask)) ==
+             (wire::kRdmapVersion << std::countr_zero(wire::kRdmapVersionMask));
+}
 enum class Candidate : std::uint8_t { no, yes, need_more };
 // Whether an FPDU starts at raw[0], judged on its own octets as a framer searching for a
 // boundary judges it (resync, mid-stream): a sane DDP/RDMAP header (versions, reserved bits, a
@@ -211,6 +226,8 @@ class MpaFramer {
   std::size_t crc_off_chain(std::size_t index, std::size_t want, bool starts_segment, bool* ran_out,
                             bool* fills_segments) const;
   std::uint64_t pos_of(std::size_t index) const { return buf_offset_ + index; }
+  // Buffer index of the first start try_resync has not ruled out (resync_ruled_out_).
+  std::size_t resync_from() const;
   bool is_marker_at(std::size_t index) const;
   void emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out);
   void emit_unframed(std::size_t raw_len, MpaFramerListener& out, const char* why);
@@ -243,9 +260,19 @@ class MpaFramer {
   std::uint64_t fpdus_ = 0;
   std::uint64_t last_frame_ = 0;                // the newest frame fed
   std::optional<std::uint64_t> gave_up_frame_;  // resync budget first spent since the last FPDU
+  // The search for an FPDU boundary (try_resync) has ruled out every start before this stream
+  // position with octets it held, a decision more octets cannot change: each delivery tests
+  // only the starts it has not tested yet, so a search through n octets held costs O(n), not
+  // O(n) per segment that brings more (quadratic up to resync_buffer, 256 KiB by default).
+  // Back to 0 (search from the oldest octet held) when what is searched for changes.
+  std::uint64_t resync_ruled_out_ = 0;
   // try_fpdu's walk, kept between FPDUs (walk_fpdu resets every field): building and destroying
   // one per FPDU is measurable. Read only within try_fpdu.
   mpa::FpduWalk walk_;
+  // fpdu_at's walk and scratch octets, kept for the same reason: a search for a boundary
+  // tries a candidate per octet held. Read only within fpdu_at.
+  mutable mpa::FpduWalk probe_walk_;
+  mutable Bytes probe_scratch_;
 };
 
 }  // namespace ddpscope
