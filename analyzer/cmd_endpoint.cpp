@@ -120,6 +120,8 @@ class ScriptRunner {
         break;
       case EventKind::terminate_received:
       case EventKind::terminate_sent:
+      case EventKind::violation_closed:
+      case EventKind::violation_waiting:
       case EventKind::error:
       case EventKind::rejected:
         failed_ = true;

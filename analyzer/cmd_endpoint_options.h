@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cmd_limits.h"
 #include "ddpscope/endpoint/endpoint.h"
 #include "ddpscope/session/session.h"
 
@@ -24,6 +25,7 @@ struct MpaFlags {
   int ord = 16;
   std::string private_data;
   bool rfc_terminate = true;
+  std::string sink_profile;  // --sink-profile: the Data Sink we behave as (default rfc)
   // Timers against peers that stall (SessionLimits; milliseconds).
   std::int64_t handshake_timeout_ms = session::SessionLimits{}.handshake_timeout_ns / 1'000'000;
   std::int64_t stall_timeout_ms = session::SessionLimits{}.stall_timeout_ns / 1'000'000;
@@ -43,6 +45,10 @@ inline void add_mpa_flags(CLI::App* app, MpaFlags& f) {
   app->add_option("--ord", f.ord, "outbound RDMA Read Requests outstanding at once")
       ->check(CLI::Range(0, 0x3FFF));
   app->add_option("--private-data", f.private_data, "ULP private data (text)");
+  add_sink_profile_option(app, f.sink_profile,
+                          "the Data Sink we behave as when the peer breaks a rule: rfc (a "
+                          "Terminate as the RFCs say; default) or siw (Linux siw 6.1: its "
+                          "Terminate in its bit layout, or a close, a wait, or going on)");
   app->add_option("--handshake-timeout-ms", f.handshake_timeout_ms,
                   "fail a connection whose MPA handshake has not finished by then")
       ->check(CLI::Range(1, 3'600'000));
@@ -84,6 +90,10 @@ inline session::SessionConfig make_session_config(const MpaFlags& f) {
   c.limits.handshake_timeout_ns = f.handshake_timeout_ms * 1'000'000;
   c.limits.stall_timeout_ns = f.stall_timeout_ms * 1'000'000;
   c.limits.teardown_timeout_ns = f.teardown_timeout_ms * 1'000'000;
+  if (f.sink_profile == "siw") {
+    c.sink_profile = SinkProfile::siw;
+    c.terminate_layout = wire::TerminateLayout::siw_bitfield;  // as siw sends it
+  }
   return c;
 }
 

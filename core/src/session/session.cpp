@@ -48,6 +48,10 @@ std::string_view to_string(EventKind k) {
       return "terminate_sent";
     case EventKind::session_terminate_sent:
       return "session_terminate_sent";
+    case EventKind::violation_closed:
+      return "violation_closed";
+    case EventKind::violation_waiting:
+      return "violation_waiting";
     case EventKind::error:
       return "error";
     case EventKind::closed:
@@ -101,7 +105,8 @@ Session::Session(MemoryTable& memory, SessionConfig config)
   stream_id_ = memory_.new_stream_id();
   rdmap::SinkConfig sc;
   sc.stream = ddp::StreamFacts{stream_id_, config_.pd};
-  sc.rfc7306 = config_.rfc7306;
+  sc.profile = config_.sink_profile;
+  sc.rfc7306 = config_.rfc7306 && sink_traits(config_.sink_profile).rfc7306;
   sink_ = rdmap::DataSink(sc);
   set_emss(config_.emss);
   set_path_mtu(1500);  // SCTP until the host knows the association's path MTU

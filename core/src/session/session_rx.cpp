@@ -30,6 +30,7 @@ void store64(std::uint8_t* p, std::uint64_t v) {
 }  // namespace
 
 bool Session::receiving() const {
+  if (waiting_forever_) return false;
   return state_ == State::established || state_ == State::closing || state_ == State::wait_rtr;
 }
 
@@ -319,7 +320,8 @@ void Session::handle_ulpdu(ByteView ulpdu) {
   }
   SinkView view(*this);
   const rdmap::SegmentStep step = sink_.receive(*seg, view);
-  if (step.violation && step.violation->terminate) {
+  if (step.violation && step.violation->terminate &&
+      sink_answer(config_.sink_profile, *step.violation).outcome != SinkOutcome::accept) {
     fatal(*step.violation, &seg.value(), ulpdu);
     return;
   }
@@ -526,8 +528,37 @@ void Session::enter_terminated() {
 // Violation says: the DDP header (M+D), and for Read Request protection errors the RDMAP header
 // (R), as siw does.
 void Session::fatal(const Violation& v, const wire::DdpSegment* seg, ByteView ulpdu) {
-  if (state_ == State::terminated || state_ == State::closed) return;
-  const TerminateError error = v.terminate.value_or(rdmap::local_catastrophic());
+  if (state_ == State::terminated || state_ == State::closed || waiting_forever_) return;
+  // A rule the peer broke: what our sink profile does about it (the analyzer reports the same
+  // answer for the same Violation). Our own failures (id count_) always end in a Terminate.
+  std::optional<TerminateError> chosen = v.terminate;
+  if (v.id != FindingId::count_ && v.terminate) {
+    const SinkAnswer answer = sink_answer(config_.sink_profile, v);
+    violation_outcome_ = answer.outcome;
+    chosen = answer.terminate;
+    if (answer.outcome == SinkOutcome::close || answer.outcome == SinkOutcome::wait ||
+        answer.outcome == SinkOutcome::reject) {
+      Event e;
+      e.kind = answer.outcome == SinkOutcome::wait ? EventKind::violation_waiting
+                                                   : EventKind::violation_closed;
+      e.message = std::string(finding_spec(v.id).code) + (v.detail.empty() ? "" : ": " + v.detail);
+      if (answer.outcome == SinkOutcome::wait) {
+        waiting_forever_ = true;  // as the sink does: nothing more is read or answered
+        drop_inbound_reads();
+      } else {
+        // RFC 5040 §5.4 does not apply (no Terminate): the connection just ends (FIN).
+        state_ = State::closed;
+        deadline_.reset();
+        stall_deadline_.reset();
+        drop_inbound_reads();
+        want_shutdown_ = true;
+        start_teardown_timer();
+      }
+      push(std::move(e));
+      return;
+    }
+  }
+  const TerminateError error = chosen.value_or(rdmap::local_catastrophic());
   wire::Terminate t;
   t.control.layer = error.layer;
   t.control.etype = error.etype;

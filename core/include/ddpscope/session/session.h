@@ -109,6 +109,9 @@ struct SessionConfig {
   bool rfc7306 = true;            // accept atomics and immediate data (siw does not)
   // The Terminate layout to send (siw's little-endian bit fields, for interop tests only).
   wire::TerminateLayout terminate_layout = wire::TerminateLayout::rfc;
+  // The Data Sink we behave as when the peer breaks a rule (findings/sink_profile.h): its
+  // Terminate, or a close without one, a wait, or going on. siw also refuses RFC 7306.
+  SinkProfile sink_profile = SinkProfile::rfc;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -130,6 +133,10 @@ enum class EventKind : std::uint8_t {
   // SCTP: we ended the DDP stream with a Session Terminate for an SCTP-level rule (RFC 5043
   // §11.3; `message` names the finding, `terminate` is unused)
   session_terminate_sent,
+  // The peer broke a rule our sink profile answers with no Terminate (findings/sink_profile.h):
+  // we closed the connection (FIN) or stopped reading (a wait). `message` names the rule.
+  violation_closed,
+  violation_waiting,
   error,   // local failure (handshake timeout, malformed Request/Reply, peer closed early)
   closed,  // graceful close finished or the transport ended
 };
@@ -237,6 +244,8 @@ class Session {
   std::optional<OutMessage> next_message() const;
   // True when the transport should send FIN after output() is drained (graceful close done).
   bool want_shutdown() const { return want_shutdown_; }
+  // What we did about the first rule the peer broke (nullopt: none broken, or accepted).
+  std::optional<SinkOutcome> violation_outcome() const { return violation_outcome_; }
 
   bool poll_event(Event& e);
   bool has_events() const { return !events_.empty(); }
@@ -442,6 +451,8 @@ class Session {
   std::size_t tx_msg_taken_ = 0;  // octets of tx_msgs_.front() already consumed
   std::uint32_t tx_msn_[5] = {1, 1, 1, 1, 1};
   bool want_shutdown_ = false;
+  std::optional<SinkOutcome> violation_outcome_;
+  bool waiting_forever_ = false;  // a wait outcome: nothing more is read
   std::uint64_t bytes_placed_ = 0;
 
   // SCTP (RFC 5043): our next DDP-SSN; the peer's messages in DDP-SSN order; the DDP Stream
