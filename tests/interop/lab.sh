@@ -266,7 +266,7 @@ PY
     setup; rm -rf "$2"; mkdir -p "$2"
     out="$(cd "$2" && pwd)" boot=0 next=0
     while :; do
-      LAB_LIVE="$out/boot-$boot" LAB_BOOT_TIMEOUT="${LAB_BOOT_TIMEOUT:-1500}" \
+      LAB_LIVE="$out/boot-$boot" LAB_BOOT_TIMEOUT="${LAB_BOOT_TIMEOUT:-480}" \
         LAB_PARAMS="START=$next BOOT=$boot ONLY=${ORACLE_ONLY:-}" \
         run_vm "$HERE/scenarios/oracle.sh" "$out/boot-$boot" || log "boot $boot did not end cleanly"
       next="$(python3 "$HERE/oracle_collect.py" next "$out" "$boot")"

@@ -129,9 +129,11 @@ def describe(ulpdu):
 class Peer:
     """One TCP connection to siw, MPA initiator, FPDUs without markers (CRC when asked)."""
 
-    def __init__(self, host, port, crc=False, ird=1, ord_=1):
+    def __init__(self, host, port, crc=False, ird=1, ord_=1, p2p=False):
         self.crc = crc
         self.ird, self.ord = ird, ord_
+        if p2p:  # RFC 6581: A (peer-to-peer) with IRD; C (Write RTR) and D (Read RTR) with ORD
+            self.ird, self.ord = 0x8000 | ird, 0xC000 | ord_
         self.s = socket.create_connection((host, port), timeout=10)
         self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.local_port = self.s.getsockname()[1]
@@ -329,18 +331,21 @@ case("opcode-reserved-0xc", "rdmap.opcode-invalid", "est",
 case("opcode-reserved-0xf", "rdmap.opcode-invalid", "est",
      frame(lambda p: untagged(0xF, 0, 1, body=advertisement())),
      ["opcode > 7 (0x06 Unexpected OpCode)"])
-case("rfc7306-immediate-data", "rdmap.opcode-invalid", "est",
+NO_7306 = ("informative: RFC 7306 defines this message and has no negotiation, so the analyzer "
+           "reports no rule broken; siw does not implement RFC 7306")
+case("rfc7306-immediate-data", None, "est",
      frame(lambda p: untagged(0x8, 0, 1, body=b"\x11" * 8)),
-     ["RFC 7306 opcodes 8-11 -> Remote Operation 0x06"])
-case("rfc7306-immediate-data-se", "rdmap.opcode-invalid", "est",
+     ["RFC 7306 opcodes 8-11 -> Remote Operation 0x06"], note=NO_7306)
+case("rfc7306-immediate-data-se", None, "est",
      frame(lambda p: untagged(0x9, 0, 1, body=b"\x11" * 8)),
-     ["RFC 7306 opcodes 8-11 -> Remote Operation 0x06"])
-case("rfc7306-atomic-request", "rdmap.opcode-invalid", "read",
+     ["RFC 7306 opcodes 8-11 -> Remote Operation 0x06"], note=NO_7306)
+case("rfc7306-atomic-request", "ddp.tagged.access-rights", "read",
      frame(lambda p: untagged(0xA, 3, 1, body=struct.pack(">IIIQQQQQ", 0, 1, p.sink_stag,
                                                            p.sink_to, 1, 0, 0, 0))),
-     ["RFC 7306 opcodes 8-11 -> Remote Operation 0x06", "atomic FetchAdd on QN 3"])
+     ["RFC 7306 opcodes 8-11 -> Remote Operation 0x06", "atomic FetchAdd on QN 3"],
+     note="a FetchAdd on rping's rdma_buf, registered without remote atomic access")
 case("rfc7306-atomic-response", "rdmap.atomic-response-unmatched", "est",
-     frame(lambda p: untagged(0xB, 4, 1, body=struct.pack(">IQ", 7, 0))),
+     frame(lambda p: untagged(0xB, 3, 1, body=struct.pack(">IQ", 7, 0))),
      ["RFC 7306 opcodes 8-11 -> Remote Operation 0x06", "no Atomic Request outstanding"])
 # Buffer model vs opcode (RFC 5040 §4.3: Write and Read Response tagged, the rest untagged)
 case("send-in-tagged-segment", "rdmap.opcode-invalid", "read",
@@ -404,9 +409,11 @@ case("terminate-mo-not-0", "ddp.untagged.invalid-mo", "est",
      frame(lambda p: untagged(OP["terminate"], 2, 1, mo=4, body=bytes(4))),
      ["incoming Terminate MO check (bogus TERM)"])
 # Receive buffers (RFC 5041 §7.2)
-case("send-no-buffer", "ddp.untagged.no-buffer", "est",
+case("send-no-buffer", None, "est",
      lambda p: p.frame(send_ad(p)) + p.frame(send_ad(p)),
-     ["Send with no posted receive (0x02): rping posts one 16-octet receive"])
+     ["Send with no posted receive (0x02): rping posts one 16-octet receive"],
+     note="informative (rule ddp.untagged.no-buffer): a capture does not show posted receives, "
+          "so the analyzer cannot tell")
 case("send-too-long", "ddp.untagged.message-too-long", "est",
      frame(lambda p: untagged(OP["send"], 0, 1, body=advertisement() + b"x" * 48)),
      ["a too-long Send -> Untagged 0x02, not 0x05"])
@@ -418,10 +425,11 @@ case("read-request-short", "rdmap.body-invalid", "read",
      frame(lambda p: untagged(OP["read-request"], 1, 1, body=read_request_body(
          PEER_STAG, 0, 16, p.sink_stag, p.sink_to)[:20])),
      ["a short Read Request: siw waits for more octets"])
-case("read-request-long", "rdmap.body-invalid", "read",
+case("read-request-long", "ddp.untagged.message-too-long", "read",
      frame(lambda p: untagged(OP["read-request"], 1, 1, body=read_request_body(
          PEER_STAG, 0, 16, p.sink_stag, p.sink_to) + b"\0" * 8)),
-     ["a Read Request with extra body octets: FIN, no Terminate"])
+     ["a Read Request with extra body octets: FIN, no Terminate"],
+     note="longer than the Read Request queue's 28-octet buffer (RFC 5041 §7.2)")
 case("terminate-short", "rdmap.body-invalid", "est",
      frame(lambda p: untagged(OP["terminate"], 2, 1, body=b"\x00\x10")),
      ["a Terminate shorter than its control word"])
@@ -448,6 +456,12 @@ case("write-continuation-to-gap", "ddp.tagged.bounds", "read",
      + p.frame(tagged(OP["write"], p.sink_stag, p.sink_to + 16, b"w" * 8)),
      ["Write continuation TO check (0x01)"],
      note="the second segment's TO is not the first's TO + length; the range is in bounds")
+case("write-after-remote-invalidate", "rdmap.stag-invalidated-use", "read",
+     lambda p: p.frame(untagged(OP["send-inv"], 0, p.next_send_msn(), body=advertisement(),
+                                inval=p.sink_stag))
+     + p.frame(tagged(OP["write"], p.sink_stag, p.sink_to, b"w" * 8)),
+     ["Send with Invalidate of rping's rdma_buf STag (an MR) accepted", "Write STag validity"],
+     note="the Send with Invalidate is legal; the Write after it is the violation")
 # Read Requests as the Data Source (RFC 5040 §5.2, §7)
 case("read-request-source-invalid-stag", "ddp.tagged.invalid-stag", "read",
      frame(lambda p: untagged(OP["read-request"], 1, 1, body=read_request_body(
@@ -473,9 +487,10 @@ case("read-response-short", "rdmap.read-response-size-mismatch", "read",
 case("read-response-long", "rdmap.read-response-size-mismatch", "read",
      frame(lambda p: tagged(OP["read-response"], p.sink_stag, p.sink_to, b"R" * (p.read_size + 8))),
      ["Read Response total length check (0x01)"])
-case("read-response-wrong-to", "rdmap.read-response-size-mismatch", "read",
+case("read-response-wrong-to", "ddp.tagged.bounds", "read",
      frame(lambda p: tagged(OP["read-response"], p.sink_stag, p.sink_to + 8, b"R" * (p.read_size - 8))),
-     ["Read Response TO check (0x01)"])
+     ["Read Response TO check (0x01)"],
+     note="starts 8 octets into the requested sink range: outside what the Read Request named")
 case("read-response-wrong-stag", "ddp.tagged.invalid-stag", "read",
      frame(lambda p: tagged(OP["read-response"], p.sink_stag ^ 0x5A, p.sink_to, b"R" * p.read_size)),
      ["Read Response sink STag check (0x00)"])
@@ -498,11 +513,19 @@ case("crc-mismatch", "mpa.crc-mismatch", "est",
 case("crc-mismatch-no-crc-nonzero", "mpa.crc-unexpected", "est",
      lambda p: p.frame(send_ad(p), bad_crc=True), ["a non-zero CRC field without CRC"],
      note="not a violation that a sink must refuse: a note")
+# The iwcm kernel bug (reference): peer-to-peer mode, a bad first message in the same segment as
+# the RTR. Expected to kill siw's connection manager: the driver reboots and goes on.
+case("p2p-bad-send-with-the-rtr", "ddp.untagged.msn-gap", "p2p-immediate",
+     frame(lambda p: send_ad(p, msn=2)),
+     ["RFC 6581 peer-to-peer responder: the first frame after the RTR fails",
+      "the iwcm BUG (drivers/infiniband/core/iwcm.c): the guest is rebooted"],
+     mpa={"p2p": True})
 # MPA handshake (RFC 5044 §7.1, RFC 6581)
 case("mpa-request-rev3", "mpa.handshake-invalid", "handshake",
      lambda p: p.request(rev=3), ["MPA revision > 2 (-EPROTO)"])
-case("mpa-request-bad-key", "mpa.handshake-invalid", "handshake",
-     lambda p: p.request(key=b"MPA ID Req Fram3"), ["MPA key check"])
+case("mpa-request-bad-key", None, "handshake",
+     lambda p: p.request(key=b"MPA ID Req Fram3"), ["MPA key check"],
+     note="informative: without the key the stream is not recognised as MPA, so no finding")
 case("mpa-request-markers", "mpa.rejected", "handshake",
      lambda p: p.request(flags=0x90), ["markers not supported (Reply R=1)"])
 case("mpa-fpdu-before-reply", "mpa.handshake-invalid", "handshake",
@@ -556,6 +579,7 @@ def run_other_stream(ctx, c, rec):
     data = b.frame(tagged(OP["write"], a.sink_stag, a.sink_to, b"w" * 8))
     rec["sent"] = data.hex()
     rec["sink_stag"] = f"{a.sink_stag:#010x}"
+    rec["sink_to"] = f"{a.sink_to:#x}"
     b.send(data)
     rec.update(b.observe())
     b.close()
@@ -569,7 +593,18 @@ def run_case(ctx, c):
         rec["note"] = c["note"]
     rec["started"] = time.time()
     try:
-        if c["phase"] == "handshake":
+        if c["phase"] == "p2p-immediate":
+            p = Peer(ctx.host, ctx.port, **c["mpa"])
+            rec["ports"] = [p.local_port]
+            p.handshake(settle=False)
+            rec["mpa_reply"] = p.reply.hex()
+            # the RTR siw's own initiator sends: a zero-length RDMA Write, STag 1, TO 0
+            data = p.frame(tagged(OP["write"], 1, 0)) + c["build"](p)
+            rec["sent"] = data.hex()
+            p.send(data)
+            rec.update(p.observe())
+            p.close()
+        elif c["phase"] == "handshake":
             run_handshake_case(ctx, c, rec)
         elif c["phase"] == "other-stream":
             run_other_stream(ctx, c, rec)
