@@ -4,8 +4,9 @@
 
   check_oracle.py DDPSCOPE OUT [--observed-only] [--docs FILE] [--source TEXT]
 
-OUT is what `lab.sh oracle DDPSCOPE OUT` left: cases.json and cases/NN-NAME.pcap (a directory
-holding only a committed cases.json works with --observed-only). Per case the capture is analysed
+OUT is what `lab.sh oracle DDPSCOPE OUT` left: cases.json and cases/NN-NAME.pcap; or a cases.json
+file with --captures DIR (the committed run: tests/interop/oracle/siw-6.1-cases.json with
+--captures samples/siw/oracle). Per case the capture is analysed
 with `DDPSCOPE analyze --sink-profile siw --json`; the finding with the case's code on the peer's
 direction (client-to-server: the crafting peer is rping's client) must exist, and its
 `sink_outcome` (and `terminate`, when siw answered with a Terminate) must equal what siw did. An
@@ -53,7 +54,11 @@ def observed_text(r):
     if a == "wait":
         return "silence (waits)"
     if a == "vm-died":
-        return "guest kernel died (rebooted)"
+        before = r.get("answer_before_death")
+        if before:
+            first = observed_text(dict(r, answer=before, then=None))
+            return f"{first}, then the guest kernel died (iwcm BUG; rebooted)"
+        return "the guest kernel died (rebooted)"
     return a
 
 
@@ -156,6 +161,8 @@ def main():
     ap.add_argument("ddpscope")
     ap.add_argument("out", help="lab.sh oracle's OUT, or a directory or file holding cases.json")
     ap.add_argument("--observed-only", action="store_true")
+    ap.add_argument("--captures", help="directory of the per-case captures (default: next to "
+                    "cases.json, as cases/NN-NAME.pcap; samples/siw/oracle for the committed run)")
     ap.add_argument("--findings-only", action="store_true",
                     help="analyse without --sink-profile: check only that each violation draws its "
                          "finding (for a ddpscope without sink profiles)")
@@ -170,12 +177,14 @@ def main():
     rows, failures, judged = [], 0, 0
     tmpdir = tempfile.mkdtemp(prefix="check_oracle.")
     for r in doc["cases"]:
-        rfc = catalog.get(r.get("code"), "no Terminate")
+        rfc = catalog.get(r.get("rule") or r.get("code"), "no Terminate")
         status = ""
         if not r.get("code"):
             status = "informative (no finding to judge)" if not a.observed_only else ""
         elif not a.observed_only and r["answer"] not in ("vm-died", "setup-failed") and r.get("capture"):
-            rep, err = analyze(a.ddpscope, os.path.join(base, r["capture"]),
+            cap = os.path.join(a.captures, os.path.basename(r["capture"])) if a.captures \
+                else os.path.join(base, r["capture"])
+            rep, err = analyze(a.ddpscope, cap,
                                regions_file(r, tmpdir), not a.findings_only)
             if rep is None:
                 problems, f = [f"analysis failed: {err}"], None
@@ -217,8 +226,11 @@ def write_docs(path, doc, rows, source):
         "little-endian bit-field layout: layer/etype/code), FIN, RST, an MPA reject, a normal answer",
         "(accepted) or silence (waits).",
         "",
-        "The RFC outcome is the Terminate RFC 5040/5041/5044 prescribe for the rule (from",
-        "ddpscope's catalog). Rows marked **differs** are where siw's answer is not that Terminate.",
+        "The RFC outcome is the Terminate RFC 5040/5041/5044 prescribe for the violation: the",
+        "analyzer's RFC triple for the finding at that frame (`rfc_terminate`, else `terminate`",
+        "of an analysis without a sink profile), or the catalog's (`ddpscope list-findings`) for a",
+        "case not analysed. Rows marked **differs** are where siw's answer is not that Terminate.",
+        "Informative cases (no finding code) are listed but not judged by the checker.",
         "",
         "| # | case | rule (finding) | RFC outcome | siw outcome (observed) | | source |",
         "|---|---|---|---|---|---|---|",
@@ -231,7 +243,7 @@ def write_docs(path, doc, rows, source):
                 differs = "**differs**"
         elif rfc.startswith("Terminate"):
             differs = "**differs**"
-        lines.append(f"| {r['index']} | `{r['name']}` | " + (f"`{r['code']}`" if r.get('code') else "(none)") + f" | {rfc} | {obs} | "
+        lines.append(f"| {r['index']} | `{r['name']}` | " + rule_cell(r) + f" | {rfc} | {obs} | "
                      f"{differs} | {source} |")
     lines += ["", "Behaviours each case exercises:", ""]
     for r, _, _ in rows:
@@ -274,6 +286,12 @@ NAMES = {
     (2, 0, 0x06): "LLP / MPA / Insufficient IRD resources",
     (2, 0, 0x07): "LLP / MPA / No matching RTR option",
 }
+
+
+def rule_cell(r):
+    if r.get("code"):
+        return f"`{r['code']}`"
+    return f"(`{r['rule']}`, not judged)" if r.get("rule") else "(none)"
 
 
 def same_triple(rfc_text, t):

@@ -301,9 +301,12 @@ def frame(fn):
 CASES = []
 
 
-def case(name, code, phase, build, behaviours, mpa=None, note=""):
+def case(name, code, phase, build, behaviours, mpa=None, note="", rule=None):
+    """code: the finding the violation must draw (None: an informative case, not judged; rule
+    then names the catalog rule it is about, when there is one)."""
     CASES.append({"name": name, "code": code, "phase": phase, "build": build,
-                  "behaviours": behaviours, "mpa": mpa or {}, "note": note})
+                  "behaviours": behaviours, "mpa": mpa or {}, "note": note,
+                  "rule": rule or code})
 
 
 # DDP control field (RFC 5041 §4.1)
@@ -412,8 +415,8 @@ case("terminate-mo-not-0", "ddp.untagged.invalid-mo", "est",
 case("send-no-buffer", None, "est",
      lambda p: p.frame(send_ad(p)) + p.frame(send_ad(p)),
      ["Send with no posted receive (0x02): rping posts one 16-octet receive"],
-     note="informative (rule ddp.untagged.no-buffer): a capture does not show posted receives, "
-          "so the analyzer cannot tell")
+     note="informative: a capture does not show posted receives, so the analyzer cannot tell",
+     rule="ddp.untagged.no-buffer")
 case("send-too-long", "ddp.untagged.message-too-long", "est",
      frame(lambda p: untagged(OP["send"], 0, 1, body=advertisement() + b"x" * 48)),
      ["a too-long Send -> Untagged 0x02, not 0x05"])
@@ -587,7 +590,7 @@ def run_other_stream(ctx, c, rec):
 
 
 def run_case(ctx, c):
-    rec = {"name": c["name"], "code": c["code"], "phase": c["phase"],
+    rec = {"name": c["name"], "code": c["code"], "rule": c["rule"], "phase": c["phase"],
            "behaviours": c["behaviours"], "mpa": c["mpa"] or {"crc": False}}
     if c["note"]:
         rec["note"] = c["note"]
