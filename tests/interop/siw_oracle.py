@@ -529,8 +529,10 @@ case("mpa-request-rev3", "mpa.handshake-invalid", "handshake",
 case("mpa-request-bad-key", None, "handshake",
      lambda p: p.request(key=b"MPA ID Req Fram3"), ["MPA key check"],
      note="informative: without the key the stream is not recognised as MPA, so no finding")
-case("mpa-request-markers", "mpa.rejected", "handshake",
-     lambda p: p.request(flags=0x90), ["markers not supported (Reply R=1)"])
+case("mpa-request-markers", None, "handshake",
+     lambda p: p.request(flags=0x90), ["markers not supported (Reply R=1)"], rule="mpa.rejected",
+     note="informative: asking for markers breaks no rule (RFC 5044 §7.1); siw rejects them, "
+          "the analyzer reports the responder's reject (mpa.rejected), not a peer violation")
 case("mpa-fpdu-before-reply", "mpa.handshake-invalid", "handshake",
      lambda p: p.request() + p.frame(untagged(OP["send"], 0, 1, body=advertisement())),
      ["octets after the Request before the Reply (-EPROTO)"])
