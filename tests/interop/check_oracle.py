@@ -17,7 +17,8 @@ Cases marked vm-died or setup-failed are listed, not judged.
 --findings-only analyses without a sink profile and checks only that each violation draws its
 finding. --observed-only prints the table of siw's answers (no analysis). --docs FILE writes the markdown
 table (case, rule, RFC outcome, siw outcome, source). Exit status: 1 on any mismatch or on a
-violation that drew no finding (not with --observed-only)."""
+violation that drew no finding (not with --observed-only); 77 (skip) when DDPSCOPE's analyze has
+no --sink-profile and neither --findings-only nor --observed-only is given."""
 import argparse
 import json
 import os
@@ -174,6 +175,13 @@ def main():
     doc = json.load(open(path))
     source = a.source or f"lab {doc.get('generated', '?')}, siw 6.1 (Debian kernel {doc.get('kernel', '?')})"
     catalog = catalog_terminates(a.ddpscope)
+    if not (a.observed_only or a.findings_only):
+        helptext = subprocess.run([a.ddpscope, "analyze", "--help"], capture_output=True,
+                                  text=True).stdout
+        if "--sink-profile" not in helptext:
+            print(f"{a.ddpscope} analyze has no --sink-profile: skipped (exit 77); "
+                  "--findings-only checks the findings alone", file=sys.stderr)
+            return 77
     rows, failures, judged = [], 0, 0
     tmpdir = tempfile.mkdtemp(prefix="check_oracle.")
     for r in doc["cases"]:

@@ -415,7 +415,9 @@ case("terminate-mo-not-0", "ddp.untagged.invalid-mo", "est",
 case("send-no-buffer", None, "est",
      lambda p: p.frame(send_ad(p)) + p.frame(send_ad(p)),
      ["Send with no posted receive (0x02): rping posts one 16-octet receive"],
-     note="informative: a capture does not show posted receives, so the analyzer cannot tell",
+     note="informative: a capture does not show posted receives, so the analyzer cannot tell; "
+          "racy: when rping posts its next receive before the second Send arrives, the Send is "
+          "taken as its next message and rping disconnects (FIN) instead",
      rule="ddp.untagged.no-buffer")
 case("send-too-long", "ddp.untagged.message-too-long", "est",
      frame(lambda p: untagged(OP["send"], 0, 1, body=advertisement() + b"x" * 48)),
@@ -452,6 +454,12 @@ case("write-below-base", "ddp.tagged.bounds", "read",
 case("write-to-wrap", "ddp.tagged.to-wrap", "read",
      frame(lambda p: tagged(OP["write"], p.sink_stag, 0xFFFFFFFFFFFFFFF8, b"w" * 16)),
      ["no TO-wrap check"])
+ZERO_LENGTH = ("informative: neither siw nor the analyzer checks the STag of a zero-length "
+               "transfer (the RTR forms of RFC 6581)")
+case("write-zero-length-unknown-stag", None, "read",
+     frame(lambda p: tagged(OP["write"], (p.sink_stag ^ 0x00555500), 0)),
+     ["a zero-length Write (siw's own RTR form) to an STag that does not exist"],
+     rule="ddp.tagged.invalid-stag", note=ZERO_LENGTH)
 case("write-stag-of-other-stream", "ddp.tagged.stag-wrong-stream", "other-stream",
      None, ["Write PD check (0x02): the STag of another connection's PD"])
 case("write-continuation-to-gap", "ddp.tagged.bounds", "read",
@@ -474,6 +482,11 @@ case("read-request-source-bounds", "ddp.tagged.bounds", "read",
      frame(lambda p: untagged(OP["read-request"], 1, 1, body=read_request_body(
          PEER_STAG, 0, AD_SIZE * 2, p.sink_stag, p.sink_to))),
      ["outbound Read Response: source bounds (RDMAP Remote Protection)"])
+case("read-request-zero-length-invalid-stag", None, "read",
+     frame(lambda p: untagged(OP["read-request"], 1, 1, body=read_request_body(
+         PEER_STAG, 0, 0, p.sink_stag ^ 0x00555500, 0))),
+     ["a zero-length Read Request (the Read RTR form) naming an STag that does not exist"],
+     rule="ddp.tagged.invalid-stag", note=ZERO_LENGTH)
 case("ird-exceeded", "rdmap.ird-exceeded", "read",
      lambda p: p.frame(untagged(OP["read-request"], 1, 1, body=read_request_body(
          PEER_STAG, 0, 16, p.sink_stag, p.sink_to)))
@@ -484,6 +497,9 @@ case("ird-exceeded", "rdmap.ird-exceeded", "read",
 case("read-response-unmatched", "rdmap.read-response-unmatched", "est",
      frame(lambda p: tagged(OP["read-response"], 0x00001200, 0, b"R" * 16)),
      ["Read Response with nothing outstanding (DDP Local Catastrophic)"])
+case("read-response-after-complete", "rdmap.read-response-unmatched", "go",
+     frame(lambda p: tagged(OP["read-response"], p.sink_stag, p.sink_to, b"R" * p.read_size)),
+     ["a second Read Response after the Read completed (ORQ empty)"])
 case("read-response-short", "rdmap.read-response-size-mismatch", "read",
      frame(lambda p: tagged(OP["read-response"], p.sink_stag, p.sink_to, b"R" * (p.read_size - 8))),
      ["Read Response total length check (0x01)"])
@@ -533,6 +549,9 @@ case("mpa-request-markers", None, "handshake",
      lambda p: p.request(flags=0x90), ["markers not supported (Reply R=1)"], rule="mpa.rejected",
      note="informative: asking for markers breaks no rule (RFC 5044 §7.1); siw rejects them, "
           "the analyzer reports the responder's reject (mpa.rejected), not a peer violation")
+case("mpa-enhanced-pd-short", "mpa.handshake-invalid", "handshake",
+     lambda p: p.request(pd=b"\x00\x01"),
+     ["a revision 2 Request with the Enhanced bit and fewer than 4 private data octets"])
 case("mpa-fpdu-before-reply", "mpa.handshake-invalid", "handshake",
      lambda p: p.request() + p.frame(untagged(OP["send"], 0, 1, body=advertisement())),
      ["octets after the Request before the Reply (-EPROTO)"])
