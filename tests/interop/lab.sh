@@ -16,6 +16,13 @@
 #   tests/interop/lab.sh sctp DDPSCOPE [OUT]   DDP over SCTP: DDPSCOPE rping on the guest kernel's SCTP
 #                                           against DDPSCOPE rping on usrsctp (SCTP over UDP), both
 #                                           directions, recorded (lab-sctp-*.pcap)
+#   tests/interop/lab.sh oracle DDPSCOPE OUT   the siw Data Sink oracle (issue 40): siw_oracle.py
+#                                           sends one violation per connection to siw's rping -s -P
+#                                           and records siw's answer; a guest that dies (the iwcm
+#                                           bug) is booted again and the case marked vm-died. OUT
+#                                           gets cases.json, cases/NN-NAME.pcap (one per case) and
+#                                           the boots' captures; then check with
+#                                           tests/interop/check_oracle.py DDPSCOPE OUT [--observed-only]
 #   tests/interop/lab.sh clean              remove $LAB
 #
 # Environment: LAB (cache dir, default build/siw-lab), LAB_BOOT_TIMEOUT (s, default 900 for a whole
@@ -182,6 +189,7 @@ run_vm() {
   done
   cp "$HERE/guest-main.sh" "$HERE/guest-lib.sh" "$script" "$run/out/lab/"
   cp "$HERE"/scenarios/*.sh "$run/out/lab/" 2>/dev/null || true
+  cp "$HERE/siw_oracle.py" "$run/out/lab/"   # the oracle's crafting peer (scenarios/oracle.sh)
   [ -x "$LAB/siw-bad-rkey" ] && cp "$LAB/siw-bad-rkey" "$run/out/lab/"
   # The host's ddpscope for scenarios that run it in the guest (/out/lab/ddpscope; the guest
   # root has its runtime libraries).
@@ -253,6 +261,21 @@ PY
     [ $# -ge 1 ] || die "usage: lab.sh sctp DDPSCOPE [OUT]"
     setup; rm -rf "${2:-$LAB/sctp}"
     LAB_DDPSCOPE="$1" run_vm "$HERE/scenarios/sctp.sh" "${2:-$LAB/sctp}" ;;
+  oracle)  # DDPSCOPE OUT: boots until every case ran (a dead guest is booted again, at most 8 boots)
+    [ $# -ge 2 ] || die "usage: lab.sh oracle DDPSCOPE OUT"
+    setup; rm -rf "$2"; mkdir -p "$2"
+    out="$(cd "$2" && pwd)" boot=0 next=0
+    while :; do
+      LAB_LIVE="$out/boot-$boot" LAB_BOOT_TIMEOUT="${LAB_BOOT_TIMEOUT:-480}" \
+        LAB_PARAMS="START=$next BOOT=$boot ONLY=${ORACLE_ONLY:-}" \
+        run_vm "$HERE/scenarios/oracle.sh" "$out/boot-$boot" || log "boot $boot did not end cleanly"
+      next="$(python3 "$HERE/oracle_collect.py" next "$out" "$boot")"
+      [ "$next" = done ] && break
+      boot=$((boot + 1))
+      [ $boot -lt 8 ] || die "8 boots and the cases are not done"
+      log "the guest died: boot $boot continues at case $next"
+    done
+    python3 "$HERE/oracle_collect.py" collect "$out" ;;
   clean) rm -rf "$LAB" ;;
-  *) echo "usage: $0 setup|run SCRIPT OUT|samples [OUT]|smoke [DDPSCOPE]|ipsec DDPSCOPE [OUT]|sctp DDPSCOPE [OUT]|clean" >&2; exit 2 ;;
+  *) echo "usage: $0 setup|run SCRIPT OUT|samples [OUT]|smoke [DDPSCOPE]|ipsec DDPSCOPE [OUT]|sctp DDPSCOPE [OUT]|oracle DDPSCOPE OUT|clean" >&2; exit 2 ;;
 esac
