@@ -134,9 +134,13 @@ void MsnChartWidget::setSeries(SnapshotPtr snap, int series) {
       if (f.id != FindingId::ddp_untagged_msn_gap && f.id != FindingId::ddp_untagged_msn_duplicate)
         continue;
       if (f.stream != s->stream || f.direction != s->direction) continue;
-      // Outside this queue's frames: another queue's.
-      if (f.frame < s->first_frame || f.frame > s->last_frame) continue;
       const bool dup = f.id == FindingId::ddp_untagged_msn_duplicate;
+      // Outside this queue's frames: another queue's. A duplicate after the queue's last
+      // message (it began no record) is this queue's when it names this QN.
+      const bool late_dup =
+          dup && f.frame > s->last_frame &&
+          f.message.find(" on QN " + std::to_string(s->qn) + " ") != std::string::npos;
+      if ((f.frame < s->first_frame || f.frame > s->last_frame) && !late_dup) continue;
       // A gap is raised by the message that arrived: when that message is another queue's
       // (same stream and direction, another QN), the gap is that queue's.
       if (!dup && !std::binary_search(gap_frames.begin(), gap_frames.end(), f.frame) &&

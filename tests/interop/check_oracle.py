@@ -64,7 +64,22 @@ def observed_text(r):
 
 
 def comparable(kind):
-    return {"reset": "close", "reject": "close"}.get(kind, kind)
+    return {"reset": "close"}.get(kind, kind)
+
+
+# The rule a case breaks at siw, where it is another than at an RFC sink: siw has no RFC 7306,
+# so every RFC 7306 opcode is an unexpected opcode there (rdmap.opcode-invalid).
+def siw_code(r):
+    if r["name"].startswith("rfc7306-"):
+        return "rdmap.opcode-invalid"
+    return r.get("code")
+
+
+# Cases whose violation no finding of ddpscope's names yet: listed, not judged (say why).
+UNJUDGED = {
+    "mpa-fpdu-before-reply": "analyzer gap: siw resets before any MPA Reply; no finding names an "
+                             "FPDU before the Reply when no Reply ever comes",
+}
 
 
 def catalog_terminates(ddpscope):
@@ -128,20 +143,22 @@ def judge(r, rep, profile=True):
         problems.append(f"sink_profile is {rep.get('sink_profile')!r}")
     ports = r.get("ports") or []
     peer_port = ports[-1] if ports else None
-    fs = [f for f in rep["findings"] if f["code"] == r["code"]
+    code = siw_code(r) if profile else r["code"]
+    fs = [f for f in rep["findings"] if f["code"] == code
           and f.get("direction") == "client-to-server"
           and (peer_port is None or f.get("from", "").endswith(f":{peer_port}"))]
     if not fs and r.get("phase") == "handshake":  # mpa.rejected is the responder's Reply
-        fs = [f for f in rep["findings"] if f["code"] == r["code"]]
+        fs = [f for f in rep["findings"] if f["code"] == code]
     if not fs:
-        problems.append(f"no {r['code']} finding from the peer (findings: "
+        problems.append(f"no {code} finding from the peer (findings: "
                         f"{sorted({f['code'] for f in rep['findings']})})")
         return problems, None
-    f = fs[-1] if r["code"] in ("ddp.untagged.msn-duplicate",) else fs[0]
+    f = fs[-1] if code in ("ddp.untagged.msn-duplicate",) else fs[0]
     if not profile:
         return problems, f
     want = comparable(r["answer"])
-    got = f.get("sink_outcome")
+    # A finding that names no Terminate (a note such as reserved bits) asks nothing of a sink.
+    got = f.get("sink_outcome", "accept" if f.get("terminate") is None else None)
     if got != want:
         problems.append(f"sink_outcome {got!r}, siw did {r['answer']!r}")
     if r["answer"] == "terminate":
@@ -187,7 +204,9 @@ def main():
     for r in doc["cases"]:
         rfc = catalog.get(r.get("rule") or r.get("code"), "no Terminate")
         status = ""
-        if not r.get("code"):
+        if r["name"] in UNJUDGED and not a.observed_only:
+            status = "not judged: " + UNJUDGED[r["name"]]
+        elif not (siw_code(r) if not a.findings_only else r.get("code")):
             status = "informative (no finding to judge)" if not a.observed_only else ""
         elif not a.observed_only and r["answer"] not in ("vm-died", "setup-failed") and r.get("capture"):
             cap = os.path.join(a.captures, os.path.basename(r["capture"])) if a.captures \

@@ -376,7 +376,12 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
                                ByteView body) {
   auto t = wire::decode_terminate(body, sink_traits(profile()).siw_terminate_layout);
   if (!t) {
-    report(FindingId::rdmap_body_invalid, ctx, "Terminate: " + t.error().message);
+    // RFC 5040 §5.4: a Terminate is answered by none, whatever breaks in it.
+    report(Violation{FindingId::rdmap_body_invalid, std::nullopt, TerminateQuote::none,
+                     "Terminate: " + t.error().message,
+                     body.size() < wire::kTerminateControlSize ? SinkCase::terminate_body_short
+                                                               : SinkCase::in_terminate},
+           ctx);
     report(FindingId::rdmap_terminate, ctx, "Terminate (undecodable body)");
     return;
   }

@@ -57,17 +57,17 @@ std::size_t Analyzer::Impl::report(FindingId id, const Ctx& ctx, std::string mes
 }
 
 std::size_t Analyzer::Impl::report(const Violation& v, const Ctx& ctx, Consequence consequence) {
-  if (!v.terminate) return report(v.id, ctx, v.detail, consequence, std::nullopt);
+  const SinkAnswer answer = sink_answer(profile(), v);
+  if (!answer.applies) return report(v.id, ctx, v.detail, consequence, std::nullopt);
   if (consequence == Consequence::none && ctx.dir >= 0 && ctx.stream < conns.size()) {
     auto& predicted = conns[ctx.stream]->ds(ctx.dir).predicted;
     for (const SinkProfile p : {SinkProfile::rfc, SinkProfile::siw}) {
       auto& slot = predicted[static_cast<std::size_t>(p)];
       const SinkAnswer a = sink_answer(p, v);
-      if (!slot && a.outcome != SinkOutcome::accept)
+      if (!slot && a.applies && a.outcome != SinkOutcome::accept)
         slot = DirectionEngine::Prediction{a, v.id, ctx.frame};
     }
   }
-  const SinkAnswer answer = sink_answer(profile(), v);
   const std::size_t idx = report(v.id, ctx, v.detail, consequence, answer.terminate);
   if (idx != kNoIndex) {
     Finding& f = model.findings[idx];

@@ -73,9 +73,12 @@ std::vector<Violation> check_frame(const wire::MpaReqRep& f, const Policy& polic
                           " asks for markers, which this side refuses"));
   }
   // A responder refuses an invalid Request with a Reply that sets R (RFC 5044 §7.1.2).
-  if (request)
+  if (request) {
     for (auto& v : out)
       if (v.terminate) v.rule_case = SinkCase::handshake_request;
+    if (!out.empty() && (f.revision < policy.min_revision || f.revision > policy.max_revision))
+      out.front().rule_case = SinkCase::handshake_request_revision;
+  }
   return out;
 }
 

@@ -320,6 +320,7 @@ void DataSink::untagged_segment(const wire::DdpSegment& seg, SinkMemory& memory,
   if (step.kind == SegmentStep::Kind::terminate && step.violation) {
     // A Terminate is accepted whatever breaks in it: the stream is ending (RFC 5040 §5.4).
     step.violation->terminate.reset();
+    step.violation->rule_case = SinkCase::in_terminate;
   }
 }
 

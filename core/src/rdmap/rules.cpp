@@ -41,12 +41,16 @@ namespace detail {
                   std::string(info.name) + " (RFC 7306) at a Data Sink without RFC 7306",
                   TerminateQuote::none, SinkCase::control_rfc7306);
     case ControlRule::buffer_model:
-      return make(
-          FindingId::rdmap_opcode_invalid, term::rdmap_operation(rdmap_code::unexpected_opcode),
-          std::string(info.name) + " on the " + (h.control.tagged ? "tagged" : "untagged") +
-              " buffer model",
-          TerminateQuote::none,
-          h.control.tagged ? SinkCase::control_send_tagged : SinkCase::control_tagged_untagged);
+      return make(FindingId::rdmap_opcode_invalid,
+                  term::rdmap_operation(rdmap_code::unexpected_opcode),
+                  std::string(info.name) + " on the " + (h.control.tagged ? "tagged" : "untagged") +
+                      " buffer model",
+                  TerminateQuote::none,
+                  !h.control.tagged ? SinkCase::control_tagged_untagged
+                  : rc.opcode == static_cast<std::uint8_t>(wire::Opcode::read_request)
+                      ? SinkCase::control_read_request_tagged
+                  : (h.to >> 32) != 0 ? SinkCase::control_send_tagged_qn
+                                      : SinkCase::control_send_tagged);
   }
   return std::nullopt;
 }

@@ -320,10 +320,12 @@ void Session::handle_ulpdu(ByteView ulpdu) {
   }
   SinkView view(*this);
   const rdmap::SegmentStep step = sink_.receive(*seg, view);
-  if (step.violation && step.violation->terminate &&
-      sink_answer(config_.sink_profile, *step.violation).outcome != SinkOutcome::accept) {
-    fatal(*step.violation, &seg.value(), ulpdu);
-    return;
+  if (step.violation) {
+    const SinkAnswer answer = sink_answer(config_.sink_profile, *step.violation);
+    if (answer.applies && answer.outcome != SinkOutcome::accept) {
+      fatal(*step.violation, &seg.value(), ulpdu);
+      return;
+    }
   }
   if (step.rtr) {
     // RFC 6581 §9.2: the negotiated RTR opened the connection; it completes nothing for the ULP
@@ -532,8 +534,8 @@ void Session::fatal(const Violation& v, const wire::DdpSegment* seg, ByteView ul
   // A rule the peer broke: what our sink profile does about it (the analyzer reports the same
   // answer for the same Violation). Our own failures (id count_) always end in a Terminate.
   std::optional<TerminateError> chosen = v.terminate;
-  if (v.id != FindingId::count_ && v.terminate) {
-    const SinkAnswer answer = sink_answer(config_.sink_profile, v);
+  const SinkAnswer answer = sink_answer(config_.sink_profile, v);
+  if (v.id != FindingId::count_ && answer.applies) {
     violation_outcome_ = answer.outcome;
     chosen = answer.terminate;
     if (answer.outcome == SinkOutcome::close || answer.outcome == SinkOutcome::wait ||

@@ -32,6 +32,9 @@ struct SinkAnswer {
   SinkOutcome outcome = SinkOutcome::terminate;
   std::optional<TerminateError> terminate;  // with outcome terminate
   std::string_view source;                  // why: the RFC rule, or the siw source / lab case
+  // False when no Terminate names the rule and the profile has no row for it (a note, a rule
+  // broken inside a Terminate at an RFC sink): the sink does nothing about it.
+  bool applies = true;
 };
 
 // One row of a profile: where it differs from the rule's own (RFC) answer.
@@ -45,7 +48,7 @@ struct ProfileRow {
 std::span<const ProfileRow> profile_rows(SinkProfile p);
 
 // The answer of a Data Sink of profile `p` to a violation. A violation with no Terminate (one
-// inside a Terminate, an SCTP-level rule) is answered with nothing (outcome accept, no triple).
+// inside a Terminate, an SCTP-level rule) and no row is answered with nothing (`applies` false).
 SinkAnswer sink_answer(SinkProfile p, const Violation& v);
 
 // The profile's knobs that are not one rule's outcome.
