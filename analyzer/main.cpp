@@ -114,6 +114,12 @@ struct AnalyzeArgs {
   bool require_esp = false;
   std::string esp_policy = "integrity";
   std::string sink_profile;  // empty: RFC's, not named in the report
+  bool timing = false;       // --timing: the timing model, in the report
+  // `ddpscope timing`: the timing tables instead of the report.
+  bool timing_tables = false;
+  std::string timing_by = "stream";
+  std::size_t timing_top = 10;
+  bool timing_csv = false;
 };
 
 // The CPUs the process may run on (its affinity mask; a container's cpuset), at least 1.
@@ -134,6 +140,11 @@ int analyze(const AnalyzeArgs& a) {
   opt.message_records = false;  // no report shows them (the GUI's MSN chart does)
   opt.send_buffer_size = a.send_buffer;
   if (!a.sink_profile.empty()) opt.sink_profile = sink_profile_by_name(a.sink_profile);
+  if (a.timing || a.timing_tables) {
+    TimingOptions to;
+    if (a.timing_tables) to.top = a.timing_top;
+    opt.timing = to;
+  }
   for (auto p : a.ports)
     opt.hints.push_back(
         StreamHint{p, std::nullopt, cli::mid_stream_crc(a.hint_crc), a.hint_markers});
@@ -254,11 +265,16 @@ int analyze(const AnalyzeArgs& a) {
   }
   const std::string name = std::filesystem::path(a.file).filename().string();
   errno = 0;
-  if (a.json) {
-    report::write_json(*out, m, name);
+  if (a.timing_tables) {
+    const auto by = a.timing_by == "ulp"    ? report::TimingBy::ulp
+                    : a.timing_by == "stag" ? report::TimingBy::stag
+                                            : report::TimingBy::stream;
+    report::write_timing_tables(*out, m, *analyzer.timing(), by, a.timing_csv);
+  } else if (a.json) {
+    report::write_json(*out, m, name, analyzer.timing());
     *out << "\n";
   } else {
-    report::write_text(*out, m, name);
+    report::write_text(*out, m, name, analyzer.timing());
   }
   out->flush();
   if (!*out) {
@@ -272,6 +288,7 @@ int analyze(const AnalyzeArgs& a) {
     std::cerr << "ddpscope: " << err << "\n";
     return kExitUsage;
   }
+  if (a.timing_tables) return kExitClean;  // tables, not a verdict
   // Errors past --limit max_findings count as the kept ones do.
   return m.severity_counts[static_cast<std::size_t>(Severity::error)] ? kExitFindings : kExitClean;
 }
@@ -402,6 +419,34 @@ int main(int argc, char** argv) {
                  "integrity (default): NULL encryption is allowed; confidentiality: it is an "
                  "esp.profile-violation")
       ->check(CLI::IsMember({"integrity", "confidentiality"}));
+  an->add_flag("--timing", aa.timing,
+               "add operation latencies, throughput and stalls to the report (\"timing\" in JSON)");
+
+  AnalyzeArgs ta;
+  ta.timing_tables = true;
+  auto* tm = app.add_subcommand(
+      "timing", "Operation latencies, placed-octet throughput and stalls of a capture, as tables");
+  tm->add_option("-r,FILE", ta.file, "capture file: pcap or pcapng, gzip-compressed or not")
+      ->required();
+  tm->add_option("--by", ta.timing_by,
+                 "stream: operations per stream, kind and direction, then throughput (default); "
+                 "ulp: per operation kind over every stream; stag: placed octets per STag")
+      ->check(CLI::IsMember({"stream", "ulp", "stag"}));
+  tm->add_option("--top", ta.timing_top, "slowest operations listed per row (default 10)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
+  tm->add_flag("--csv", ta.timing_csv, "comma-separated values, one header line");
+  tm->add_option("-Y,--filter", ta.filter, "BPF capture filter applied while reading");
+  tm->add_option("--port", ta.ports,
+                 "analyze streams on this TCP port even without an MPA handshake")
+      ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
+  tm->add_option("--stream", ta.streams,
+                 "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
+  cli::add_mid_stream_crc_option(tm, ta.hint_crc);
+  cli::add_limit_option(tm, ta.limits);
+  tm->add_option("-o,--output", ta.output, "write the tables to this file");
+  tm->add_flag("-q,--quiet", ta.quiet, "no progress line");
+  tm->add_option("--threads", ta.threads, "threads (as analyze --threads)")
+      ->check(CLI::Range(1u, 1024u));
 
   std::string scenario, synth_out;
   auto* sy = app.add_subcommand("synth", "Generate a synthetic capture from a scenario");
@@ -479,6 +524,7 @@ int main(int argc, char** argv) {
   }
   if (run_endpoint_command) return run_endpoint_command();
   if (an->parsed()) return analyze(aa);
+  if (tm->parsed()) return analyze(ta);
   if (lf->parsed()) return list_findings(lf_json, lf_codes);
   if (ll->parsed()) return cli::list_limits();
   if (sy->parsed()) {

@@ -131,8 +131,8 @@ class Trust(unittest.TestCase):
         self.assertEqual(p.stdout, "")
         self.assertIn("usage: ddpscope COMMAND", p.stderr)
         listed = re.findall(r"(?m)^   ([a-z-]+) +\S", p.stderr)
-        self.assertEqual(listed, ["analyze", "synth", "list-findings", "list-limits", "endpoint",
-                                  "rping", "live", "replay", "help"])
+        self.assertEqual(listed, ["analyze", "timing", "synth", "list-findings", "list-limits",
+                                  "endpoint", "rping", "live", "replay", "help"])
         self.assertIn("ddpscope help COMMAND", p.stderr)
         # Each line is the command's own description, as `ddpscope help` shows it.
         self.assertIn("Analyze a pcap/pcapng capture", p.stderr)

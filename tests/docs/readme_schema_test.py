@@ -17,7 +17,7 @@ def readme_keys():
     text = open(README, encoding="utf-8").read()
     block = re.search(r"### JSON report schema.*?```text\n(.*?)```", text, re.S)
     assert block, "README has no JSON report schema block"
-    return set(re.findall(r'"([a-z_]+)"\s*:', block.group(1)))
+    return set(re.findall(r'"([a-z][a-z0-9_]*)"\s*:', block.group(1)))
 
 
 def output_keys(node, out, opcode_names):
@@ -42,7 +42,7 @@ def main():
     runs = 0
     for pcap in sorted(glob.glob(os.path.join(SAMPLES, "*", "*.pcap"))):
         regions = pcap[: -len(".pcap")] + ".regions.json"
-        variants = [[]]
+        variants = [[], ["--timing"]]
         if os.path.exists(regions):
             variants.append(["--regions", regions])
         variants.append(["--limit", "max_findings=1"])

@@ -1331,5 +1331,189 @@ TEST(Placement, AMessageRewritingItsOwnOctetsIsAConflictBesideTheBoundsError) {
   EXPECT_EQ(server_region(m, 0x100).read(0x1000, 16), Bytes(16, 0xAA));  // nothing placed
 }
 
+// ---- the timing model fed by the engine (analysis/timing.h) ---------------------------------
+// Frames are fed at frame * 1000 ns (Conn::feed): a latency is 1000 ns per frame between.
+
+AnalyzerOptions timing_on() {
+  AnalyzerOptions o;
+  o.timing = TimingOptions{};
+  return o;
+}
+
+// Handshake, a Read Request and its two Response segments, each FPDU its own segment:
+// frames 3 Request, 4 Reply, 5 Read Request, 6 and 7 the Response.
+Conn one_read() {
+  Conn c;
+  c.cut_at_fpdus = true;
+  c.handshake();
+  Bytes rr;
+  ByteWriter bw(rr);
+  wire::encode_read_request({0x200, 0x9000, 2000, 0x300, 0x1000}, bw);
+  c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true), rr);
+  const Bytes r = pattern(2000, 77);
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, false), ByteView(r).first(1200));
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000 + 1200, true),
+         ByteView(r).subspan(1200));
+  return c;
+}
+
+TEST(AnalyzerTiming, OffKeepsNoModel) {
+  Analyzer a;
+  EXPECT_EQ(a.timing(), nullptr);
+}
+
+TEST(AnalyzerTiming, AReadIsTimedToItsFirstAndLastResponseSegment) {
+  Conn c = one_read();
+  const auto segs = c.segments();
+  ASSERT_EQ(segs.size(), 5u);
+  Analyzer a(timing_on());
+  c.run(a, segs);
+  const Timing& t = *a.timing();
+  const OperationStats& read = t.operations().at({0, OpKind::rdma_read, 0});
+  EXPECT_EQ(read.requests, 1u);
+  EXPECT_EQ(read.completions(), 1u);
+  EXPECT_EQ(read.unanswered(), 0u);
+  ASSERT_EQ(read.slowest.size(), 1u);
+  EXPECT_EQ(read.slowest[0].request_frame, 5u);
+  EXPECT_EQ(read.slowest[0].completion_frame, 7u);
+  EXPECT_EQ(read.slowest[0].ns, 2000u);
+  EXPECT_EQ(read.quantile(0.5), 2000u);
+  EXPECT_FALSE(read.slowest[0].stalls.any());
+  const OperationStats& first = t.operations().at({0, OpKind::rdma_read_first, 0});
+  EXPECT_EQ(first.slowest.at(0).completion_frame, 6u);
+  EXPECT_EQ(first.slowest.at(0).ns, 1000u);
+  // Placed: the Read Request's 28 octets client-to-server, the 2000 of the Response back.
+  const auto series = t.series();
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0]->total, 28u);
+  EXPECT_EQ(series[1]->total, 2000u);
+  ASSERT_EQ(t.stags().size(), 1u);
+  EXPECT_EQ(t.stags()[0].stag, 0x200u);
+  EXPECT_EQ(t.stags()[0].octets, 2000u);
+}
+
+TEST(AnalyzerTiming, AReadWithoutResponseIsUnanswered) {
+  Conn c = one_read();
+  auto segs = c.segments();
+  segs.resize(3);  // the Response never comes
+  Analyzer a(timing_on());
+  c.run(a, segs);
+  const OperationStats& read = a.timing()->operations().at({0, OpKind::rdma_read, 0});
+  EXPECT_EQ(read.requests, 1u);
+  EXPECT_EQ(read.completions(), 0u);
+  EXPECT_EQ(read.unanswered(), 1u);
+  EXPECT_TRUE(read.slowest.empty());
+}
+
+TEST(AnalyzerTiming, ARetransmissionDuringAReadIsNamedOnIt) {
+  Conn c = one_read();
+  auto segs = c.segments();
+  segs.insert(segs.begin() + 3, segs[2]);  // the Read Request again (frame 6)
+  Analyzer a(timing_on());
+  c.run(a, segs);
+  const OperationStats& read = a.timing()->operations().at({0, OpKind::rdma_read, 0});
+  ASSERT_EQ(read.completions(), 1u);
+  const LatencySample& s = read.slowest.at(0);
+  EXPECT_EQ(s.request_frame, 5u);
+  EXPECT_EQ(s.completion_frame, 8u);
+  EXPECT_EQ(s.ns, 3000u);
+  EXPECT_EQ(s.stalls.events[static_cast<std::size_t>(StallKind::retransmission)], 1u);
+  EXPECT_EQ(read.stalled, 1u);
+}
+
+TEST(AnalyzerTiming, AResponseReorderedCompletesWhenItsHoleFills) {
+  Conn c = one_read();
+  auto segs = c.segments();
+  std::swap(segs[3], segs[4]);  // the last Response segment (frame 6) before the first (frame 7)
+  Analyzer a(timing_on());
+  c.run(a, segs);
+  const Timing& t = *a.timing();
+  const OperationStats& read = t.operations().at({0, OpKind::rdma_read, 0});
+  ASSERT_EQ(read.completions(), 1u);
+  const LatencySample& s = read.slowest.at(0);
+  EXPECT_EQ(s.completion_frame, 7u);  // the frame that filled the hole delivered both
+  EXPECT_EQ(s.ns, 2000u);
+  EXPECT_EQ(s.stalls.events[static_cast<std::size_t>(StallKind::out_of_order)], 1u);
+  EXPECT_EQ(t.operations().at({0, OpKind::rdma_read_first, 0}).slowest.at(0).ns, 2000u);
+}
+
+TEST(AnalyzerTiming, AResponseAfterCaptureLossStillPairsAndNamesTheLoss) {
+  Conn c = one_read();
+  auto segs = c.segments();
+  // The first Response segment is missing from the capture; the requester's ACK past it
+  // declares the loss, then the last segment completes the Read.
+  const Seg first = segs[3];
+  segs.erase(segs.begin() + 3);
+  Seg ack{0, segs[2].seq + static_cast<std::uint32_t>(segs[2].data.size()), {}};
+  ack.ack = first.seq + static_cast<std::uint32_t>(first.data.size());
+  segs.push_back(ack);
+  Analyzer a(timing_on());
+  c.run(a, segs);
+  const Timing& t = *a.timing();
+  EXPECT_EQ(t.stall_totals(0)[static_cast<std::size_t>(StallKind::capture_loss)], 1u);
+  const OperationStats& read = t.operations().at({0, OpKind::rdma_read, 0});
+  EXPECT_EQ(read.requests, 1u);
+  ASSERT_EQ(read.completions(), 1u);
+  EXPECT_EQ(read.slowest.at(0).stalls.events[static_cast<std::size_t>(StallKind::capture_loss)],
+            1u);
+}
+
+TEST(AnalyzerTiming, AnAtomicIsTimedRequestToResponse) {
+  Conn c;
+  c.cut_at_fpdus = true;
+  c.handshake();
+  Bytes req, resp;
+  ByteWriter w1(req), w2(resp);
+  wire::AtomicRequest ar;
+  ar.atomic_opcode = static_cast<std::uint8_t>(wire::AtomicOp::fetch_add);
+  ar.request_id = 7;
+  ar.remote_stag = 0x300;
+  ar.remote_to = 0x1000;
+  wire::encode_atomic_request(ar, w1);
+  c.fpdu(0, Conn::untagged(Opcode::atomic_request, wire::kQnAtomicRequest, 1, 0, true), req);
+  wire::encode_atomic_response({7, 41}, w2);
+  c.fpdu(1, Conn::untagged(Opcode::atomic_response, wire::kQnAtomicResponse, 1, 0, true), resp);
+  Analyzer a(timing_on());
+  c.run(a, c.segments());
+  const OperationStats& at = a.timing()->operations().at({0, OpKind::atomic, 0});
+  EXPECT_EQ(at.requests, 1u);
+  ASSERT_EQ(at.completions(), 1u);
+  EXPECT_EQ(at.slowest[0].request_frame, 5u);
+  EXPECT_EQ(at.slowest[0].completion_frame, 6u);
+  EXPECT_EQ(at.slowest[0].ns, 1000u);
+}
+
+TEST(AnalyzerTiming, TheSameFindingsWithTimingOnAndOff) {
+  Conn c = one_read();
+  auto segs = c.segments();
+  segs.insert(segs.begin() + 3, segs[2]);
+  Analyzer on(timing_on()), off;
+  c.run(on, segs);
+  c.run(off, segs);
+  ASSERT_EQ(on.model().findings.size(), off.model().findings.size());
+  for (std::size_t i = 0; i < on.model().findings.size(); ++i)
+    EXPECT_EQ(on.model().findings[i].id, off.model().findings[i].id);
+}
+
+TEST(AnalyzerTiming, AReadThatFillsTheRespondersIrdIsNamed) {
+  for (std::uint16_t ird : {1, 16}) {
+    Conn c;
+    c.cut_at_fpdus = true;
+    c.ird = ird;
+    c.handshake();
+    Bytes rr;
+    ByteWriter bw(rr);
+    wire::encode_read_request({0x200, 0x9000, 100, 0x300, 0x1000}, bw);
+    c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true), rr);
+    c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, true), pattern(100));
+    Analyzer a(timing_on());
+    c.run(a, c.segments());
+    const auto n = a.timing()->stall_totals(0)[static_cast<std::size_t>(StallKind::read_credit)];
+    EXPECT_EQ(n, ird == 1 ? 1u : 0u) << ird;
+    const LatencySample& s = a.timing()->operations().at({0, OpKind::rdma_read, 0}).slowest.at(0);
+    EXPECT_EQ(s.stalls.events[static_cast<std::size_t>(StallKind::read_credit)], n) << ird;
+  }
+}
+
 }  // namespace
 }  // namespace ddpscope

@@ -334,7 +334,8 @@ void put_array(std::ostream& out, bool& first, const char* key, std::size_t n, I
 // One document, as dumping one nlohmann::json object with dump(2) wrote it (its keys in
 // nlohmann's sorted order, the same indentation), but written as it goes: a finding, a stream
 // at a time, so a report of many findings is never held whole in memory.
-void write_json(std::ostream& out, const Model& m, const std::string& capture_name) {
+void write_json(std::ostream& out, const Model& m, const std::string& capture_name,
+                const Timing* timing) {
   // Regions grouped by the stream they belong to; regions with no stream go top-level.
   std::map<std::uint32_t, json> stream_regions;
   json other_regions = json::array();
@@ -372,6 +373,7 @@ void write_json(std::ostream& out, const Model& m, const std::string& capture_na
                        m.esp_analysed);
   });
   put_member(out, first, "summary", summary_json(m));
+  if (timing) put_member(out, first, "timing", timing_json(*timing));
   out << "\n}";
 }
 
@@ -434,7 +436,8 @@ void write_finding_line(std::ostream& out, const Model& m, const Finding& f) {
   out << "\n";
 }
 
-void write_text(std::ostream& out, const Model& m, const std::string& capture_name) {
+void write_text(std::ostream& out, const Model& m, const std::string& capture_name,
+                const Timing* timing) {
   out << "ddpscope report: " << capture_name << " (" << m.frames << " frames)\n";
   if (m.sink_profile) {
     out << "Data Sink profile: " << to_string(*m.sink_profile) << " ("
@@ -594,6 +597,7 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
                    [](const Finding* a, const Finding* b) { return a->frame < b->frame; });
   for (const Finding* fp : by_frame)
     write_finding_line(out, m, *fp);
+  if (timing) write_timing_text(out, m, *timing);
 }
 
 bool check_export_dir(const std::string& dir, std::string& error) {

@@ -124,5 +124,8 @@ const Model& Analyzer::model() const {
 const AnalyzerOptions& Analyzer::options() const {
   return impl_->options;
 }
+const Timing* Analyzer::timing() const {
+  return impl_->timing;
+}
 
 }  // namespace ddpscope

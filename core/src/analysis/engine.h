@@ -275,6 +275,10 @@ struct Analyzer::Impl {
   std::uint64_t pending_total = 0;      // out-of-order octets held by all reassemblers
   std::uint64_t resync_total = 0;       // octets held by all framers looking for a boundary
 
+  // The timing model (analysis/timing.h), when asked for: every hook is `if (timing)`.
+  std::unique_ptr<Timing> timing_model;
+  Timing* timing = nullptr;
+
   // The frame being processed and the PDU being built (findings attach to it).
   std::uint64_t cur_frame = 0;
   std::int64_t cur_ts = 0;
@@ -326,6 +330,16 @@ struct Analyzer::Impl {
 
   // ---- TCP (engine_tcp.cpp) ----
   void feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
+  // What feed_tcp tells the timing model, out of line (called only with timing on).
+  [[gnu::cold, gnu::noinline]] void timing_window(std::uint32_t stream, int dir,
+                                                  const net::TcpSegment& seg, std::uint64_t frame,
+                                                  std::int64_t ts);
+  // Before a segment goes to reassembly: a stall if it lies past a hole; the direction's
+  // retransmitted octets so far.
+  [[gnu::cold, gnu::noinline]] std::uint64_t timing_segment(std::uint32_t stream, int dir,
+                                                            const DirectionEngine& ds,
+                                                            std::uint32_t seq, bool empty,
+                                                            std::uint64_t frame, std::int64_t ts);
   void note_receiver_drop(const net::Endpoint& from, const net::Endpoint& to);
   // The FPDUs a segment held out of order shows by itself, to the observer (HeldFpdu).
   void report_held(Connection& c, int dir, std::uint64_t frame, ByteView payload,
@@ -407,6 +421,9 @@ struct Analyzer::Impl {
 
   // ---- DDP / RDMAP (engine_sink.cpp): the LLP boundary ----
   void on_ddp_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx);
+  // A segment's placed octets to the timing model (called only with timing on).
+  [[gnu::cold, gnu::noinline]] void timing_placed(std::uint32_t stream, int dir, const PduEvent& ev,
+                                                  bool is_tagged);
   inline void tagged_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
                              const rdmap::SegmentStep& step);
   void untagged_segment(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,

@@ -80,10 +80,17 @@ void Analyzer::Impl::swap_sides(Connection& c) {
   std::swap(sm.client, sm.server);
   std::swap(sm.dirs[0], sm.dirs[1]);
   std::swap(c.d[0], c.d[1]);
+  if (timing) timing->swap_sides(c.stream);
 }
 
 void Analyzer::Impl::lost_input(Connection& c, int dir, Consequence cause) {
   c.ds(dir).last_loss = cause;
+  if (timing && cause != Consequence::none)
+    timing->stall(c.stream, dir,
+                  cause == Consequence::crc ? StallKind::crc_drop
+                  : c.llp == Llp::sctp      ? StallKind::sctp_gap
+                                            : StallKind::capture_loss,
+                  cur_frame, cur_ts);
   c.ds(dir).sink.lost_input(cause);
   c.ds(1 - dir).sink.own_side_lost(cause);
   ulp_lost(c, cause);

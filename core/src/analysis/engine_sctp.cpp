@@ -226,6 +226,13 @@ void Analyzer::Impl::sctp_data(SctpAssociation& a, std::size_t ai, int dir, cons
   if (ahead >= 0x80000000u) {
     // Behind: a retransmission of a chunk already delivered (RFC 9260 §6.3.3), dropped. What it
     // carries is compared with the first copy while that is remembered.
+    if (timing) {
+      if (auto it = a.streams.find(d.stream_id); it != a.streams.end()) {
+        const Connection& sc = *conns[it->second];
+        timing->stall(sc.stream, dir ^ (sc.flipped ? 1 : 0), StallKind::retransmission, slice.frame,
+                      cur_ts);
+      }
+    }
     const std::uint32_t crc = crc32c(d.user_data);
     for (const auto& [tsn, first] : sd.recent) {
       if (tsn != d.tsn) continue;

@@ -147,11 +147,21 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
   auto& oc = dm.opcodes[step.opcode];
   oc.segments++;
   oc.bytes += seg.payload.size();
-  if (step.kind == rdmap::SegmentStep::Kind::tagged) {
+  const bool is_tagged = step.kind == rdmap::SegmentStep::Kind::tagged;
+  if (is_tagged) {
     tagged_segment(c, dir, ev, ctx, step);
     if (c.ulp) ulp_tagged(c, dir, ev, ctx, step);  // engine_ulp.cpp
   } else if (!(step.violation && step.violation->id == FindingId::ddp_untagged_invalid_qn))
     untagged_segment(c, dir, ev, ctx, step);
+  if (timing) [[unlikely]]
+    timing_placed(c.stream, dir, ev, is_tagged);
+}
+
+void Analyzer::Impl::timing_placed(std::uint32_t stream, int dir, const PduEvent& ev,
+                                   bool is_tagged) {
+  if (!ev.analysis.placed || ev.ddp->payload.empty()) return;
+  const auto stag = is_tagged ? std::optional<std::uint32_t>(ev.ddp->header.stag) : std::nullopt;
+  timing->placed(stream, dir, stag, ev.ddp->payload.size(), cur_frame, cur_ts);
 }
 
 // Folded into on_ddp_segment, its only caller (GCC keeps it out of line otherwise: a call per
@@ -175,7 +185,13 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
     }
     m.delivery_id = delivery_push(c, dir, m.record);
   }
-  if (step.read) ev.analysis.request_frame = step.read->frame;
+  if (step.read) {
+    ev.analysis.request_frame = step.read->frame;
+    // The Read Response's first segment: the requester's first octet of data (RFC 5040 §4.5).
+    if (timing && step.starts_message)
+      timing->completion(OpKind::rdma_read_first, c.stream, 1 - dir, step.read->frame,
+                         step.read->ts_ns, cur_frame, cur_ts);
+  }
   if (m.record != kNoIndex) {
     model.messages[m.record].length += len;
     model.messages[m.record].segments++;
@@ -219,6 +235,9 @@ void Analyzer::Impl::on_ddp_segment(Connection& c, int dir, PduEvent& ev, const 
   dm.opcodes[step.opcode].messages++;
   if (step.read_done) {
     ev.analysis.response_time_ns = cur_ts - step.read->ts_ns;
+    if (timing)
+      timing->completion(OpKind::rdma_read, c.stream, 1 - dir, step.read->frame, step.read->ts_ns,
+                         cur_frame, cur_ts);
     c.ds(1 - dir).sink.read_answered(step.read->req);  // the responder's IRQ entry is done
   }
   if (step.damaged) {
@@ -292,6 +311,13 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
         o.ts_ns = cur_ts;
         if (!peer.sink.read_requested(o))
           limit_reached("max_outstanding_reads", Ctx{c.stream, dir, ctx.frame, {}});
+        if (timing) {
+          timing->request(OpKind::rdma_read, c.stream, dir);
+          // The responder (this direction's Data Sink) holds IRD Read Requests in progress.
+          const rdmap::DataSink& responder = c.ds(dir).sink;
+          if (responder.config().ird && responder.irq().size() >= *responder.config().ird)
+            timing->stall(c.stream, dir, StallKind::read_credit, cur_frame, cur_ts);
+        }
         learn_from_read_request(c, dir, *step.read_request, ctx);
         if (c.ulp) ulp_read_request(c, dir, *step.read_request, ctx);
       }
@@ -323,6 +349,7 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
         a.ts_ns = cur_ts;
         if (!peer.sink.atomic_requested(a))
           limit_reached("max_outstanding_atomics", Ctx{c.stream, dir, ctx.frame, {}});
+        if (timing) timing->request(OpKind::atomic, c.stream, dir);
       }
       return;
     case wire::Opcode::atomic_response:
@@ -330,6 +357,9 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
       if (step.atomic) {
         ev.analysis.request_frame = step.atomic->frame;
         ev.analysis.response_time_ns = cur_ts - step.atomic->ts_ns;
+        if (timing)
+          timing->completion(OpKind::atomic, c.stream, 1 - dir, step.atomic->frame,
+                             step.atomic->ts_ns, cur_frame, cur_ts);
       }
       return;
     case wire::Opcode::immediate_data:

@@ -18,6 +18,10 @@ Analyzer::Impl::Impl(AnalyzerOptions o)
   model.memory.set_retention_cap(options.limits.payload_retention);
   model.sink_profile = options.sink_profile;
   model.memory.set_range_cap(options.limits.max_ranges_per_region);
+  if (options.timing) {
+    timing_model = std::make_unique<Timing>(*options.timing, options.limits.max_timing_samples);
+    timing = timing_model.get();
+  }
 }
 
 // ---- findings ------------------------------------------------------------------------------
@@ -182,6 +186,22 @@ void Analyzer::Impl::report_held(Connection& c, int dir, std::uint64_t frame, By
   }
 }
 
+// The sender's receive window: zero holds the other direction up (RFC 9293 §3.8.6.1).
+void Analyzer::Impl::timing_window(std::uint32_t stream, int dir, const net::TcpSegment& seg,
+                                   std::uint64_t frame, std::int64_t ts) {
+  if (!(seg.flags & (net::tcp_flag::syn | net::tcp_flag::rst)))
+    timing->window(stream, 1 - dir, seg.window == 0, frame, ts);
+}
+
+std::uint64_t Analyzer::Impl::timing_segment(std::uint32_t stream, int dir,
+                                             const DirectionEngine& ds, std::uint32_t seq,
+                                             bool empty, std::uint64_t frame, std::int64_t ts) {
+  if (ds.reasm.started() && !empty &&
+      ds.reasm.stream_offset_of(seq) > static_cast<std::int64_t>(ds.reasm.next_offset()))
+    timing->stall(stream, dir, StallKind::out_of_order, frame, ts);
+  return ds.reasm.retransmitted_bytes();
+}
+
 void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg) {
   cur_frame = frame;
   cur_ts = ts;
@@ -216,6 +236,8 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
   const int dir = from_client ? 0 : 1;
   DirectionModel& dm = sm.dirs[dir];
   DirectionEngine& ds = c.ds(dir);
+  if (timing) [[unlikely]]
+    timing_window(c.stream, dir, seg, frame, ts);
   if (seg.flags & net::tcp_flag::syn) {
     ds.reasm.syn(seg.seq);
     if (seg.mss) dm.mss = seg.mss;
@@ -253,7 +275,12 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
       ds.framer.state() == MpaFramer::State::fpdu && !ds.framer.markers() &&
       !ds.framer.detecting_crc())
     seg_offset = ds.reasm.stream_offset_of(seq);
+  // The timing model: a segment past a hole, and octets seen again (out of line: off, one test).
+  const std::uint64_t retransmitted =
+      timing ? timing_segment(c.stream, dir, ds, seq, seg.payload.empty(), frame, ts) : 0;
   ds.reasm.segment(seq, seg.payload, frame, lost_tail, callbacks);
+  if (timing && ds.reasm.retransmitted_bytes() > retransmitted) [[unlikely]]
+    timing->stall(c.stream, c.index_of(&ds), StallKind::retransmission, frame, ts);
   if (seg_offset && *seg_offset > static_cast<std::int64_t>(ds.reasm.next_offset()))
     report_held(c, &c.ds(0) == &ds ? 0 : 1, frame, seg.payload,
                 static_cast<std::uint64_t>(*seg_offset));

@@ -179,6 +179,8 @@ void Analyzer::Impl::ulp_command(Connection& c, int dir, const Ctx& ctx, std::si
   t.id = cmd.id;
   t.name = cmd.name;
   t.frame = ctx.frame;
+  t.ts_ns = cur_ts;
+  t.direction = dir;
   t.transfer_length = cmd.transfer_length;
   t.partial = cmd.partial;
   for (AdvertisedRegion& a : cmd.regions) {
@@ -218,6 +220,7 @@ void Analyzer::Impl::ulp_command(Connection& c, int dir, const Ctx& ctx, std::si
     if (std::find(list.begin(), list.end(), key) == list.end()) list.push_back(key);
   }
   if (track) {
+    if (timing) timing->request(op_kind_of_ulp(advertisers[decoder]->name()), c.stream, dir);
     u.tracked += need;
     u.outstanding.emplace(key, std::move(t));
   }
@@ -245,6 +248,9 @@ void Analyzer::Impl::ulp_complete(Connection& c, int /*dir*/, const Ctx& ctx, st
   auto it = u.outstanding.find(key);
   if (it == u.outstanding.end()) return;  // its command was not seen (or not tracked)
   UlpCommandTrack& t = it->second;
+  if (timing)
+    timing->completion(op_kind_of_ulp(advertisers[decoder]->name()), c.stream, t.direction, t.frame,
+                       t.ts_ns, cur_frame, cur_ts);
   const Consequence lost = t.lost;
   const bool with_invalidate =
       opcode == static_cast<std::uint8_t>(wire::Opcode::send_invalidate) ||

@@ -39,6 +39,8 @@ struct UlpCommandTrack {
   std::uint64_t id = 0;
   std::string name;
   std::uint64_t frame = 0;  // the frame that advertised it
+  std::int64_t ts_ns = 0;   // its capture time (the timing model's request time)
+  int direction = 0;        // the direction that sent it
   std::vector<UlpRegionTrack> regions;
   std::optional<std::uint64_t> transfer_length;
   bool partial = false;

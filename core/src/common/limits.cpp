@@ -39,6 +39,8 @@ constexpr std::array kFields{
                "Atomic Requests awaiting their Response, per direction"},
     LimitField{"max_ulp_outstanding", &Limits::max_ulp_outstanding, false,
                "upper-layer commands awaiting their completion, and their regions, per stream"},
+    LimitField{"max_timing_samples", &Limits::max_timing_samples, false,
+               "operation latencies kept exactly (--timing); past it, percentiles are estimated"},
 };
 
 // Every std::size_t member of Limits is listed once.

@@ -14,6 +14,7 @@
 
 #include "ddpscope/analysis/model.h"
 #include "ddpscope/analysis/pdu_event.h"
+#include "ddpscope/analysis/timing.h"
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/common/limits.h"
 #include "ddpscope/ddp/shadow.h"
@@ -53,6 +54,9 @@ struct AnalyzerOptions {
   // findings are the same under every profile; the Terminate (or no Terminate) differs.
   // nullopt: RFC's, and the reports do not name a profile (Model::sink_profile).
   std::optional<SinkProfile> sink_profile;
+  // Keep the timing model (analysis/timing.h): operation latencies, throughput, stalls. Off
+  // (nullopt), the engine's hooks cost a null check and nothing is kept.
+  std::optional<TimingOptions> timing;
 };
 
 class Analyzer {
@@ -102,6 +106,8 @@ class Analyzer {
 
   const Model& model() const;
   const AnalyzerOptions& options() const;
+  // The timing model, when AnalyzerOptions::timing asked for one (else nullptr).
+  const Timing* timing() const;
 
  private:
   struct Impl;

@@ -50,6 +50,10 @@ struct Limits {
   // keyed descriptors): past it, a new command's regions are still learned (bounded by
   // max_regions) but its completion is not checked.
   std::size_t max_ulp_outstanding = 4096;
+  // Operation latencies kept exactly for `analyze --timing` / `ddpscope timing` (8 octets each),
+  // all kinds and streams together: past it, a kind's median and p99 are estimated from its
+  // log-scale histogram (analysis/timing.h). Not used when timing is off.
+  std::size_t max_timing_samples = 1u << 20;
   // Bounded by design, not configurable: untagged queues (only the QNs RDMAP defines are
   // tracked), recently seen DDP headers (256 per direction, for Terminate quoting), the octets
   // kept of an untagged message's body (4096).

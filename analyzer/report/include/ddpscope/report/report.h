@@ -17,8 +17,22 @@ inline constexpr int kSchemaVersion = 1;
 
 // The JSON report, written as it is made (a finding at a time: memory does not grow with the
 // findings), byte for byte what dumping it as one document with dump(2) gives. No newline after.
-void write_json(std::ostream& out, const Model& model, const std::string& capture_name);
-void write_text(std::ostream& out, const Model& model, const std::string& capture_name);
+// With `timing` (`analyze --timing`), a "timing" member (timing_json) and a text section.
+void write_json(std::ostream& out, const Model& model, const std::string& capture_name,
+                const Timing* timing = nullptr);
+void write_text(std::ostream& out, const Model& model, const std::string& capture_name,
+                const Timing* timing = nullptr);
+
+// ---- timing (timing_report.cpp) ----
+// The report's "timing" object (schema in the README).
+nlohmann::json timing_json(const Timing& timing);
+// The text report's timing section.
+void write_timing_text(std::ostream& out, const Model& model, const Timing& timing);
+// `ddpscope timing`: operations by stream (kind and direction), by ULP (operation kind over
+// every stream), or placed octets by STag; aligned text or CSV.
+enum class TimingBy { stream, ulp, stag };
+void write_timing_tables(std::ostream& out, const Model& model, const Timing& timing, TimingBy by,
+                         bool csv);
 // One finding as the text report's findings list shows it ("  frame N  severity  code stream S
 // from -> to: message  [sink would send Terminate ...]"), with its newline; `ddpscope live`
 // prints the same line as each finding is raised.
