@@ -126,9 +126,39 @@ class SinkProfileTest(unittest.TestCase):
         self.assertNotIn("rdmap.terminate-unexpected", [f["code"] for f in r["findings"]])
         self.assertIn("(matches the rfc and siw profiles)",
                       text("fault-terminate", "--regions", regions, "--sink-profile", "siw"))
-        # Without the regions nothing was predicted: no "matches", no note.
+        # Without the regions no rule broken is seen: the Terminate is held to what the rules
+        # answer the segment it quotes under region states the capture does not show (here the
+        # bounds), and says so; no note.
         r = analyze("fault-terminate", "--sink-profile", "siw")
+        term = [f for f in r["findings"] if f["code"] == "rdmap.terminate"]
+        self.assertEqual(len(term), 1)
+        self.assertEqual(term[0]["matches"], ["rfc", "siw"])
+        self.assertIn("it answers ddp.tagged.bounds", term[0]["message"])
+        self.assertIn("which the capture does not show", term[0]["message"])
+        self.assertNotIn("rdmap.terminate-unexpected", [f["code"] for f in r["findings"]])
+        # Without a profile the report is as it always was: no "matches", no explanation.
+        r = analyze("fault-terminate")
         self.assertNotIn("matches", [k for f in r["findings"] for k in f])
+        self.assertNotIn("capture does not show", json.dumps(r["findings"]))
+
+    def test_real_siw_terminate_matches_siw_profile(self):
+        # samples/siw/siw-terminate-bad-rkey: a real siw answering an RDMA Read of an STag the
+        # client advertised but never registered (tests/interop/siw-bad-rkey). The capture shows
+        # a valid advertisement, so no rule broken is seen; the Terminate (RDMAP / Remote
+        # Protection / Invalid STag, in siw's layout) is what both profiles answer a Read Request
+        # whose source STag the Data Source does not hold.
+        path = os.path.join(SAMPLES, "siw", "siw-terminate-bad-rkey.pcap")
+        p = subprocess.run([DDPSCOPE, "analyze", path, "--json", "--sink-profile", "siw"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        term = [f for f in json.loads(p.stdout)["findings"] if f["code"] == "rdmap.terminate"]
+        self.assertEqual(len(term), 1)
+        self.assertEqual(triple(term[0]["terminate"]), (0, 1, 0))
+        self.assertEqual(term[0]["matches"], ["rfc", "siw"])
+        self.assertIn("ddp.tagged.invalid-stag", term[0]["message"])
+        p = subprocess.run([DDPSCOPE, "analyze", path, "--sink-profile", "siw"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn("(matches the rfc and siw profiles)", p.stdout)
 
     def test_siw_sample_terminate_read_in_siw_layout(self):
         # fault-terminate-siw: siw's bit-field layout, flags set: read as siw's either way.

@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <utility>
+#include <vector>
+
+#include "ddpscope/rdmap/rules.h"
 
 namespace ddpscope::rdmap {
 namespace {
@@ -78,6 +82,50 @@ TEST(DataSink, AnotherViolationBetweenEndsTheRepeat) {
   EXPECT_EQ(b.violation->id, FindingId::ddp_tagged_bounds);
   EXPECT_EQ(c.violation->id, FindingId::ddp_tagged_invalid_stag);
   EXPECT_FALSE(c.repeated);  // the message's last violation was another one
+}
+
+// A peer's Terminate that no rule broken in the capture predicts: the region states the capture
+// cannot show, each with the rule's own violation (and so its Terminate) for the quoted segment.
+TEST(HiddenRegionViolations, ReadRequestSourceUsesRdmapRemoteProtectionCodes) {
+  wire::DdpHeader q;
+  q.control.tagged = false;
+  q.qn = 1;
+  const wire::ReadRequest rr{0x10, 0, 4000, 0x12d96b00, 0x1000};
+  const auto vs = hidden_region_violations(q, rr, ddp::StreamFacts{3, {}});
+  std::vector<std::pair<FindingId, std::uint8_t>> got;
+  for (const auto& v : vs) {
+    ASSERT_TRUE(v.terminate);
+    EXPECT_EQ(v.terminate->layer, 0);  // RDMAP
+    EXPECT_EQ(v.terminate->etype, 1);  // Remote Protection
+    EXPECT_EQ(v.quote, TerminateQuote::ddp_and_rdmap);
+    got.emplace_back(v.id, v.terminate->code);
+  }
+  const std::vector<std::pair<FindingId, std::uint8_t>> want{
+      {FindingId::ddp_tagged_invalid_stag, 0x00},       // not registered
+      {FindingId::rdmap_stag_invalidated_use, 0x00},    // invalidated
+      {FindingId::ddp_tagged_stag_wrong_stream, 0x03},  // another protection domain
+      {FindingId::ddp_tagged_stag_wrong_stream, 0x03},  // another stream
+      {FindingId::ddp_tagged_access_rights, 0x02},      // no remote read right
+      {FindingId::ddp_tagged_bounds, 0x01},             // smaller than the request
+  };
+  EXPECT_EQ(got, want);
+}
+
+TEST(HiddenRegionViolations, TaggedSegmentUsesDdpTaggedCodesAndUntaggedSendHasNone) {
+  const auto vs =
+      hidden_region_violations(wire::tagged_header(wire::Opcode::rdma_write, 0x77, 0x2000, true),
+                               std::nullopt, ddp::StreamFacts{0, 5});
+  ASSERT_EQ(vs.size(), 6u);
+  for (const auto& v : vs) {
+    ASSERT_TRUE(v.terminate);
+    EXPECT_EQ(v.terminate->layer, 1);  // DDP
+    EXPECT_EQ(v.terminate->etype, 1);  // Tagged Buffer
+  }
+  EXPECT_EQ(vs.front().id, FindingId::ddp_tagged_invalid_stag);
+  EXPECT_EQ(vs.back().id, FindingId::ddp_tagged_bounds);
+  wire::DdpHeader send;
+  send.qn = 0;
+  EXPECT_TRUE(hidden_region_violations(send, std::nullopt, ddp::StreamFacts{}).empty());
 }
 
 }  // namespace

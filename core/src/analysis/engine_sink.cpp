@@ -426,9 +426,33 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
       msg += " (quotes the segment in frame " + std::to_string(e->frame) + ")";
     }
   }
-  const std::size_t idx = report(FindingId::rdmap_terminate, ctx, msg, Consequence::none, err);
   // What the profiles predicted from the first rule broken in the direction it answers.
   const auto& predicted = c.ds(1 - dir).predicted;
+  std::uint8_t hidden_matches = 0;
+  // Only when the user chose a profile: without one the report names none (and stays as it was).
+  if (options.sink_profile && !predicted[0] && !predicted[1] && t->ddp_header) {
+    // No rule broken that the capture shows: the Terminate may answer the peer's own regions,
+    // which it does not show. Which profiles answer the quoted segment so under such a state.
+    const wire::DdpHeader& q = *t->ddp_header;
+    const bool read_request = !q.control.tagged && q.qn == 1 && t->rdmap_read_request;
+    const auto hidden = rdmap::hidden_region_violations(
+        q, read_request ? t->rdmap_read_request : std::nullopt, ddp::StreamFacts{c.stream, {}});
+    const Violation* why = nullptr;
+    for (const Violation& v : hidden) {
+      for (const SinkProfile p : {SinkProfile::rfc, SinkProfile::siw}) {
+        const SinkAnswer a = sink_answer(p, v);
+        if (a.outcome != SinkOutcome::terminate || a.terminate != err) continue;
+        if (why == nullptr) why = &v;
+        if (why->id == v.id)
+          hidden_matches |= static_cast<std::uint8_t>(1u << static_cast<unsigned>(p));
+      }
+    }
+    if (why != nullptr)
+      msg += "; no rule broken in the capture predicts it: it answers " +
+             std::string(finding_spec(why->id).code) + " (" + why->detail +
+             ") if the peer's regions are so, which the capture does not show";
+  }
+  const std::size_t idx = report(FindingId::rdmap_terminate, ctx, msg, Consequence::none, err);
   if (predicted[0] || predicted[1]) {
     std::uint8_t matches = 0;
     std::string expected;
@@ -450,6 +474,8 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
              "peer sent Terminate " + terminate_error_name(err) +
                  ", which no Data Sink profile predicts (" + expected + ")");
     }
+  } else if (hidden_matches != 0 && idx != kNoIndex) {
+    model.findings[idx].matches = hidden_matches;
   }
   if (t->layout == wire::TerminateLayout::siw_bitfield) {
     report(

@@ -233,4 +233,53 @@ TerminateError resources_exhausted() {
   return term::rdmap_operation(rdmap_code::catastrophic_stream);
 }
 
+std::vector<Violation> hidden_region_violations(const wire::DdpHeader& quoted,
+                                                const std::optional<wire::ReadRequest>& request,
+                                                const ddp::StreamFacts& stream) {
+  std::uint32_t stag = 0;
+  std::uint64_t to = 0, len = 1;
+  std::uint8_t need = ddp::access::remote_write;
+  ddp::ErrorTable table = ddp::ErrorTable::ddp_tagged;
+  if (request) {  // the Data Source's check of the region it is asked to read
+    stag = request->source_stag;
+    to = request->source_to;
+    len = request->size == 0 ? 1 : request->size;
+    need = ddp::access::remote_read;
+    table = ddp::ErrorTable::rdmap_protection;
+  } else if (quoted.control.tagged) {
+    stag = quoted.stag;
+    to = quoted.to;
+  } else {
+    return {};
+  }
+  // One region state per rule of check_region (TO wrap is visible in the capture: left out).
+  ddp::StreamFacts in_pd = stream;
+  if (!in_pd.pd) in_pd.pd = 1;
+  ddp::RegionFacts invalidated;
+  invalidated.valid = false;
+  ddp::RegionFacts other_pd;
+  other_pd.pd = *in_pd.pd + 1;
+  ddp::RegionFacts other_stream;
+  other_stream.stream = stream.stream + 1;
+  ddp::RegionFacts no_right;
+  no_right.access = static_cast<std::uint8_t>(ddp::access::all & ~need);
+  ddp::RegionFacts too_small;
+  too_small.base = to;
+  too_small.length = 0;
+  std::vector<Violation> out;
+  const auto add = [&](const ddp::RegionFacts* r, const ddp::StreamFacts& s) {
+    if (auto v = ddp::check_region(stag, r, true, s, to, len, need, table)) {
+      if (request) v->quote = TerminateQuote::ddp_and_rdmap;
+      out.push_back(std::move(*v));
+    }
+  };
+  add(nullptr, stream);
+  add(&invalidated, stream);
+  add(&other_pd, in_pd);
+  add(&other_stream, stream);
+  add(&no_right, stream);
+  add(&too_small, stream);
+  return out;
+}
+
 }  // namespace ddpscope::rdmap

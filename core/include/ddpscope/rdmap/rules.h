@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "ddpscope/ddp/rules.h"
 #include "ddpscope/findings/violation.h"
@@ -99,6 +100,17 @@ std::optional<Violation> check_atomic_request(const wire::AtomicRequest& a,
 
 // An Atomic Response must answer an outstanding request (RFC 7306; Remote Operation 0x06).
 std::optional<Violation> check_atomic_response(const wire::AtomicResponse& a, bool outstanding);
+
+// A peer's Terminate that no rule predicted from the capture may answer state the capture
+// cannot show: the peer's own regions (an STag it never registered or has invalidated since, one
+// of another protection domain or stream, one without the access right, bounds the
+// advertisement did not state). For the segment the Terminate quotes (its DDP header and, for a
+// Read Request, its RDMAP header) these are the violations the region rules above draw under
+// each such state, in check_region's order; the analyzer compares each one's answer under a
+// Data Sink profile with the Terminate. Empty when the quoted segment names no STag.
+std::vector<Violation> hidden_region_violations(const wire::DdpHeader& quoted,
+                                                const std::optional<wire::ReadRequest>& request,
+                                                const ddp::StreamFacts& stream);
 
 // Failures of the sink's own that end the stream (no rule of the peer's broken): a local error
 // such as memory deregistered under an accepted Read Request (RDMAP Local Catastrophic), and
