@@ -138,7 +138,16 @@ TEST(Timing, StallsBetweenRequestAndAnswerAreNamedOnTheOperation) {
   EXPECT_EQ(slow.stalls.events[static_cast<std::size_t>(StallKind::retransmission)], 1u);
   EXPECT_EQ(slow.stalls.events[static_cast<std::size_t>(StallKind::zero_window)], 1u);
   EXPECT_FALSE(slow.stalls.incomplete);
+  // Named with their frames, oldest first: the capture loss (6), the retransmission (7), the
+  // zero window (8).
+  ASSERT_EQ(slow.stalls.kept, 3u);
+  EXPECT_EQ(slow.stalls.first[0].frame, 6u);
+  EXPECT_EQ(slow.stalls.first[0].kind, StallKind::capture_loss);
+  EXPECT_EQ(slow.stalls.first[1].frame, 7u);
+  EXPECT_EQ(slow.stalls.first[1].kind, StallKind::retransmission);
+  EXPECT_EQ(slow.stalls.first[2].frame, 8u);
   EXPECT_FALSE(s.slowest.back().stalls.any());
+  EXPECT_EQ(s.slowest.back().stalls.kept, 0u);
   EXPECT_EQ(t.stall_totals(0)[static_cast<std::size_t>(StallKind::retransmission)], 2u);
   EXPECT_EQ(t.stall_totals(0)[static_cast<std::size_t>(StallKind::zero_window)], 1u);
 }
@@ -151,6 +160,10 @@ TEST(Timing, AStallRingThatOverflowedSaysSo) {
   const LatencySample& s = t.operations().at({0, OpKind::atomic, 0}).slowest.front();
   EXPECT_EQ(s.stalls.events[0], TimingOptions::kStallRing);
   EXPECT_TRUE(s.stalls.incomplete);
+  // The oldest kept are the oldest the ring still held: frames 10..13.
+  ASSERT_EQ(s.stalls.kept, StallCounts::kFirst);
+  for (std::size_t i = 0; i < StallCounts::kFirst; ++i)
+    EXPECT_EQ(s.stalls.first[i].frame, 10 + i);
 }
 
 TEST(Timing, ThroughputIntervalsDoubleToStayBounded) {

@@ -106,6 +106,14 @@ json stalls_json(const std::array<std::uint64_t, kStallKinds>& n, const char* wh
   return a;
 }
 
+// The first stall events of an operation, with their frames.
+json stall_events_json(const StallCounts& s) {
+  json a = json::array();
+  for (std::size_t i = 0; i < s.kept; ++i)
+    a.push_back({{"kind", to_string(s.first[i].kind)}, {"frame", s.first[i].frame}});
+  return a;
+}
+
 // "850 ns", "12.3 us", "4.56 ms", "1.20 s": three significant digits.
 std::string human_ns(std::uint64_t ns) {
   char b[32];
@@ -127,6 +135,13 @@ std::string stall_text(const StallCounts& s) {
     if (!s.events[k]) continue;
     out += (out.empty() ? "" : ", ") + std::string(to_string(static_cast<StallKind>(k))) + " " +
            std::to_string(s.events[k]);
+    std::string frames;  // the kept ones of this kind
+    for (std::size_t i = 0; i < s.kept; ++i)
+      if (s.first[i].kind == static_cast<StallKind>(k))
+        frames += (frames.empty() ? "" : ", ") + std::to_string(s.first[i].frame);
+    if (!frames.empty())
+      out += " (frame" + std::string(frames.find(',') != std::string::npos ? "s " : " ") + frames +
+             ")";
   }
   if (s.incomplete) out += (out.empty() ? "" : ", ") + std::string("older events not kept");
   return out;
@@ -174,6 +189,7 @@ json timing_json(const Timing& t) {
              {"completion_frame", x.completion_frame},
              {"ns", x.ns},
              {"stalls", stalls_json(x.stalls.events)},
+             {"stall_events", stall_events_json(x.stalls)},
              {"stalls_incomplete", x.stalls.incomplete}};
       slow.push_back(std::move(e));
     }

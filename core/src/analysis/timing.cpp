@@ -217,13 +217,21 @@ StallCounts Timing::stalls_between(std::uint32_t stream, std::int64_t from, std:
   if (n == 0) return out;
   // Newest first; events are in capture order.
   const std::size_t newest = st.next == 0 ? n - 1 : st.next - 1;
+  // Walking newest first, the last kFirst events counted are the oldest: kept in a small ring.
+  std::array<StallCounts::Event, StallCounts::kFirst> oldest{};
+  std::size_t counted = 0;
   std::size_t k = 0;
   for (; k < n; ++k) {
     const StallEvent& e = st.ring[(newest + n - k) % n];
     if (e.ns < from) break;
-    if (e.ns <= to) out.events[static_cast<std::size_t>(e.kind)]++;
+    if (e.ns > to) continue;
+    out.events[static_cast<std::size_t>(e.kind)]++;
+    oldest[counted++ % StallCounts::kFirst] = StallCounts::Event{e.kind, e.frame};
   }
   out.incomplete = k == n && st.events > n;
+  out.kept = static_cast<std::uint8_t>(std::min(counted, StallCounts::kFirst));
+  for (std::size_t i = 0; i < out.kept; ++i)  // oldest first: the last written, backwards
+    out.first[i] = oldest[(counted - 1 - i) % StallCounts::kFirst];
   return out;
 }
 

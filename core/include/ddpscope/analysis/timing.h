@@ -62,6 +62,15 @@ std::string_view to_string(StallKind k);  // "retransmission", "out-of-order", .
 struct StallCounts {
   std::array<std::uint32_t, kStallKinds> events{};
   bool incomplete = false;
+  // The first events in the interval, oldest first, so a report can name the frames (the
+  // retransmission that delayed a Read); `kept` of them are set.
+  struct Event {
+    StallKind kind = StallKind::retransmission;
+    std::uint64_t frame = 0;
+  };
+  static constexpr std::size_t kFirst = 4;
+  std::array<Event, kFirst> first{};
+  std::uint8_t kept = 0;
   bool any() const {
     for (auto n : events)
       if (n) return true;
