@@ -1434,6 +1434,14 @@ TEST(AnalyzerTiming, AResponseReorderedCompletesWhenItsHoleFills) {
   EXPECT_EQ(s.completion_frame, 7u);  // the frame that filled the hole delivered both
   EXPECT_EQ(s.ns, 2000u);
   EXPECT_EQ(s.stalls.events[static_cast<std::size_t>(StallKind::out_of_order)], 1u);
+  // The segment that fills the hole is what tshark calls a retransmission (its original never
+  // reached the capture point, or came late): named with its frame after the out-of-order one.
+  EXPECT_EQ(s.stalls.events[static_cast<std::size_t>(StallKind::retransmission)], 1u);
+  ASSERT_EQ(s.stalls.kept, 2u);
+  EXPECT_EQ(s.stalls.first[0].kind, StallKind::out_of_order);
+  EXPECT_EQ(s.stalls.first[0].frame, 6u);
+  EXPECT_EQ(s.stalls.first[1].kind, StallKind::retransmission);
+  EXPECT_EQ(s.stalls.first[1].frame, 7u);
   EXPECT_EQ(t.operations().at({0, OpKind::rdma_read_first, 0}).slowest.at(0).ns, 2000u);
 }
 

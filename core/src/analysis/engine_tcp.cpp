@@ -196,9 +196,17 @@ void Analyzer::Impl::timing_window(std::uint32_t stream, int dir, const net::Tcp
 std::uint64_t Analyzer::Impl::timing_segment(std::uint32_t stream, int dir,
                                              const DirectionEngine& ds, std::uint32_t seq,
                                              bool empty, std::uint64_t frame, std::int64_t ts) {
-  if (ds.reasm.started() && !empty &&
-      ds.reasm.stream_offset_of(seq) > static_cast<std::int64_t>(ds.reasm.next_offset()))
-    timing->stall(stream, dir, StallKind::out_of_order, frame, ts);
+  if (ds.reasm.started() && !empty) {
+    const std::int64_t at = ds.reasm.stream_offset_of(seq);
+    const auto next = static_cast<std::int64_t>(ds.reasm.next_offset());
+    if (at > next)
+      timing->stall(stream, dir, StallKind::out_of_order, frame, ts);
+    else if (at == next && ds.reasm.pending_bytes() > 0)
+      // It fills a hole that later octets had passed: the sender's retransmission of a segment
+      // lost before the capture point (tshark's tcp.analysis.retransmission), or the late one of
+      // a reordered pair; the out-of-order event before it is on the operation too.
+      timing->stall(stream, dir, StallKind::retransmission, frame, ts);
+  }
   return ds.reasm.retransmitted_bytes();
 }
 

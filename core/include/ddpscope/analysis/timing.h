@@ -43,12 +43,14 @@ OpKind op_kind_of_ulp(std::string_view decoder);
 
 // What can hold an operation up below RDMAP, as the engine sees it on the stream.
 enum class StallKind : std::uint8_t {
-  retransmission,  // octets (TCP) or a DATA chunk (SCTP) seen again: the sender retransmitted
-  out_of_order,    // a TCP segment came past a hole (reordering, or a loss to be retransmitted)
-  capture_loss,    // octets missing from the capture (tcp.gap), declared by the engine
-  sctp_gap,        // TSNs missing from the capture (sctp.gap)
-  zero_window,     // a TCP receiver advertised a zero window
-  crc_drop,        // an FPDU dropped for its CRC (RFC 5044 §8): its octets come again
+  // Octets (TCP) or a DATA chunk (SCTP) seen again: the sender retransmitted; or a TCP segment
+  // that fills a hole later octets had passed (the original lost before the capture point).
+  retransmission,
+  out_of_order,  // a TCP segment came past a hole (reordering, or a loss to be retransmitted)
+  capture_loss,  // octets missing from the capture (tcp.gap), declared by the engine
+  sctp_gap,      // TSNs missing from the capture (sctp.gap)
+  zero_window,   // a TCP receiver advertised a zero window
+  crc_drop,      // an FPDU dropped for its CRC (RFC 5044 §8): its octets come again
   // A Read Request filled the responder's IRD (RFC 5040 §5.2, the IRD of RFC 6581 or RDMA CM):
   // until one is answered, the requester may issue no further Read on the stream.
   read_credit,
