@@ -412,8 +412,10 @@ class Hosts {
         EXPECT_TRUE(*decoded[0]->matches & (1u << static_cast<unsigned>(profile_))) << dump(m);
         break;
       }
+      case SinkOutcome::reject:  // an MPA Reply with R = 1: the handshake, which no case breaks
+        ADD_FAILURE() << "no case here breaks the MPA handshake's Request";
+        break;
       case SinkOutcome::close:
-      case SinkOutcome::reject:  // a Reply with R = 1, then the connection ends (no FPDU)
         EXPECT_EQ(victim->state(), State::closed);
         EXPECT_TRUE(victim->want_shutdown()) << "closed without a FIN";
         EXPECT_FALSE(victim->terminate_sent());
