@@ -92,6 +92,67 @@ proto_item* generated(proto_item* pi) {
   return pi;
 }
 
+// A finding's verdict as the plugin shows it (fields iwarp.mpa.finding.verdict, .rfc_verdict,
+// .matching_profiles and the expert info's tail), made in the packet's pool: the strings of core
+// die before any Wireshark call, which may longjmp.
+struct VerdictText {
+  const char* profile = "rfc";
+  const char* verdict = nullptr;      // the profile's Data Sink; nullptr: no rule a sink answers
+  const char* rfc_verdict = nullptr;  // RFC's, where it differs
+  const char* matching = nullptr;     // a peer's Terminate: the profiles that predicted it
+  bool matches_profile = false;
+  const char* expert_tail = "";  // " [siw sink: ...; RFC: ...]"
+};
+
+VerdictText verdict_text(const Finding& f, SinkProfile profile, wmem_allocator_t* pool) {
+  VerdictText v;
+  const std::string_view pname = to_string(profile);
+  v.profile = pname == "siw" ? "siw" : "rfc";
+  std::string verdict, rfc, matching, tail;
+  if (f.id == FindingId::rdmap_terminate) {
+    if (f.matches) {
+      for (const SinkProfile p : {SinkProfile::rfc, SinkProfile::siw})
+        if (*f.matches & (1u << static_cast<unsigned>(p)))
+          matching += (matching.empty() ? "" : ",") + std::string(to_string(p));
+      v.matches_profile = (*f.matches & (1u << static_cast<unsigned>(profile))) != 0;
+      tail = " [" + std::string(pname) + " sink" +
+             (v.matches_profile ? " predicted this Terminate"
+                                : " predicted another answer; matches: " +
+                                      (matching.empty() ? std::string("no profile") : matching)) +
+             "]";
+      if (matching.empty()) matching = "none";
+    }
+  } else if (f.outcome) {
+    verdict = *f.outcome == SinkOutcome::terminate && f.terminate
+                  ? "Terminate " + terminate_error_name(*f.terminate)
+                  : "no Terminate: " + std::string(to_string(*f.outcome));
+  } else if (f.terminate) {
+    verdict = "Terminate " + terminate_error_name(*f.terminate);
+  }
+  if (f.rfc_terminate) rfc = "Terminate " + terminate_error_name(*f.rfc_terminate);
+  if (!verdict.empty())
+    tail = " [" + std::string(pname) + " sink: " + verdict + (rfc.empty() ? "" : "; RFC: " + rfc) +
+           "]";
+  if (!verdict.empty()) v.verdict = wmem_strdup(pool, verdict.c_str());
+  if (!rfc.empty()) v.rfc_verdict = wmem_strdup(pool, rfc.c_str());
+  if (!matching.empty()) v.matching = wmem_strdup(pool, matching.c_str());
+  v.expert_tail = wmem_strdup(pool, tail.c_str());
+  return v;
+}
+
+void draw_verdict(proto_tree* ft, const VerdictText& v) {
+  if (v.verdict == nullptr && v.matching == nullptr) return;
+  generated(proto_tree_add_string(ft, hf.an_finding_profile, nullptr, 0, 0, v.profile));
+  if (v.verdict != nullptr)
+    generated(proto_tree_add_string(ft, hf.an_finding_verdict, nullptr, 0, 0, v.verdict));
+  if (v.rfc_verdict != nullptr)
+    generated(proto_tree_add_string(ft, hf.an_finding_rfc_verdict, nullptr, 0, 0, v.rfc_verdict));
+  if (v.matching != nullptr) {
+    generated(proto_tree_add_boolean(ft, hf.an_finding_matches, nullptr, 0, 0, v.matches_profile));
+    generated(proto_tree_add_string(ft, hf.an_finding_matching, nullptr, 0, 0, v.matching));
+  }
+}
+
 tvbuff_t* child_tvb(const DrawContext& ctx, packet_info* pinfo, const Bytes& bytes,
                     const char* name) {
   if (bytes.empty()) return nullptr;
@@ -700,6 +761,7 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   }
 
   const auto& findings = ctx.state->model().findings;
+  const SinkProfile profile = ctx.state->model().sink_profile.value_or(SinkProfile::rfc);
   proto_item* frame_item = nullptr;
   for (std::size_t f : rec.findings) {
     if (f >= findings.size()) continue;
@@ -731,8 +793,11 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
       when = wmem_strdup_printf(pinfo->pool, " (reported in frame %u)",
                                 static_cast<unsigned>(reported));
     }
+    const VerdictText verdict = verdict_text(finding, profile, pinfo->pool);
+    draw_verdict(ft, verdict);
     expert_add_info_format(pinfo, target, finding_expert(finding.id, finding.consequence_of),
-                           "[%s] %s%s", finding.code().data(), finding.message.c_str(), when);
+                           "[%s] %s%s%s", finding.code().data(), finding.message.c_str(),
+                           verdict.expert_tail, when);
   }
   if (learnt) {
     for (std::size_t f : rec.findings_learnt) {
@@ -746,9 +811,12 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
       generated(proto_tree_add_string(ft, hf.an_finding, nullptr, 0, 0, finding.code().data()));
       generated(proto_tree_add_uint(ft, hf.an_finding_learnt_from, nullptr, 0, 0,
                                     static_cast<std::uint32_t>(finding.frame)));
+      const VerdictText verdict = verdict_text(finding, profile, pinfo->pool);
+      draw_verdict(ft, verdict);
       expert_add_info_format(pinfo, frame_item, finding_expert(finding.id, finding.consequence_of),
-                             "[%s] %s (on frame %u, learnt in this one)", finding.code().data(),
-                             finding.message.c_str(), static_cast<unsigned>(finding.frame));
+                             "[%s] %s%s (on frame %u, learnt in this one)", finding.code().data(),
+                             finding.message.c_str(), verdict.expert_tail,
+                             static_cast<unsigned>(finding.frame));
     }
   }
 

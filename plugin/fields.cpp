@@ -228,6 +228,23 @@ void register_fields() {
          "The frame the finding belongs to, printed by a one-pass run (tshark without -2, a "
          "live capture) before this frame made it known; two-pass runs and revisits show it "
          "there"),
+      HF(an_finding_profile, "Data Sink profile", "iwarp.mpa.finding.sink_profile", FT_STRING,
+         BASE_NONE, nullptr, 0,
+         "The Data Sink the verdict is for (preference iwarp.mpa.sink_profile): rfc or siw"),
+      HF(an_finding_verdict, "Sink verdict", "iwarp.mpa.finding.verdict", FT_STRING, BASE_NONE,
+         nullptr, 0,
+         "What that Data Sink does about the rule broken: 'Terminate <layer / type / code>', or "
+         "'no Terminate: close|wait|accept|reject'"),
+      HF(an_finding_rfc_verdict, "RFC sink verdict", "iwarp.mpa.finding.rfc_verdict", FT_STRING,
+         BASE_NONE, nullptr, 0,
+         "What an RFC Data Sink does instead, where the chosen profile's verdict differs"),
+      HF(an_finding_matches, "Peer's Terminate matches the profile's prediction",
+         "iwarp.mpa.finding.matches_profile", FT_BOOLEAN, BASE_NONE, nullptr, 0,
+         "A peer's Terminate against what the chosen profile predicted from the first rule "
+         "broken in the other direction (absent when no rule broken there predicted anything)"),
+      HF(an_finding_matching, "Profiles whose prediction the peer's Terminate matches",
+         "iwarp.mpa.finding.matching_profiles", FT_STRING, BASE_NONE, nullptr, 0,
+         "Comma-separated (rfc, siw), or 'none'"),
   };
   static hf_register_info ddp_fields[] = {
       HF(ddp_control, "Control", "iwarp.ddp.control", FT_UINT8, BASE_HEX, nullptr, 0, nullptr),

@@ -63,6 +63,10 @@ struct HeaderFields {
   int an_pdu_end_of_capture = -1, an_pdu_released_in = -1, an_pdu_held_behind = -1;
   int an_finding = -1, an_finding_reported_in = -1, an_finding_end_of_capture = -1,
       an_finding_learnt_from = -1;
+  // What the Data Sink of the chosen profile (preference sink_profile) does about the rule
+  // broken, RFC's where it differs, and whether a peer's Terminate is what it predicted.
+  int an_finding_profile = -1, an_finding_verdict = -1, an_finding_rfc_verdict = -1,
+      an_finding_matches = -1, an_finding_matching = -1;
   // The DDP adaptation over SCTP (iwarp.sctp.*)
   int ss_ddp_ssn = -1, ss_function = -1, ss_private_data = -1, ss_ulp_private_data = -1,
       ss_error = -1;

@@ -58,6 +58,12 @@ const enum_val_t hint_crc_values[] = {
     {"false", "No CRC", hint_crc_false},
     {nullptr, nullptr, 0}};
 gboolean pref_hint_markers = FALSE;
+// The Data Sink whose answers the findings show (findings/sink_profile.h): RFC's or Linux siw's.
+gint pref_sink_profile = static_cast<gint>(SinkProfile::rfc);
+const enum_val_t sink_profile_values[] = {
+    {"rfc", "RFC 5040/5041/5044/6581/7306", static_cast<gint>(SinkProfile::rfc)},
+    {"siw", "Linux siw 6.1 as observed", static_cast<gint>(SinkProfile::siw)},
+    {nullptr, nullptr, 0}};
 const char* pref_regions_file = "";
 
 // The engine's caps (limits.h), one uint preference each, named after the Limits field
@@ -453,6 +459,9 @@ void init_capture() {
   last_probe = {};
   PluginOptions options;
   options.analyzer.check_crc = pref_check_crc != FALSE;
+  options.analyzer.sink_profile = pref_sink_profile == static_cast<gint>(SinkProfile::siw)
+                                      ? SinkProfile::siw
+                                      : SinkProfile::rfc;
   apply_limit_preferences(options.analyzer.limits);
   if (tcp_port_table != nullptr) {
     for (std::uint32_t port = 1; port < 65536; ++port) {
@@ -520,6 +529,13 @@ void register_protocols() {
                                  "For streams decoded with Decode As: assume both directions "
                                  "carry markers",
                                  &pref_hint_markers);
+  prefs_register_enum_preference(
+      prefs, "sink_profile", "Data Sink profile",
+      "Whose Data Sink the findings' verdicts are for: rfc (a Terminate as the RFCs say) or siw "
+      "(Linux siw 6.1: its Terminate, or a close, a wait, or going on). The findings are the "
+      "same; iwarp.mpa.finding.verdict shows the profile's answer and .rfc_verdict RFC's where "
+      "they differ",
+      &pref_sink_profile, sink_profile_values, FALSE);
   prefs_register_bool_preference(
       prefs, "use_builtin", "Use Wireshark's built-in iWARP dissectors instead",
       "Turn this plugin's decoding off and re-enable iwarp_mpa_tcp", &pref_use_builtin);

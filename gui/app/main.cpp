@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// ddpscope-gui [FILE] [--frame N]
+// ddpscope-gui [FILE] [--frame N] [--sink-profile rfc|siw]
 // ddpscope-gui --capture IFACE [--filter BPF] [--write FILE] [--port PORT]... [--stream IP:PORT]...
 //              [--mid-stream-crc auto|true|false] [--regions FILE] [--duration S]
 // ddpscope-gui --screenshot OUT.png FILE [--view streams|regions|msn|findings|bytes|placement]
@@ -128,6 +128,13 @@ int main(int argc, char** argv) {
   parser.addOption(stream);
   parser.addOption(crc);
   parser.addOption(regions);
+  QCommandLineOption sink_profile(
+      QStringLiteral("sink-profile"),
+      QStringLiteral("The Data Sink whose verdicts the findings show (as ddpscope analyze "
+                     "--sink-profile): rfc (the RFCs) or siw (Linux siw 6.1 as observed); "
+                     "Tools > Data Sink Profile changes it."),
+      QStringLiteral("rfc|siw"));
+  parser.addOption(sink_profile);
   parser.addOption(view);
   parser.addOption(capture);
   parser.addOption(filter);
@@ -186,6 +193,15 @@ int main(int argc, char** argv) {
     }
     for (const auto& e : endpoints)
       hints.hints.push_back(ddpscope::StreamHint{std::nullopt, e, hints.crc, false});
+    if (parser.isSet(sink_profile)) {
+      hints.sink_profile =
+          ddpscope::sink_profile_by_name(parser.value(sink_profile).toLower().toStdString());
+      if (!hints.sink_profile) {
+        std::fprintf(stderr, "ddpscope-gui: --sink-profile wants rfc or siw, not %s\n",
+                     qPrintable(parser.value(sink_profile)));
+        return 2;
+      }
+    }
   }
 
   MainWindow w;

@@ -59,13 +59,15 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
           return quint64(f.frame);
         case ColMessage:
           return QString::fromStdString(f.message);
-        case ColTerminate:
-          // A sink that answers with no Terminate says what it does instead.
-          if (!f.terminate && f.outcome && *f.outcome != SinkOutcome::terminate)
-            return QStringLiteral("(none: %1)")
-                .arg(QString::fromUtf8(to_string(*f.outcome).data(),
-                                       qsizetype(to_string(*f.outcome).size())));
-          return terminateText(f.terminate);
+        case ColTerminate: {
+          // A sink that answers with no Terminate says what it does instead; where the chosen
+          // profile's answer differs from RFC's, RFC's follows.
+          QString text = !f.terminate && f.outcome && *f.outcome != SinkOutcome::terminate
+                             ? QStringLiteral("(none: %1)").arg(qstr(to_string(*f.outcome)))
+                             : terminateText(f.terminate);
+          if (f.rfc_terminate) text += tr("  [RFC: %1]").arg(terminateText(f.rfc_terminate));
+          return text;
+        }
       }
       return {};
     case SortRole:
@@ -92,8 +94,27 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
       QString t = QStringLiteral("%1 (%2)\n%3\n%4")
                       .arg(qstr(spec.code), qstr(spec.rfc), qstr(spec.summary),
                            QString::fromStdString(f.message));
-      if (f.terminate)
-        t += tr("\nTerminate a compliant Data Sink sends: %1").arg(terminateLongText(*f.terminate));
+      const QString sink =
+          snap_->model->sink_profile
+              ? tr("the %1 Data Sink").arg(qstr(to_string(*snap_->model->sink_profile)))
+              : tr("a compliant Data Sink");
+      if (f.terminate && f.id != FindingId::rdmap_terminate)
+        t += tr("\nTerminate %1 sends: %2").arg(sink, terminateLongText(*f.terminate));
+      else if (f.terminate)
+        t += tr("\nTerminate the peer sent: %1").arg(terminateLongText(*f.terminate));
+      if (f.outcome && *f.outcome != SinkOutcome::terminate)
+        t += tr("\nWhat %1 does: %2 (no Terminate)").arg(sink, qstr(to_string(*f.outcome)));
+      if (f.rfc_terminate)
+        t += tr("\nTerminate an RFC Data Sink sends instead: %1")
+                 .arg(terminateLongText(*f.rfc_terminate));
+      if (f.matches) {
+        QStringList names;
+        for (const SinkProfile p : {SinkProfile::rfc, SinkProfile::siw})
+          if (*f.matches & (1u << static_cast<unsigned>(p))) names << qstr(to_string(p));
+        t += names.isEmpty()
+                 ? tr("\nMatches no Data Sink profile's prediction")
+                 : tr("\nMatches the prediction of: %1").arg(names.join(QStringLiteral(", ")));
+      }
       return t;
     }
     case CodeRole:

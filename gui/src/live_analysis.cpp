@@ -45,6 +45,7 @@ SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks&
   for (const net::Endpoint& e : request.streams)
     options.hints.push_back(StreamHint{std::nullopt, e, request.crc, request.markers});
   if (regions) options.protection_domains = regions->protection_domains;
+  options.sink_profile = request.sinkProfile;
 
   auto make = [&](const Analyzer* an, const LiveStatus& status) {
     auto snap = std::make_shared<Snapshot>();

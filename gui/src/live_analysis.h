@@ -29,6 +29,7 @@ struct CaptureRequest {
   // stops the capture before it starts).
   std::vector<net::Endpoint> streams;
   QString regionsPath;
+  std::optional<SinkProfile> sinkProfile;  // as FileHints::sink_profile
 };
 
 // The filter's syntax for Ethernet-framed interfaces (Linux's "lo" included); empty when valid.

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
@@ -229,6 +230,22 @@ void MainWindow::buildMenus() {
   wireshark_action_->setShortcut(QKeySequence(tr("Ctrl+Shift+W")));
   QAction* cancel = tools->addAction(tr("&Cancel Analysis"), this, &MainWindow::cancelRunning);
   cancel->setShortcut(QKeySequence(Qt::Key_Escape));
+  tools->addSeparator();
+  // Whose Data Sink the findings' verdicts are for (findings/sink_profile.h): choosing one
+  // analyses the open file again, as `ddpscope analyze --sink-profile` would.
+  QMenu* profiles = tools->addMenu(tr("Data Sink &Profile"));
+  auto* group = new QActionGroup(this);
+  for (const SinkProfile p : {SinkProfile::rfc, SinkProfile::siw}) {
+    QAction* a = profiles->addAction(p == SinkProfile::rfc
+                                         ? tr("&RFC (%1)").arg(qstr(sink_profile_description(p)))
+                                         : tr("&siw (%1)").arg(qstr(sink_profile_description(p))),
+                                     this, [this, p] { setSinkProfile(p); });
+    a->setCheckable(true);
+    a->setData(QString::fromUtf8(to_string(p).data(), qsizetype(to_string(p).size())));
+    group->addAction(a);
+    sink_profile_actions_.push_back(a);
+  }
+  updateSinkProfileActions();
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About"), this, [this] {
@@ -245,6 +262,20 @@ void MainWindow::buildMenus() {
   tb->addAction(stop_capture_action_);
   tb->addAction(wireshark_action_);
   refreshRecentMenu();
+}
+
+void MainWindow::setSinkProfile(SinkProfile p) {
+  const bool changed = file_hints_.sink_profile.value_or(SinkProfile::rfc) != p;
+  file_hints_.sink_profile = p;
+  updateSinkProfileActions();
+  if (changed && !path_.isEmpty() && !isCapturing()) openFile(path_, regions_path_);
+}
+
+void MainWindow::updateSinkProfileActions() {
+  const SinkProfile p = file_hints_.sink_profile.value_or(SinkProfile::rfc);
+  for (QAction* a : sink_profile_actions_)
+    a->setChecked(a->data().toString() ==
+                  QString::fromUtf8(to_string(p).data(), qsizetype(to_string(p).size())));
 }
 
 void MainWindow::openDialog() {
@@ -332,6 +363,7 @@ bool MainWindow::loadSynchronously(const QString& path, const QString& regions) 
   AnalyzerOptions options;
   options.protection_domains = file.protection_domains;
   options.hints = file_hints_.hints;
+  options.sink_profile = file_hints_.sink_profile;
   capture_ports_ = QList<quint16>(file_hints_.ports.begin(), file_hints_.ports.end());
   capture_crc_ = file_hints_.crc;
   auto snap = std::const_pointer_cast<Snapshot>(analyze_capture(
@@ -430,7 +462,9 @@ void MainWindow::startCapture(const CaptureRequest& request) {
   progress_->hide();
   cancel_button_->setText(tr("Stop"));
   cancel_button_->show();
-  emit startLiveCapture(request, running_job_);
+  CaptureRequest with_profile = request;
+  if (!with_profile.sinkProfile) with_profile.sinkProfile = file_hints_.sink_profile;
+  emit startLiveCapture(with_profile, running_job_);
   updateActions();
 }
 
@@ -609,6 +643,7 @@ QStringList MainWindow::wiresharkArguments() const {
   r.ports = capture_ports_;
   r.crc = capture_crc_;
   r.markers = capture_markers_;
+  if (snap_->model) r.sink_profile = snap_->model->sink_profile;
   return ddpscope::gui::wiresharkArguments(r);
 }
 

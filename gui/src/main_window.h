@@ -99,7 +99,14 @@ class MainWindow : public QMainWindow {
   QStringList wiresharkArguments() const;
   void selectRegion(int region);
   // --port / --stream / --mid-stream-crc for the files opened from now on (as the CLI's).
-  void setFileHints(FileHints hints) { file_hints_ = std::move(hints); }
+  void setFileHints(FileHints hints) {
+    file_hints_ = std::move(hints);
+    updateSinkProfileActions();
+  }
+  // Tools › Data Sink Profile: the profile whose verdicts the findings show; a change analyses
+  // the open file again (openFile), as the command line's --sink-profile does for the first.
+  void setSinkProfile(SinkProfile p);
+  const QList<QAction*>& sinkProfileActions() const { return sink_profile_actions_; }
   const FileHints& fileHints() const { return file_hints_; }
 
   StreamTreeModel* streamModel() const { return stream_model_; }
@@ -138,6 +145,7 @@ class MainWindow : public QMainWindow {
   void buildMenus();
   void addRecent(const QString& path);
   void refreshRecentMenu();
+  void updateSinkProfileActions();
   void updateActions();
   void populateSelectors();
   void onWorkerProgress(quint64 job, quint64 done, quint64 total, quint64 frames);
@@ -199,6 +207,7 @@ class MainWindow : public QMainWindow {
   QAction* capture_action_ = nullptr;
   QAction* stop_capture_action_ = nullptr;
   QMenu* recent_menu_ = nullptr;
+  QList<QAction*> sink_profile_actions_;  // Tools › Data Sink Profile, rfc then siw
   QAction* wireshark_action_ = nullptr;
   QAction* export_action_ = nullptr;
   QAction* reload_action_ = nullptr;

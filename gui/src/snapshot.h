@@ -108,6 +108,9 @@ struct FileHints {
   std::vector<StreamHint> hints;
   std::vector<std::uint16_t> ports;  // the --port values (for Wireshark's decode-as)
   std::optional<bool> crc;           // --mid-stream-crc; none: auto
+  // --sink-profile / Tools › Data Sink Profile (AnalyzerOptions::sink_profile): whose Data Sink
+  // the findings' Terminate column shows; none: RFC's, as the CLI without --sink-profile.
+  std::optional<SinkProfile> sink_profile;
 };
 
 struct AnalysisCallbacks {

@@ -13,6 +13,11 @@ QStringList wiresharkArguments(const WiresharkRequest& r) {
     args << QStringLiteral("-o")
          << QStringLiteral("iwarp.mpa.regions_file:%1")
                 .arg(QFileInfo(r.regions_file).absoluteFilePath());
+  if (r.sink_profile)
+    args << QStringLiteral("-o")
+         << QStringLiteral("iwarp.mpa.sink_profile:%1")
+                .arg(*r.sink_profile == SinkProfile::siw ? QStringLiteral("siw")
+                                                         : QStringLiteral("rfc"));
   if (!r.ports.isEmpty()) {
     for (const quint16 p : r.ports)
       args << QStringLiteral("-d") << QStringLiteral("tcp.port==%1,iwarp.mpa").arg(p);

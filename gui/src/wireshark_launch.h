@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "ddpscope/findings/sink_profile.h"
+
 namespace ddpscope::gui {
 
 struct WiresharkRequest {
@@ -21,6 +23,8 @@ struct WiresharkRequest {
   QList<quint16> ports;
   std::optional<bool> crc;  // none: auto
   bool markers = false;
+  // The Data Sink profile the analysis used (Model::sink_profile): -o iwarp.mpa.sink_profile.
+  std::optional<SinkProfile> sink_profile;
 };
 
 // The arguments after the program name.

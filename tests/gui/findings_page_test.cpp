@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The Findings view against `ddpscope analyze --json`: the STag and direction columns, the
 // Terminate triple with its name (and the full text as a tooltip), the filters by code, stream
-// and severity with their count, and selecting a finding focusing its frame in every view.
+// and severity with their count, and selecting a finding focusing its frame in every view; the
+// Data Sink profile chosen in Tools › Data Sink Profile (issue 40) shown in the Terminate column.
+#include <QAction>
 #include <QComboBox>
 #include <QHeaderView>
 #include <QJsonArray>
@@ -9,6 +11,7 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -31,10 +34,12 @@ QString sample(const char* name) {
   return {};
 }
 
-QJsonArray cliFindings(const QString& file, const QString& regions = {}) {
+QJsonArray cliFindings(const QString& file, const QString& regions = {},
+                       const QString& profile = {}) {
   QProcess p;
   QStringList args{"analyze", "--json", "-q", file};
   if (!regions.isEmpty()) args << "--regions" << regions;
+  if (!profile.isEmpty()) args << "--sink-profile" << profile;
   p.start(qEnvironmentVariable("DDPSCOPE_CLI"), args);
   if (!p.waitForFinished(120000)) return {};
   return QJsonDocument::fromJson(p.readAllStandardOutput()).object().value("findings").toArray();
@@ -120,6 +125,79 @@ class FindingsPageTest : public QObject {
   }
 
   // fault-nvmeof (two streams): code, stream and severity filters, alone and together.
+  // Tools › Data Sink Profile › siw analyses the file again; the Terminate column then shows
+  // siw's verdict, and RFC's beside it where they differ, as `analyze --sink-profile siw` says:
+  // fault-headers' too-long Read Request (frame 18: RFC 1/2/05, siw closes) and Send on the
+  // tagged model (frame 16: RFC 0/2/06, siw 1/2/03). Back to RFC shows RFC's alone again.
+  void sinkProfileChangesTheTerminateColumn() {
+    const QString file = sample("fault-headers.pcap");
+    if (file.isEmpty()) QSKIP("samples/synthetic/fault-headers.pcap missing");
+    MainWindow w;
+    w.resize(1280, 800);
+    w.show();
+    w.showView(MainWindow::ViewFindings);
+    QSignalSpy done(&w, &MainWindow::analysisFinished);
+    w.openFile(file);
+    QVERIFY(done.wait(120000));
+    QCOMPARE(w.sinkProfileActions().size(), 2);
+    QVERIFY(w.sinkProfileActions()[0]->isChecked());
+    // What the view shows (through its sort/filter proxy), for the finding at `frame`.
+    QTableView* v = w.findingsView();
+    auto shown = [&](std::uint64_t frame, const char* code, int role = Qt::DisplayRole) {
+      const QAbstractItemModel* m = v->model();
+      for (int r = 0; r < m->rowCount(); ++r)
+        if (m->index(r, FindingsModel::ColFrame).data().toULongLong() == frame &&
+            m->index(r, FindingsModel::ColCode).data().toString() == QLatin1String(code))
+          return m->index(r, FindingsModel::ColTerminate).data(role).toString();
+      return QStringLiteral("<no row>");
+    };
+    const QFontMetrics fm(v->font());
+    auto fits = [&](const QString& t) {
+      return fm.horizontalAdvance(t) <= v->columnWidth(FindingsModel::ColTerminate);
+    };
+    const QString rfc18 = shown(18, "ddp.untagged.message-too-long");
+    const QString rfc16 = shown(16, "rdmap.opcode-invalid");
+    QVERIFY2(rfc18.startsWith("1/2/05") && !rfc18.contains("RFC:"), qPrintable(rfc18));
+    QVERIFY2(rfc16.startsWith("0/2/06") && !rfc16.contains("RFC:"), qPrintable(rfc16));
+
+    w.sinkProfileActions()[1]->trigger();  // siw
+    QVERIFY(w.isAnalyzing());
+    QVERIFY(done.wait(120000));
+    QVERIFY(w.sinkProfileActions()[1]->isChecked());
+    QCOMPARE(w.snapshot()->model->sink_profile, std::optional<SinkProfile>(SinkProfile::siw));
+    const QString siw18 = shown(18, "ddp.untagged.message-too-long");
+    const QString siw16 = shown(16, "rdmap.opcode-invalid");
+    QVERIFY2(siw18.startsWith("(none: close)") && siw18.contains("[RFC: 1/2/05"),
+             qPrintable(siw18));
+    QVERIFY2(siw16.startsWith("1/2/03") && siw16.contains("[RFC: 0/2/06"), qPrintable(siw16));
+    QVERIFY2(fits(siw18) && fits(siw16), "the Terminate column cuts siw's verdict");
+    QVERIFY(shown(18, "ddp.untagged.message-too-long", Qt::ToolTipRole)
+                .contains("What the siw Data Sink does: close"));
+    // The same verdicts as the CLI's under the same profile, row by row.
+    if (!qEnvironmentVariableIsEmpty("DDPSCOPE_CLI")) {
+      const QJsonArray cli = cliFindings(file, {}, QStringLiteral("siw"));
+      QCOMPARE(w.findingsModel()->rowCount(), int(cli.size()));
+      for (int r = 0; r < int(cli.size()); ++r) {
+        const QJsonObject c = cli[r].toObject();
+        const QString cell =
+            w.findingsModel()->index(r, FindingsModel::ColTerminate).data().toString();
+        const QJsonObject t = c.value("terminate").toObject();
+        const QJsonObject rfc = c.value("rfc_terminate").toObject();
+        if (!t.isEmpty()) QVERIFY2(cell.contains(t.value("name").toString()), qPrintable(cell));
+        if (t.isEmpty() && c.value("sink_outcome").isString())
+          QVERIFY2(cell.startsWith("(none: " + c.value("sink_outcome").toString() + ")"),
+                   qPrintable(cell));
+        QCOMPARE(cell.contains("[RFC: "), !rfc.isEmpty());
+        if (!rfc.isEmpty()) QVERIFY2(cell.contains(rfc.value("name").toString()), qPrintable(cell));
+      }
+    }
+
+    w.sinkProfileActions()[0]->trigger();  // back to RFC
+    QVERIFY(done.wait(120000));
+    QCOMPARE(shown(18, "ddp.untagged.message-too-long"), rfc18);
+    QCOMPARE(shown(16, "rdmap.opcode-invalid"), rfc16);
+  }
+
   void filtersByCodeStreamAndSeverity() {
     const QString file = sample("fault-nvmeof.pcap");
     if (file.isEmpty()) QSKIP("samples/synthetic/fault-nvmeof.pcap missing");

@@ -88,6 +88,10 @@ class WiresharkIntegrationTest : public QObject {
                      "iwarp.mpa.midstream_crc:false", "-o", "iwarp.mpa.midstream_markers:TRUE"}));
     r.crc.reset();
     QVERIFY(wiresharkArguments(r).contains(QStringLiteral("iwarp.mpa.midstream_crc:auto")));
+    // The Data Sink profile the analysis used (issue 40); none when none was chosen.
+    QVERIFY(!wiresharkArguments(r).join(' ').contains(QStringLiteral("sink_profile")));
+    r.sink_profile = SinkProfile::siw;
+    QVERIFY(wiresharkArguments(r).contains(QStringLiteral("iwarp.mpa.sink_profile:siw")));
   }
 
   // The window passes the regions file its analysis used, and none when it used none (the

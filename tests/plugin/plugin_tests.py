@@ -612,6 +612,96 @@ def test_limit_pref(ts, args):
 
 
 
+def finding_verdicts(ts, capture, extra=()):
+    """(frame, code, verdict, RFC's verdict, matching profiles) of every finding a two-pass run
+    draws, from -T json in tree order: each iwarp.mpa.finding field opens one, the verdict fields
+    that follow it belong to it (plugin/README.md, "Data Sink profile")."""
+    out = ts.run(list(extra) + ["-2", "-r", capture, "-T", "json"]).stdout
+    found = []
+
+    class Obj(list):
+        """A JSON object as its (key, value) pairs: a tree repeats keys."""
+
+    slot = {"iwarp.mpa.finding.verdict": 2, "iwarp.mpa.finding.rfc_verdict": 3,
+            "iwarp.mpa.finding.matching_profiles": 4}
+
+    def walk(node, frame):
+        items = node if isinstance(node, Obj) else [(None, v) for v in node]
+        for key, value in items:
+            if key == "frame.number" and isinstance(value, str):
+                frame = int(value)
+            if key == "iwarp.mpa.finding" and isinstance(value, str):
+                found.append([frame, value, "", "", ""])
+            elif key in slot and isinstance(value, str):
+                check(found and found[-1][0] == frame, f"frame {frame}: {key} without a finding")
+                found[-1][slot[key]] = value
+            elif isinstance(value, list):
+                frame = walk(value, frame)
+        return frame
+
+    for packet in json.loads(out, object_pairs_hook=Obj):
+        walk(packet, None)
+    return collections.Counter(tuple(f) for f in found)
+
+
+def analyzer_verdicts(doc):
+    """finding_verdicts() as the analyzer's --sink-profile JSON says them."""
+    found = collections.Counter()
+    for f in doc["findings"]:
+        verdict, rfc, matching = "", "", ""
+        if f["code"] == "rdmap.terminate":
+            if f.get("matches") is not None:
+                matching = ",".join(f["matches"]) or "none"
+        elif f.get("sink_outcome"):
+            verdict = ("Terminate " + f["terminate"]["name"]
+                       if f["sink_outcome"] == "terminate" and f.get("terminate")
+                       else "no Terminate: " + f["sink_outcome"])
+        elif f.get("terminate"):
+            verdict = "Terminate " + f["terminate"]["name"]
+        if f.get("rfc_terminate"):
+            rfc = "Terminate " + f["rfc_terminate"]["name"]
+        found[(int(f["frame"]), f["code"], verdict, rfc, matching)] += 1
+    return found
+
+
+def test_sink_profile(ts, args):
+    """Preference iwarp.mpa.sink_profile (issue 40): every finding's verdict (and RFC's where it
+    differs, and for a peer's Terminate the profiles that predicted it) is the one `ddpscope
+    analyze --sink-profile P --json` reports; siw changes the verdicts of these captures, the
+    default (rfc) does not."""
+    check(args.analyzer, "--analyzer is required")
+    check(args.captures, "captures are required")
+    listed = ts.run(["-G", "defaultprefs"]).stdout
+    check(re.search(r"^#iwarp\.mpa\.sink_profile: RFC ", listed, re.M),
+          "preference iwarp.mpa.sink_profile (default rfc) not registered")
+    for capture in args.captures:
+        cap = ts.stage(capture)
+        extra, tshark_extra = regions_args(ts, capture)
+        shown = {}
+        for name, prefs in (("default", []), ("rfc", ["-o", "iwarp.mpa.sink_profile:rfc"]),
+                            ("siw", ["-o", "iwarp.mpa.sink_profile:siw"])):
+            profile = "rfc" if name == "default" else name
+            doc = analyzer_report(args.analyzer, capture, extra + ["--sink-profile", profile])
+            check(doc.get("sink_profile") == profile, f"{capture}: analyzer report {doc.keys()}")
+            expected = analyzer_verdicts(doc)
+            got = finding_verdicts(ts, cap, tshark_extra + prefs)
+            check(got == expected, f"{capture} ({name}): verdicts differ from the analyzer's:\n"
+                  f"  missing: {sorted((expected - got).elements())}\n"
+                  f"  extra: {sorted((got - expected).elements())}")
+            experts = ts.fields(cap, ["_ws.expert.message"], ["-2"] + tshark_extra + prefs)
+            tails = " ".join(r["_ws.expert.message"] for r in experts.values())
+            check(f"[{profile} sink: " in tails or f"[{profile} sink predicted" in tails,
+                  f"{capture} ({name}): no expert info names the {profile} sink's verdict")
+            shown[name] = got
+        check(shown["default"] == shown["rfc"], f"{capture}: the default is not the rfc profile")
+        differ = shown["siw"] - shown["rfc"]
+        check(differ, f"{capture}: -o iwarp.mpa.sink_profile:siw changed no verdict")
+        check(any(rfc for _, _, _, rfc, _ in differ) or any(m for *_, m in differ),
+              f"{capture}: siw's differing verdicts show neither RFC's nor a prediction: {differ}")
+        print(f"{os.path.basename(capture)}: siw changes {sum(differ.values())} verdicts, e.g. "
+              f"{sorted(differ)[0]}")
+
+
 # --- issue 16: the plugin on faults ------------------------------------------------------------
 
 # Expert twin suffix by the analyzer's JSON `consequence_of` (plugin/README.md, "expert infos").
@@ -1097,6 +1187,7 @@ def test_both_llps(ts, args):
 
 TESTS = {
     "limit_pref": test_limit_pref,
+    "sink_profile": test_sink_profile,
     "loads": test_loads,
     "rping_fields": test_rping_fields,
     "builtin_equal": test_builtin_equal,
