@@ -314,22 +314,17 @@ CaptureReader::~CaptureReader() {
 bool CaptureReader::next(Frame& frame) {
   if (done_) return false;
   if (mapped_) {
-    detail::Record rec;
     for (;;) {
-      const auto got = mapped_->next(rec);
+      const auto got = mapped_->next(frame);
       if (got == detail::MappedReader::Next::record) {
         ++number_;
         if (!filters_.empty() &&
-            filtered_out(rec.link_type, rec.caplen, rec.wire_length, rec.data)) {
+            filtered_out(frame.link_type, static_cast<std::uint32_t>(frame.data.size()),
+                         frame.wire_length, frame.data.data())) {
           ++filtered_out_;
           continue;
         }
         frame.number = number_;
-        frame.ts_ns = rec.ts_ns;
-        frame.link_type = rec.link_type;
-        frame.data = ByteView(rec.data, rec.caplen);
-        frame.wire_length = rec.wire_length;
-        frame.interface_id = rec.interface_id;
         return true;
       }
       if (got == detail::MappedReader::Next::use_libpcap) break;

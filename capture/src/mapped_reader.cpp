@@ -94,6 +94,20 @@ std::string format(const char* fmt, ...) {
   return buf;
 }
 
+template <bool Swapped>
+std::uint32_t ld32(const std::uint8_t* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+  return Swapped ? __builtin_bswap32(v) : v;
+}
+
+template <bool Swapped>
+std::uint16_t ld16(const std::uint8_t* p) {
+  std::uint16_t v;
+  std::memcpy(&v, p, 2);
+  return Swapped ? __builtin_bswap16(v) : v;
+}
+
 }  // namespace
 
 // zlib's streaming inflate of the mapped gzip file into `buf`; [cur_, end_) of the reader lies
@@ -215,12 +229,22 @@ bool MappedReader::refill(std::size_t n) {
   return static_cast<std::size_t>(end_ - cur_) >= n;
 }
 
-MappedReader::Next MappedReader::fail(std::string message) {
+MappedReader::Next MappedReader::failf(const char* fmt, ...) {
+  char buf[256];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return fail(buf);
+}
+
+MappedReader::Next MappedReader::fail(std::string_view message) {
   done_ = true;
   // Damaged compressed data is the cause of whatever the octets inflated so far lack.
   if (gz_ && !gz_->damage.empty())
-    message = "error reading dump file: gzip data invalid (" + gz_->damage + ")";
-  error_ = std::move(message);
+    error_ = "error reading dump file: gzip data invalid (" + gz_->damage + ")";
+  else
+    error_ = std::string(message);  // may be error_ itself
   return Next::error;
 }
 
@@ -258,7 +282,16 @@ bool MappedReader::open_pcap(std::string& why) {
   return true;
 }
 
+MappedReader::Next MappedReader::next(Record& r) {
+  if (format_ == Format::pcap) return swapped_ ? next_pcap<true>(r) : next_pcap<false>(r);
+  for (;;) {
+    const Next got = swapped_ ? next_pcapng<true>(r) : next_pcapng<false>(r);
+    if (got != Next::again) return got;
+  }
+}
+
 // The common record: within the snapshot length and wholly in the file.
+template <bool Swapped>
 MappedReader::Next MappedReader::next_pcap(Record& r) {
   if (__builtin_expect(!fill(kRecordHeader), 0)) {
     const auto have = static_cast<std::size_t>(end_ - cur_);
@@ -268,15 +301,14 @@ MappedReader::Next MappedReader::next_pcap(Record& r) {
       done_ = true;
       return Next::end;
     }
-    return fail(format("truncated dump file; tried to read %zu header bytes, only got %zu",
-                       kRecordHeader, have));
+    return failf("truncated dump file; tried to read %zu header bytes, only got %zu", kRecordHeader,
+                 have);
   }
-  const std::uint32_t sec = u32(cur_), frac = u32(cur_ + 4);
-  const std::uint32_t caplen = u32(cur_ + 8), len = u32(cur_ + 12);
+  const std::uint32_t sec = ld32<Swapped>(cur_), frac = ld32<Swapped>(cur_ + 4);
+  const std::uint32_t caplen = ld32<Swapped>(cur_ + 8), len = ld32<Swapped>(cur_ + 12);
   if (__builtin_expect(caplen > snapshot_ || !fill(kRecordHeader + caplen), 0))
     return pcap_slow(r, caplen, len, sec, frac);
-  r.data = cur_ + kRecordHeader;
-  r.caplen = caplen;
+  r.data = ByteView(cur_ + kRecordHeader, caplen);
   r.wire_length = len;
   // libpcap's fields are signed 32-bit; microseconds become nanoseconds as it scales them.
   r.ts_ns = to_ns(static_cast<std::int32_t>(sec),
@@ -294,10 +326,10 @@ MappedReader::Next MappedReader::pcap_slow(Record& r, std::uint32_t caplen, std:
   if (done_) return error_.empty() ? Next::end : Next::error;
   if (caplen > max_snaplen_) {
     if (caplen > snapshot_)
-      return fail(format("invalid packet capture length %u, bigger than snaplen of %d", caplen,
-                         static_cast<int>(snapshot_)));
-    return fail(format("invalid packet capture length %u, bigger than maximum of %u", caplen,
-                       max_snaplen_));
+      return failf("invalid packet capture length %u, bigger than snaplen of %d", caplen,
+                   static_cast<int>(snapshot_));
+    return failf("invalid packet capture length %u, bigger than maximum of %u", caplen,
+                 max_snaplen_);
   }
   fill(kRecordHeader + caplen);
   const auto have = static_cast<std::size_t>(end_ - cur_) - kRecordHeader;
@@ -306,15 +338,14 @@ MappedReader::Next MappedReader::pcap_slow(Record& r, std::uint32_t caplen, std:
     // libpcap reads the first snapshot octets, discards the rest, and says the record was cut
     // to the snapshot length (a Solaris 2.3 bufmod bug, or a damaged file).
     if (have < snapshot_)
-      return fail(format("truncated dump file; tried to read %d captured bytes, only got %zu",
-                         static_cast<int>(snapshot_), have));
+      return failf("truncated dump file; tried to read %d captured bytes, only got %zu",
+                   static_cast<int>(snapshot_), have);
     handed = snapshot_;
   }
   if (have < caplen)
     return fail(
         format("truncated dump file; tried to read %u captured bytes, only got %zu", caplen, have));
-  r.data = cur_ + kRecordHeader;
-  r.caplen = handed;
+  r.data = ByteView(cur_ + kRecordHeader, handed);
   r.wire_length = len;
   r.ts_ns = to_ns(static_cast<std::int32_t>(sec),
                   static_cast<std::int64_t>(static_cast<std::int32_t>(frac)) * (nano_ ? 1 : 1000));
@@ -335,14 +366,14 @@ bool MappedReader::read_block(std::uint32_t& type, std::uint32_t& length, bool& 
       end_of_file = true;
       return false;
     }
-    fail(format("truncated pcapng dump file; tried to read %zu bytes, only got %zu", std::size_t{8},
-                have));
+    failf("truncated pcapng dump file; tried to read %zu bytes, only got %zu", std::size_t{8},
+          have);
     return false;
   }
   type = u32(cur_);
   length = u32(cur_ + 4);
   if (length < 12) {
-    fail(format("block in pcapng dump file has a length of %u < %zu", length, std::size_t{12}));
+    failf("block in pcapng dump file has a length of %u < %zu", length, std::size_t{12});
     return false;
   }
   if (length % 4 != 0) {
@@ -351,12 +382,12 @@ bool MappedReader::read_block(std::uint32_t& type, std::uint32_t& length, bool& 
     return false;
   }
   if (length > max_block_) {
-    fail(format("pcapng block size %u > maximum %u", length, max_block_));
+    failf("pcapng block size %u > maximum %u", length, max_block_);
     return false;
   }
   if (!fill(length)) {
-    fail(format("truncated pcapng dump file; tried to read %zu bytes, only got %zu",
-                std::size_t{length} - 8, static_cast<std::size_t>(end_ - cur_) - 8));
+    failf("truncated pcapng dump file; tried to read %zu bytes, only got %zu",
+          std::size_t{length} - 8, static_cast<std::size_t>(end_ - cur_) - 8);
     return false;
   }
   if (u32(cur_ + length - 4) != length) {
@@ -531,101 +562,107 @@ bool MappedReader::open_pcapng(std::string& why) {
   }
 }
 
+// A Section Header Block met while reading (its byte order already taken): libpcap's checks.
+MappedReader::Next MappedReader::pcapng_section(const std::uint8_t* body, std::size_t body_len) {
+  if (body_len < 16) return failf("block of type %u in pcapng dump file is too short", kBlockShb);
+  if (u32(body) != kByteOrderMagic)
+    return fail("the file has a section with a bad byte order magic field");
+  const std::uint16_t major = u16(body + 4);
+  if (major != 1) return failf("unknown pcapng savefile major version number %u", major);
+  interfaces_.clear();  // each section describes its own interfaces
+  return Next::record;  // go on
+}
+
+template <bool Swapped>
 MappedReader::Next MappedReader::next_pcapng(Record& r) {
   if (done_) return error_.empty() ? Next::end : Next::error;
   for (;;) {
+    // The common block, checked as read_block() does, in one pass; anything odd goes through
+    // read_block() for libpcap's words.
     std::uint32_t type = 0, length = 0;
-    bool eof = false;
-    if (fill(12) && cur_[0] == 0x0A && cur_[1] == 0x0D && cur_[2] == 0x0D && cur_[3] == 0x0A) {
-      // A new section: its own byte order (read from its magic before its length).
-      std::uint32_t bom;
-      std::memcpy(&bom, cur_ + 8, 4);
-      if (bom == kByteOrderMagic)
-        swapped_ = false;
-      else if (__builtin_bswap32(bom) == kByteOrderMagic)
-        swapped_ = true;
+    if (__builtin_expect(fill(12), 1)) {
+      type = ld32<Swapped>(cur_);
+      if (type == kBlockShb) {
+        // A new section, of its own byte order (the block type reads the same in both): taken
+        // from its magic before its length is read.
+        std::uint32_t bom;
+        std::memcpy(&bom, cur_ + 8, 4);
+        if (bom == kByteOrderMagic)
+          swapped_ = false;
+        else if (__builtin_bswap32(bom) == kByteOrderMagic)
+          swapped_ = true;
+        bool eof = false;
+        if (!read_block(type, length, eof)) return Next::error;
+        if (pcapng_section(cur_ + 8, length - 12) == Next::error) return Next::error;
+        cur_ += length;
+        if (swapped_ != Swapped) return Next::again;
+        continue;
+      }
+      length = ld32<Swapped>(cur_ + 4);
     }
-    if (!read_block(type, length, eof)) {
-      if (eof) {
+    if (__builtin_expect(length < 12 || length % 4 != 0 || length > max_block_ || !fill(length) ||
+                             ld32<Swapped>(cur_ + length - 4) != length,
+                         0)) {
+      bool eof = false;
+      if (!read_block(type, length, eof)) {
+        if (!eof) return Next::error;
         done_ = true;
         return Next::end;
       }
-      return Next::error;
     }
     const std::uint8_t* body = cur_ + 8;
     const std::size_t body_len = length - 12;
     std::uint32_t iface = 0, caplen = 0, len = 0;
     std::uint64_t t = 0;
     std::size_t fixed = 0;
-    switch (type) {
-      case kBlockEpb:
-        if (body_len < 20)
-          return fail(format("block of type %u in pcapng dump file is too short", type));
-        iface = u32(body);
-        t = std::uint64_t{u32(body + 4)} << 32 | u32(body + 8);
-        caplen = u32(body + 12);
-        len = u32(body + 16);
-        fixed = 20;
-        break;
-      case kBlockSpb:
-        if (body_len < 4)
-          return fail(format("block of type %u in pcapng dump file is too short", type));
-        len = u32(body);
-        caplen = len;
-        // No captured length: the packet's, up to the snapshot length (libpcap's, the file's
-        // first interface's; here the section's first interface's, the SPB's).
-        if (!interfaces_.empty()) caplen = std::min(caplen, interfaces_.front().snapshot);
-        fixed = 4;
-        break;
-      case kBlockPb:
-        if (body_len < 20)
-          return fail(format("block of type %u in pcapng dump file is too short", type));
-        iface = u16(body);
-        t = std::uint64_t{u32(body + 4)} << 32 | u32(body + 8);
-        caplen = u32(body + 12);
-        len = u32(body + 16);
-        fixed = 20;
-        break;
-      case kBlockIdb: {
-        const std::size_t before = interfaces_.size();
-        if (!add_interface(body, body_len)) return fail(error_);
-        const Interface& added = interfaces_[before];
-        if (!same_through_libpcap(added.link_type) ||
-            rewritten_by_libpcap(added.link_type, swapped_)) {
-          interfaces_.pop_back();
-          return Next::use_libpcap;  // cur_ stays: libpcap reads on from the records handed out
-        }
-        cur_ += length;
-        continue;
+    if (__builtin_expect(type == kBlockEpb, 1)) {
+      if (body_len < 20) return failf("block of type %u in pcapng dump file is too short", type);
+      iface = ld32<Swapped>(body);
+      t = std::uint64_t{ld32<Swapped>(body + 4)} << 32 | ld32<Swapped>(body + 8);
+      caplen = ld32<Swapped>(body + 12);
+      len = ld32<Swapped>(body + 16);
+      fixed = 20;
+    } else if (type == kBlockSpb) {
+      if (body_len < 4) return failf("block of type %u in pcapng dump file is too short", type);
+      len = ld32<Swapped>(body);
+      caplen = len;
+      // No captured length: the packet's, up to the snapshot length (libpcap's, the file's
+      // first interface's; here the section's first interface's, the SPB's).
+      if (!interfaces_.empty()) caplen = std::min(caplen, interfaces_.front().snapshot);
+      fixed = 4;
+    } else if (type == kBlockPb) {
+      if (body_len < 20) return failf("block of type %u in pcapng dump file is too short", type);
+      iface = ld16<Swapped>(body);
+      t = std::uint64_t{ld32<Swapped>(body + 4)} << 32 | ld32<Swapped>(body + 8);
+      caplen = ld32<Swapped>(body + 12);
+      len = ld32<Swapped>(body + 16);
+      fixed = 20;
+    } else if (type == kBlockIdb) {
+      const std::size_t before = interfaces_.size();
+      if (!add_interface(body, body_len)) return fail(error_);
+      const Interface& added = interfaces_[before];
+      if (!same_through_libpcap(added.link_type) ||
+          rewritten_by_libpcap(added.link_type, swapped_)) {
+        interfaces_.pop_back();
+        return Next::use_libpcap;  // cur_ stays: libpcap reads on from the records handed out
       }
-      case kBlockShb: {
-        if (body_len < 16)
-          return fail(format("block of type %u in pcapng dump file is too short", type));
-        const std::uint32_t bom = u32(body);
-        if (bom != kByteOrderMagic)
-          return fail("the file has a section with a bad byte order magic field");
-        const std::uint16_t major = u16(body + 4);
-        if (major != 1)
-          return fail(format("unknown pcapng savefile major version number %u", major));
-        interfaces_.clear();  // each section describes its own interfaces
-        cur_ += length;
-        continue;
-      }
-      default:
-        cur_ += length;  // a block this reader has no use for
-        continue;
+      cur_ += length;
+      continue;
+    } else {
+      cur_ += length;  // a block this reader has no use for
+      continue;
     }
-    if (iface >= interfaces_.size())
+    if (__builtin_expect(iface >= interfaces_.size(), 0))
       return fail(
           format("a packet arrived on interface %u, but there's no Interface Description "
                  "Block for that interface",
                  iface));
     const Interface& in = interfaces_[iface];
-    if (caplen > in.snapshot)
-      return fail(format("invalid packet capture length %u, bigger than snaplen of %d", caplen,
-                         static_cast<int>(in.snapshot)));
-    if (body_len - fixed < caplen)
-      return fail(format("block of type %u in pcapng dump file is too short", type));
+    if (__builtin_expect(caplen > in.snapshot, 0))
+      return failf("invalid packet capture length %u, bigger than snaplen of %d", caplen,
+                   static_cast<int>(in.snapshot));
+    if (__builtin_expect(body_len - fixed < caplen, 0))
+      return failf("block of type %u in pcapng dump file is too short", type);
     // libpcap's arithmetic, wrap-arounds included: seconds and the fraction in the interface's
     // units, the fraction scaled to nanoseconds, then time_t and int.
     std::uint64_t sec = 0, frac = 0;
@@ -652,8 +689,7 @@ MappedReader::Next MappedReader::next_pcapng(Record& r) {
         frac = t % in.tsresol * 1000000000u / in.tsresol;
         break;
     }
-    r.data = body + fixed;
-    r.caplen = caplen;
+    r.data = ByteView(body + fixed, caplen);
     r.wire_length = len;
     r.ts_ns = to_ns(static_cast<std::int64_t>(sec), static_cast<int>(frac));
     r.link_type = in.link_type;

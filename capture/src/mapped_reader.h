@@ -18,22 +18,19 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "ddpscope/capture/frame.h"
 
 namespace ddpscope::capture::detail {
 
-struct Record {
-  const std::uint8_t* data = nullptr;  // valid until the next call to next()
-  std::uint32_t caplen = 0;
-  std::uint32_t wire_length = 0;
-  std::int64_t ts_ns = 0;
-  std::uint32_t link_type = 0;  // LINKTYPE_*, as CaptureReader reports libpcap's
-  std::uint32_t interface_id = 0;
-};
+using Record = Frame;  // number is left to the caller
 
 class MappedReader {
  public:
-  enum class Next { record, end, error, use_libpcap };
+  // `again` is internal: a section of the other byte order begins (next() never returns it).
+  enum class Next { record, end, error, use_libpcap, again };
 
   // A reader of `fd` (a regular file of `size` octets, not taken over), or nullptr with `why`
   // set: not a file this reader reads (the caller opens it with libpcap, which reads it or says
@@ -47,10 +44,7 @@ class MappedReader {
   // use_libpcap: the next record is one libpcap rewrites (a byte-swapped pseudo-header of an
   // interface described mid-file); the caller reads the rest of the file with libpcap, after
   // the records() already handed out.
-  Next next(Record& r) {
-    if (format_ == Format::pcap) return next_pcap(r);
-    return next_pcapng(r);
-  }
+  Next next(Record& r);
   const std::string& error() const { return error_; }
   std::uint64_t records() const { return records_; }
   // The first interface's link type (LINKTYPE_*) and snapshot length, as libpcap reports them.
@@ -73,8 +67,12 @@ class MappedReader {
   struct Inflater;
 
   MappedReader() = default;
+  // The file's (section's) byte order as a template argument: no test of it per field.
+  template <bool Swapped>
   Next next_pcap(Record& r);
+  template <bool Swapped>
   Next next_pcapng(Record& r);
+  Next pcapng_section(const std::uint8_t* body, std::size_t body_len);
   Next pcap_slow(Record& r, std::uint32_t caplen, std::uint32_t len, std::uint32_t sec,
                  std::uint32_t frac);
   bool open_pcap(std::string& why);
@@ -83,7 +81,10 @@ class MappedReader {
   // error_ set (or at a clean end: end_of_file set).
   bool read_block(std::uint32_t& type, std::uint32_t& length, bool& end_of_file);
   bool add_interface(const std::uint8_t* body, std::size_t body_len);
-  Next fail(std::string message);
+  [[gnu::cold, gnu::noinline]] Next fail(std::string_view message);
+  // fail() with libpcap's printf-style words; out of the record loops' way.
+  [[gnu::cold, gnu::noinline]] Next failf(const char* fmt, ...)
+      __attribute__((format(printf, 2, 3)));
   // At least `n` octets from cur_ in [cur_, end_), inflating more into the sliding buffer for
   // gzip; false when the file holds fewer (all it holds is then in [cur_, end_)).
   bool fill(std::size_t n) {
