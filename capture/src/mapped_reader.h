@@ -10,6 +10,10 @@
 // tests/io/reader_equivalence_test.cpp holds the two to that. Where libpcap gives up on a valid
 // pcapng file, it goes on: interfaces of several link types and snapshot lengths, sections of
 // either byte order.
+//
+// The map is of the file's size at open: octets appended later are not read (libpcap would read
+// them), and a file cut shorter by another process while it is read ends the process with
+// SIGBUS (the kernel's answer to a read of a mapped page past the end of the file).
 #pragma once
 
 #include <sys/types.h>
