@@ -497,6 +497,7 @@ bool MappedReader::add_interface(const std::uint8_t* body, std::size_t body_len)
     i.scale = kUser / tsresol;
   }
   interfaces_.push_back(i);
+  interface_count_ = static_cast<std::uint32_t>(interfaces_.size());
   return true;
 }
 
@@ -570,6 +571,7 @@ MappedReader::Next MappedReader::pcapng_section(const std::uint8_t* body, std::s
   const std::uint16_t major = u16(body + 4);
   if (major != 1) return failf("unknown pcapng savefile major version number %u", major);
   interfaces_.clear();  // each section describes its own interfaces
+  interface_count_ = 0;
   return Next::record;  // go on
 }
 
@@ -591,10 +593,11 @@ MappedReader::Next MappedReader::next_pcapng(Record& r) {
           swapped_ = false;
         else if (__builtin_bswap32(bom) == kByteOrderMagic)
           swapped_ = true;
+        std::uint32_t shb_type = 0, shb_length = 0;
         bool eof = false;
-        if (!read_block(type, length, eof)) return Next::error;
-        if (pcapng_section(cur_ + 8, length - 12) == Next::error) return Next::error;
-        cur_ += length;
+        if (!read_block(shb_type, shb_length, eof)) return Next::error;
+        if (pcapng_section(cur_ + 8, shb_length - 12) == Next::error) return Next::error;
+        cur_ += shb_length;
         if (swapped_ != Swapped) return Next::again;
         continue;
       }
@@ -603,12 +606,16 @@ MappedReader::Next MappedReader::next_pcapng(Record& r) {
     if (__builtin_expect(length < 12 || length % 4 != 0 || length > max_block_ || !fill(length) ||
                              ld32<Swapped>(cur_ + length - 4) != length,
                          0)) {
+      // Fresh variables: the fast path's stay in registers.
+      std::uint32_t slow_type = 0, slow_length = 0;
       bool eof = false;
-      if (!read_block(type, length, eof)) {
+      if (!read_block(slow_type, slow_length, eof)) {
         if (!eof) return Next::error;
         done_ = true;
         return Next::end;
       }
+      type = slow_type;
+      length = slow_length;
     }
     const std::uint8_t* body = cur_ + 8;
     const std::size_t body_len = length - 12;
@@ -644,6 +651,7 @@ MappedReader::Next MappedReader::next_pcapng(Record& r) {
       if (!same_through_libpcap(added.link_type) ||
           rewritten_by_libpcap(added.link_type, swapped_)) {
         interfaces_.pop_back();
+        interface_count_ = static_cast<std::uint32_t>(interfaces_.size());
         return Next::use_libpcap;  // cur_ stays: libpcap reads on from the records handed out
       }
       cur_ += length;
@@ -652,7 +660,7 @@ MappedReader::Next MappedReader::next_pcapng(Record& r) {
       cur_ += length;  // a block this reader has no use for
       continue;
     }
-    if (__builtin_expect(iface >= interfaces_.size(), 0))
+    if (__builtin_expect(iface >= interface_count_, 0))
       return fail(
           format("a packet arrived on interface %u, but there's no Interface Description "
                  "Block for that interface",

@@ -113,6 +113,7 @@ class MappedReader {
   std::uint32_t max_snaplen_ = 0;  // libpcap's max_snaplen_for_dlt
   // pcapng.
   std::vector<Interface> interfaces_;  // of the current section
+  std::uint32_t interface_count_ = 0;  // interfaces_.size(), without a division per record
   int first_dlt_ = 0;                  // libpcap's p->linktype: the file's first interface's
   std::uint32_t max_block_ = 0;        // libpcap's max_blocksize
   std::uint32_t link_type_ = 0;
