@@ -109,6 +109,7 @@ struct AnalyzeArgs {
   std::string filter;
   bool quiet = false;
   std::optional<unsigned> threads;  // default: the cores this process may run on
+  std::string reader = "auto";      // --reader: auto, mapped, libpcap
   std::vector<std::string> esp_sa;  // Wireshark esp_sa files
   std::vector<std::string> xfrm;    // ip -s xfrm state output
   bool require_esp = false;
@@ -121,6 +122,15 @@ struct AnalyzeArgs {
   std::size_t timing_top = 10;
   bool timing_csv = false;
 };
+
+// --reader: which parser reads the capture file (capture::ReaderKind).
+void add_reader_option(CLI::App* app, std::string& reader) {
+  app->add_option("--reader", reader,
+                  "auto (default): the file mapped, records read where they lie, libpcap for "
+                  "what that reader does not take (stdin, pipes, old pcap versions); libpcap: "
+                  "libpcap only, for comparison; mapped: never libpcap (env DDPSCOPE_READER)")
+      ->check(CLI::IsMember({"auto", "mapped", "libpcap"}));
+}
 
 // The CPUs the process may run on (its affinity mask; a container's cpuset), at least 1.
 unsigned cores_available() {
@@ -211,7 +221,9 @@ int analyze(const AnalyzeArgs& a) {
   Analyzer analyzer(opt);
   if (!a.regions.empty()) analyzer.add_regions(regions.regions);
   std::string err;
-  auto reader = capture::CaptureReader::open(a.file, err);
+  capture::ReaderKind reader_kind = capture::ReaderKind::automatic;
+  capture::parse_reader_kind(a.reader, reader_kind);  // checked by the option
+  auto reader = capture::CaptureReader::open(a.file, err, reader_kind);
   if (!reader) {
     std::cerr << "ddpscope: " << err << "\n";
     return kExitUsage;
@@ -406,6 +418,7 @@ int main(int argc, char** argv) {
                  "threads: 1 reads, decodes and analyses on one; 2 or more read and decode on "
                  "one while another analyses (same report); default: the cores available")
       ->check(CLI::Range(1u, 1024u));
+  add_reader_option(an, aa.reader);
 
   an->add_option("--esp-sa", aa.esp_sa,
                  "decrypt IPsec ESP with the SAs of this file (Wireshark's esp_sa table, as in a "
@@ -447,6 +460,7 @@ int main(int argc, char** argv) {
   tm->add_flag("-q,--quiet", ta.quiet, "no progress line");
   tm->add_option("--threads", ta.threads, "threads (as analyze --threads)")
       ->check(CLI::Range(1u, 1024u));
+  add_reader_option(tm, ta.reader);
 
   std::string scenario, synth_out;
   auto* sy = app.add_subcommand("synth", "Generate a synthetic capture from a scenario");

@@ -3,15 +3,18 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <zlib.h>
 
 #include "link_type.h"
+#include "mapped_reader.h"
 
 namespace ddpscope::capture {
 namespace {
@@ -84,9 +87,101 @@ std::FILE* open_gzip(const std::string& path, gzFile& gz, std::string& error) {
 
 }  // namespace
 
-std::unique_ptr<CaptureReader> CaptureReader::open(const std::string& path, std::string& error) {
-  char errbuf[PCAP_ERRBUF_SIZE] = {};
+bool parse_reader_kind(std::string_view name, ReaderKind& kind) {
+  if (name == "auto")
+    kind = ReaderKind::automatic;
+  else if (name == "mapped")
+    kind = ReaderKind::mapped;
+  else if (name == "libpcap")
+    kind = ReaderKind::libpcap;
+  else
+    return false;
+  return true;
+}
+
+// A compiled BPF program for one link type (null: it does not compile for that link type).
+struct CaptureReader::Filter {
+  std::uint32_t link_type = 0;
+  std::unique_ptr<bpf_program, void (*)(bpf_program*)> program{nullptr, nullptr};
+};
+
+namespace {
+
+// `expression` compiled for frames of `link_type`, or null with `error` set.
+std::unique_ptr<bpf_program, void (*)(bpf_program*)> compile_filter(const std::string& expression,
+                                                                    std::uint32_t link_type,
+                                                                    std::uint32_t snaplen,
+                                                                    std::string& error) {
+  auto prog =
+      std::unique_ptr<bpf_program, void (*)(bpf_program*)>(new bpf_program{}, [](bpf_program* p) {
+        pcap_freecode(p);
+        delete p;
+      });
+  pcap_t* dead = pcap_open_dead_with_tstamp_precision(detail::linktype_to_dlt(link_type),
+                                                      snaplen ? static_cast<int>(snaplen) : 262144,
+                                                      PCAP_TSTAMP_PRECISION_NANO);
+  if (dead == nullptr) {
+    error = "filter \"" + expression + "\": out of memory";
+    return {nullptr, nullptr};
+  }
+  if (pcap_compile(dead, prog.get(), expression.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0) {
+    error = "filter \"" + expression + "\": " + pcap_geterr(dead);
+    pcap_close(dead);
+    // prog's deleter: pcap_freecode() of a program never compiled frees nothing.
+    return {nullptr, nullptr};
+  }
+  pcap_close(dead);
+  return prog;
+}
+
+}  // namespace
+
+std::unique_ptr<CaptureReader> CaptureReader::open(const std::string& path, std::string& error,
+                                                   ReaderKind kind) {
+  if (kind == ReaderKind::automatic) {
+    const char* env = std::getenv("DDPSCOPE_READER");
+    if (env != nullptr && *env != '\0' && !parse_reader_kind(env, kind)) {
+      error = std::string("DDPSCOPE_READER=") + env + ": not auto, mapped or libpcap";
+      return nullptr;
+    }
+  }
   std::unique_ptr<CaptureReader> r(new CaptureReader());
+  r->path_ = path;
+  if (kind != ReaderKind::libpcap && path != "-") {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      error = path + ": " + std::strerror(errno);
+      return nullptr;
+    }
+    struct stat st {};
+    std::string why = "not a regular file";
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      r->file_size_ = static_cast<std::uint64_t>(st.st_size);
+      r->mapped_ = detail::MappedReader::open(fd, r->file_size_, why);
+    }
+    ::close(fd);  // the mapping stays
+    if (r->mapped_) {
+      r->link_type_ = r->mapped_->link_type();
+      r->snaplen_ = r->mapped_->snaplen();
+      return r;
+    }
+    if (kind == ReaderKind::mapped) {
+      // Said as libpcap would, when it can; the mapped reader's reason otherwise.
+      std::string libpcap_error;
+      if (r->open_libpcap(libpcap_error))
+        error = path + ": not read by the mapped reader (" + why + "); libpcap reads it";
+      else
+        error = libpcap_error;
+      return nullptr;
+    }
+  }
+  if (!r->open_libpcap(error)) return nullptr;
+  return r;
+}
+
+bool CaptureReader::open_libpcap(std::string& error) {
+  const std::string& path = path_;
+  char errbuf[PCAP_ERRBUF_SIZE] = {};
   pcap_t* p = nullptr;
   if (path == "-") {
     // libpcap's name for the standard input.
@@ -96,7 +191,7 @@ std::unique_ptr<CaptureReader> CaptureReader::open(const std::string& path, std:
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (f == nullptr) {
       error = path + ": " + std::strerror(errno);
-      return nullptr;
+      return false;
     }
     // Said plainly rather than as libpcap's "tried to read 4 file header bytes, only got 0".
     struct stat fst {};
@@ -105,7 +200,7 @@ std::unique_ptr<CaptureReader> CaptureReader::open(const std::string& path, std:
                                        : ": " + std::to_string(fst.st_size) +
                                              " octets, too short for a pcap or pcapng header");
       std::fclose(f);
-      return nullptr;
+      return false;
     }
     unsigned char magic[2] = {};
     const bool gzip = std::fread(magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
@@ -114,33 +209,56 @@ std::unique_ptr<CaptureReader> CaptureReader::open(const std::string& path, std:
       std::fclose(f);
       gzFile gz = nullptr;
       f = open_gzip(path, gz, error);
-      if (f == nullptr) return nullptr;
-      r->gzip_ = gz;
+      if (f == nullptr) return false;
+      gzip_ = gz;
     } else {
       std::rewind(f);
-      r->read_buffer_.reset(new char[kReadBuffer]);
-      std::setvbuf(f, r->read_buffer_.get(), _IOFBF, kReadBuffer);
+      read_buffer_.reset(new char[kReadBuffer]);
+      std::setvbuf(f, read_buffer_.get(), _IOFBF, kReadBuffer);
       ::posix_fadvise(::fileno(f), 0, 0, POSIX_FADV_SEQUENTIAL);
     }
     p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, errbuf);
     if (p == nullptr) {
       std::fclose(f);  // on success pcap_close() closes it (and the gzFile)
+      gzip_ = nullptr;
       if (gzip) {
         error = path + ": gzip-compressed, but not a capture inside: " + errbuf;
-        return nullptr;
+        return false;
       }
     }
   }
   if (p == nullptr) {
     error = path + ": " + errbuf;
-    return nullptr;
+    return false;
   }
-  r->handle_ = p;
-  r->link_type_ = dlt_to_linktype(pcap_datalink(p));
-  r->snaplen_ = static_cast<std::uint32_t>(std::max(pcap_snapshot(p), 0));
+  handle_ = p;
+  link_type_ = dlt_to_linktype(pcap_datalink(p));
+  snaplen_ = static_cast<std::uint32_t>(std::max(pcap_snapshot(p), 0));
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) r->file_size_ = static_cast<std::uint64_t>(st.st_size);
-  return r;
+  if (::stat(path.c_str(), &st) == 0) file_size_ = static_cast<std::uint64_t>(st.st_size);
+  return true;
+}
+
+// The mapped reader met a pcapng interface whose records libpcap rewrites: libpcap reads the
+// file again from the start and skips the records already handed out.
+bool CaptureReader::switch_to_libpcap() {
+  const std::uint64_t skip = mapped_->records();
+  mapped_.reset();
+  std::string error;
+  if (!open_libpcap(error)) {
+    error_ = error;
+    return false;
+  }
+  pcap_pkthdr* hdr = nullptr;
+  const u_char* data = nullptr;
+  for (std::uint64_t i = 0; i < skip; ++i) {
+    if (pcap_next_ex(handle_, &hdr, &data) != 1) {
+      error_ = pcap_geterr(handle_);
+      if (error_.empty()) error_ = "libpcap ended before the records the mapped reader read";
+      return false;
+    }
+  }
+  return true;
 }
 
 std::string CaptureReader::link_type_name(std::uint32_t link_type) {
@@ -156,18 +274,37 @@ std::string CaptureReader::link_type_name(std::uint32_t link_type) {
 }
 
 bool CaptureReader::set_filter(const std::string& expression, std::string& error) {
-  auto prog =
-      std::unique_ptr<bpf_program, void (*)(bpf_program*)>(new bpf_program{}, [](bpf_program* p) {
-        pcap_freecode(p);
-        delete p;
-      });
-  if (pcap_compile(handle_, prog.get(), expression.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0) {
-    error = "filter \"" + expression + "\": " + pcap_geterr(handle_);
-    // prog's deleter: pcap_freecode() of a program never compiled frees nothing.
-    return false;
-  }
-  filter_ = std::move(prog);
+  Filter f;
+  f.link_type = link_type_;
+  f.program = compile_filter(expression, link_type_, snaplen_, error);
+  if (!f.program) return false;
+  filter_expression_ = expression;
+  filters_.clear();
+  filters_.push_back(std::move(f));
   return true;
+}
+
+bool CaptureReader::filtered_out(std::uint32_t link_type, std::uint32_t caplen,
+                                 std::uint32_t wire_length, const std::uint8_t* data) {
+  const Filter* f = &filters_.front();
+  if (f->link_type != link_type) {
+    auto it = std::find_if(filters_.begin(), filters_.end(),
+                           [&](const Filter& g) { return g.link_type == link_type; });
+    if (it == filters_.end()) {
+      std::string ignored;
+      Filter g;
+      g.link_type = link_type;
+      g.program = compile_filter(filter_expression_, link_type, snaplen_, ignored);
+      filters_.push_back(std::move(g));
+      it = filters_.end() - 1;
+    }
+    f = &*it;
+  }
+  if (!f->program) return true;
+  pcap_pkthdr hdr{};
+  hdr.caplen = caplen;
+  hdr.len = wire_length;
+  return pcap_offline_filter(f->program.get(), &hdr, data) == 0;
 }
 
 CaptureReader::~CaptureReader() {
@@ -176,12 +313,36 @@ CaptureReader::~CaptureReader() {
 
 bool CaptureReader::next(Frame& frame) {
   if (done_) return false;
+  if (mapped_) {
+    for (;;) {
+      const auto got = mapped_->next(frame);
+      if (got == detail::MappedReader::Next::record) {
+        ++number_;
+        if (!filters_.empty() &&
+            filtered_out(frame.link_type, static_cast<std::uint32_t>(frame.data.size()),
+                         frame.wire_length, frame.data.data())) {
+          ++filtered_out_;
+          continue;
+        }
+        frame.number = number_;
+        return true;
+      }
+      if (got == detail::MappedReader::Next::use_libpcap) break;
+      done_ = true;
+      if (got == detail::MappedReader::Next::error) error_ = mapped_->error();
+      return false;
+    }
+    if (!switch_to_libpcap()) {
+      done_ = true;
+      return false;
+    }
+  }
   pcap_pkthdr* hdr = nullptr;
   const u_char* data = nullptr;
   int rc = 0;
   while ((rc = pcap_next_ex(handle_, &hdr, &data)) == 1) {
     ++number_;
-    if (filter_ && pcap_offline_filter(filter_.get(), hdr, data) == 0) {
+    if (!filters_.empty() && filtered_out(link_type_, hdr->caplen, hdr->len, data)) {
       ++filtered_out_;
       continue;
     }
@@ -195,8 +356,13 @@ bool CaptureReader::next(Frame& frame) {
   return false;
 }
 
+bool CaptureReader::gzip() const {
+  return mapped_ ? mapped_->gzip() : gzip_ != nullptr;
+}
+
 std::uint64_t CaptureReader::bytes_read() const {
   if (done_) return file_size_;
+  if (mapped_) return std::min(mapped_->bytes_read(), file_size_);
   if (gzip_ != nullptr) {
     const z_off_t at = gzoffset(static_cast<gzFile>(gzip_));
     return at < 0 ? 0 : std::min(static_cast<std::uint64_t>(at), file_size_);

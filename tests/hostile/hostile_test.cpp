@@ -666,9 +666,9 @@ struct FileRun {
 
 // What every host does (capture::feed): every frame until the end or the first error, then the
 // error as capture.truncated-file.
-FileRun analyze_file(const fs::path& p) {
+FileRun analyze_file(const fs::path& p, capture::ReaderKind kind = capture::ReaderKind::automatic) {
   FileRun r;
-  auto reader = capture::CaptureReader::open(p.string(), r.open_error);
+  auto reader = capture::CaptureReader::open(p.string(), r.open_error, kind);
   if (!reader) return r;
   const capture::FeedResult fed = capture::feed(*reader, *r.an);
   r.frames = fed.last_frame;
@@ -807,7 +807,8 @@ TEST(HostileFile, PcapngWithSeveralInterfacesAndLinkTypes) {
     EXPECT_EQ(r.an->model().streams.size(), 3u);
   }
   {
-    // A raw-IP interface described after Ethernet frames: libpcap stops there; the frames
+    // A raw-IP interface described after Ethernet frames: the mapped reader (the default)
+    // reads on, each frame with its interface's link type; libpcap stops there, the frames
     // before it are analysed and the stop is reported as capture.truncated-file.
     Bytes b = pcapng_shb();
     pcapng_idb(b, 1);
@@ -817,11 +818,14 @@ TEST(HostileFile, PcapngWithSeveralInterfacesAndLinkTypes) {
     pcapng_epb(b, 1, ByteView(syn3).subspan(14));
     write_bytes(tmp_file("mixed-links.pcapng"), b);
     const FileRun r = analyze_file(tmp_file("mixed-links.pcapng"));
-    EXPECT_EQ(r.frames, 2u);
-    EXPECT_EQ(r.an->model().streams.size(), 2u);
-    if (!r.read_error.empty()) {
-      EXPECT_EQ(count(r.an->model(), FindingId::capture_truncated_file), 1u);
-    }
+    EXPECT_EQ(r.frames, 3u);
+    EXPECT_EQ(r.an->model().streams.size(), 3u);
+    EXPECT_TRUE(r.read_error.empty()) << r.read_error;
+    const FileRun lib = analyze_file(tmp_file("mixed-links.pcapng"), capture::ReaderKind::libpcap);
+    EXPECT_EQ(lib.frames, 2u);
+    EXPECT_EQ(lib.an->model().streams.size(), 2u);
+    EXPECT_FALSE(lib.read_error.empty());
+    EXPECT_EQ(count(lib.an->model(), FindingId::capture_truncated_file), 1u);
   }
   {
     // An Enhanced Packet Block naming an interface that was never described.

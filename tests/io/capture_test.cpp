@@ -218,8 +218,9 @@ TEST(CaptureIo, ReadsPcapng) {
 
 // libpcap (1.10) presents one link type per file: when it meets a second interface
 // description block with another link type, next() fails with libpcap's message. mergecap
-// writes both interface blocks before any packet, so no frame is read at all.
-TEST(CaptureIo, PcapngWithMixedLinkTypesSurfacesLibpcapError) {
+// writes both interface blocks before any packet, so libpcap reads no frame at all. The mapped
+// reader (the default, issue 43) reads every frame with its own interface's link type.
+TEST(CaptureIo, PcapngWithMixedLinkTypes) {
   if (!have_tool("/usr/bin/mergecap")) GTEST_SKIP() << "mergecap is not installed";
   std::string eth = temp_path(".eth.pcap");
   std::string raw = temp_path(".raw.pcap");
@@ -237,7 +238,21 @@ TEST(CaptureIo, PcapngWithMixedLinkTypesSurfacesLibpcapError) {
   std::string cmd = "/usr/bin/mergecap -F pcapng -w '" + merged + "' '" + eth + "' '" + raw + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::string error;
-  auto r = CaptureReader::open(merged, error);
+  {
+    auto r = CaptureReader::open(merged, error);
+    ASSERT_TRUE(r) << error;
+    EXPECT_STREQ(r->backend(), "mapped");
+    Frame f;
+    std::vector<std::uint32_t> links;
+    while (r->next(f)) {
+      links.push_back(f.link_type);
+      EXPECT_EQ(net::decode_frame(f.link_type, f.data, f.wire_length).status,
+                net::FrameStatus::tcp);
+    }
+    EXPECT_EQ(links, (std::vector<std::uint32_t>{1, 1, 101}));
+    EXPECT_EQ(r->error(), "");
+  }
+  auto r = CaptureReader::open(merged, error, ReaderKind::libpcap);
   if (!r) {
     EXPECT_NE(error, "");  // rejected up front: also acceptable, as long as it says why
     return;

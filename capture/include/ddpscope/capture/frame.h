@@ -17,11 +17,11 @@ struct Frame {
   std::uint32_t link_type = 0;    // LINKTYPE_* of the frame's interface
   ByteView data;                  // the captured octets (caplen)
   std::uint32_t wire_length = 0;  // the frame's original length
-  // Always 0: libpcap (1.10) does not expose the pcapng interface of a packet. It also
-  // presents one link type per file: when a pcapng file holds an interface description block
-  // whose link type differs from the first one's, next() fails at that block with libpcap's
-  // message ("an interface has a type N different from the type of the first interface").
-  // Tools such as mergecap write all interface blocks first, so such files yield no frames.
+  // The pcapng interface of the packet (its Interface Description Block's index in its
+  // section) as the mapped reader reads it; 0 for classic pcap, live capture and libpcap
+  // (1.10 does not expose it, and presents one link type per file: at an interface of another
+  // link type than the first's, libpcap's next() fails with its message "an interface has a
+  // type N different from the type of the first interface").
   std::uint32_t interface_id = 0;
 };
 

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The file reader's own parser of capture files (issue 43): the file mapped, each record handed
+// out where it lies, classic pcap and pcapng, gzip-compressed through zlib's streaming inflate
+// into a sliding buffer. Private to the capture library; CaptureReader (file_reader.h) uses it
+// for regular files and keeps libpcap for what it does not read (standard input, pipes, pcap
+// versions before 2.4, link types whose pseudo-header libpcap rewrites).
+//
+// What it reads equals what libpcap 1.10 hands out, record by record (octets, time, lengths,
+// link type), and where a file is damaged it stops where libpcap stops, with libpcap's words:
+// tests/io/reader_equivalence_test.cpp holds the two to that. Where libpcap gives up on a valid
+// pcapng file, it goes on: interfaces of several link types and snapshot lengths, sections of
+// either byte order.
+//
+// The map is of the file's size at open: octets appended later are not read (libpcap would read
+// them), and a file cut shorter by another process while it is read ends the process with
+// SIGBUS (the kernel's answer to a read of a mapped page past the end of the file).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ddpscope/capture/frame.h"
+
+namespace ddpscope::capture::detail {
+
+using Record = Frame;  // number is left to the caller
+
+class MappedReader {
+ public:
+  // `again` is internal: a section of the other byte order begins (next() never returns it).
+  enum class Next { record, end, error, use_libpcap, again };
+
+  // A reader of `fd` (a regular file of `size` octets, not taken over), or nullptr with `why`
+  // set: not a file this reader reads (the caller opens it with libpcap, which reads it or says
+  // what is wrong with it in its own words).
+  static std::unique_ptr<MappedReader> open(int fd, std::uint64_t size, std::string& why);
+  ~MappedReader();
+  MappedReader(const MappedReader&) = delete;
+  MappedReader& operator=(const MappedReader&) = delete;
+
+  // record: `r` filled. end: the file ended cleanly. error: error() says why (libpcap's words).
+  // use_libpcap: the next record is one libpcap rewrites (a byte-swapped pseudo-header of an
+  // interface described mid-file); the caller reads the rest of the file with libpcap, after
+  // the records() already handed out.
+  Next next(Record& r);
+  const std::string& error() const { return error_; }
+  std::uint64_t records() const { return records_; }
+  // The first interface's link type (LINKTYPE_*) and snapshot length, as libpcap reports them.
+  std::uint32_t link_type() const { return link_type_; }
+  std::uint32_t snaplen() const { return snaplen_; }
+  bool gzip() const { return gz_ != nullptr; }
+  // Octets of the file consumed (compressed octets for gzip).
+  std::uint64_t bytes_read() const;
+
+ private:
+  enum class Format { pcap, pcapng };
+  struct Interface {
+    std::uint32_t link_type;  // LINKTYPE_*
+    std::uint32_t snapshot;   // libpcap's adjusted snapshot length
+    std::uint64_t tsresol;    // units per second
+    std::uint64_t tsoffset;   // seconds
+    std::uint64_t scale;      // the power-of-ten factor to or from nanoseconds
+    enum : std::uint8_t { pass, up_dec, down_dec, binary } scale_type;
+  };
+  struct Inflater;
+
+  MappedReader() = default;
+  // The file's (section's) byte order as a template argument: no test of it per field.
+  template <bool Swapped>
+  Next next_pcap(Record& r);
+  template <bool Swapped>
+  Next next_pcapng(Record& r);
+  Next pcapng_section(const std::uint8_t* body, std::size_t body_len);
+  Next pcap_slow(Record& r, std::uint32_t caplen, std::uint32_t len, std::uint32_t sec,
+                 std::uint32_t frac);
+  bool open_pcap(std::string& why);
+  bool open_pcapng(std::string& why);
+  // One pcapng block at cur_ (whole, trailer checked): its type, length and body, or false with
+  // error_ set (or at a clean end: end_of_file set).
+  bool read_block(std::uint32_t& type, std::uint32_t& length, bool& end_of_file);
+  bool add_interface(const std::uint8_t* body, std::size_t body_len);
+  [[gnu::cold, gnu::noinline]] Next fail(std::string_view message);
+  // fail() with libpcap's printf-style words; out of the record loops' way.
+  [[gnu::cold, gnu::noinline]] Next failf(const char* fmt, ...)
+      __attribute__((format(printf, 2, 3)));
+  // At least `n` octets from cur_ in [cur_, end_), inflating more into the sliding buffer for
+  // gzip; false when the file holds fewer (all it holds is then in [cur_, end_)).
+  bool fill(std::size_t n) {
+    if (static_cast<std::size_t>(end_ - cur_) >= n) return true;
+    return gz_ != nullptr && refill(n);
+  }
+  bool refill(std::size_t n);
+  std::uint32_t u32(const std::uint8_t* p) const;
+  std::uint16_t u16(const std::uint8_t* p) const;
+
+  Format format_ = Format::pcap;
+  const std::uint8_t* map_ = nullptr;  // the file's octets (compressed ones for gzip)
+  std::size_t map_size_ = 0;
+  const std::uint8_t* cur_ = nullptr;  // the next record (header included)
+  const std::uint8_t* end_ = nullptr;  // the end of what is available from cur_
+  std::unique_ptr<Inflater> gz_;       // gzip: the inflater and its sliding buffer
+  bool swapped_ = false;               // the file's (pcapng: the section's) byte order is not ours
+  bool done_ = false;
+  // Classic pcap.
+  bool nano_ = false;
+  std::uint32_t snapshot_ = 0;     // libpcap's adjusted snapshot length
+  std::uint32_t max_snaplen_ = 0;  // libpcap's max_snaplen_for_dlt
+  // pcapng.
+  std::vector<Interface> interfaces_;  // of the current section
+  std::uint32_t interface_count_ = 0;  // interfaces_.size(), without a division per record
+  int first_dlt_ = 0;                  // libpcap's p->linktype: the file's first interface's
+  std::uint32_t max_block_ = 0;        // libpcap's max_blocksize
+  std::uint32_t link_type_ = 0;
+  std::uint32_t snaplen_ = 0;
+  std::uint64_t records_ = 0;
+  std::string error_;
+};
+
+}  // namespace ddpscope::capture::detail
