@@ -36,6 +36,36 @@ std::string data_difference(const Bytes& captured, const Bytes& live) {
   return "data differs at offset " + hex_number(at) + " of " + std::to_string(captured.size());
 }
 
+// A command names its sender's buffers, and a live peer's buffers are its own: where the
+// captured message holds a captured region's STag or base (in either byte order, as the ULP
+// lays it out) and the live one holds the live region's in the same place, neither is compared.
+void mask_buffers(Bytes& cap, Bytes& live, const std::vector<AdvertisedRegion>& cap_regions,
+                  const std::vector<AdvertisedRegion>& live_regions) {
+  const auto put = [](std::uint64_t v, std::size_t n, bool big, std::uint8_t* out) {
+    for (std::size_t k = 0; k < n; ++k)
+      out[big ? n - 1 - k : k] = static_cast<std::uint8_t>(v >> (8 * k));
+  };
+  const auto mask = [&](std::uint64_t c, std::uint64_t l, std::size_t n) {
+    for (const bool big : {false, true}) {
+      std::uint8_t cb[8], lb[8];
+      put(c, n, big, cb);
+      put(l, n, big, lb);
+      for (std::size_t at = 0; at + n <= cap.size() && at + n <= live.size(); ++at) {
+        if (!std::equal(cb, cb + n, cap.begin() + static_cast<std::ptrdiff_t>(at)) ||
+            !std::equal(lb, lb + n, live.begin() + static_cast<std::ptrdiff_t>(at)))
+          continue;
+        std::fill_n(cap.begin() + static_cast<std::ptrdiff_t>(at), n, 0);
+        std::fill_n(live.begin() + static_cast<std::ptrdiff_t>(at), n, 0);
+      }
+    }
+  };
+  const std::size_t n = std::min(cap_regions.size(), live_regions.size());
+  for (std::size_t j = 0; j < n; ++j) {
+    mask(cap_regions[j].stag, live_regions[j].stag, 4);
+    mask(cap_regions[j].base, live_regions[j].base, 8);
+  }
+}
+
 std::string status_text(const UlpCompletion& c) {
   if (!c.status.empty()) return c.status;
   return c.success ? "success" : "failure";
@@ -362,6 +392,7 @@ std::string ReplayPlan::compare(std::size_t i, const LiveMessage& l) {
     std::fill(live.begin() + static_cast<std::ptrdiff_t>(b),
               live.begin() + static_cast<std::ptrdiff_t>(e), 0);
   }
+  mask_buffers(cap, live, u.regions, l.ulp.regions);
   return cap == live ? "" : data_difference(cap, live);
 }
 
