@@ -62,8 +62,10 @@ class Reporter {
   void diff(StreamResult& r, std::size_t index, const std::string& arrow, const std::string& what,
             const std::string& why) {
     std::string line = index ? "DIFF #" + std::to_string(index) + " " + arrow : "DIFF " + arrow;
-    if (!what.empty()) line += ": expected " + what + ";";
-    else line += ":";
+    if (!what.empty())
+      line += ": expected " + what + ";";
+    else
+      line += ":";
     line += " " + why;
     print(line);
     nlohmann::json j = {{"direction", arrow}, {"expected", what}, {"difference", why}};
@@ -88,8 +90,8 @@ struct Fault {
 
 int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_index,
                   std::vector<session::CapturedMessage> messages, const Fault& fault,
-                  bool retry_connect, std::optional<std::uint16_t> carried_cntlid,
-                  Reporter& out, StreamResult& result) {
+                  bool retry_connect, std::optional<std::uint16_t> carried_cntlid, Reporter& out,
+                  StreamResult& result) {
   result.stream = stream_index;
   const StreamModel& sm = model.streams[stream_index];
   const bool client = a.side == "client";
@@ -259,13 +261,13 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
                   neg.revision, neg.crc ? "on" : "off", neg.peer_to_peer ? "yes" : "no",
                   std::string(session::to_string(neg.rtr)).c_str());
     out.print(line);
-    if (!plan->ulp.empty()) out.print("ULP: " + plan->ulp + " (stream " +
-                                      std::to_string(stream_index) + ")");
+    if (!plan->ulp.empty())
+      out.print("ULP: " + plan->ulp + " (stream " + std::to_string(stream_index) + ")");
   }
   if (sm.revision && neg.revision != *sm.revision)
-    out.diff(result, 0, "handshake", "",
-             "revision " + std::to_string(neg.revision) + ", captured " +
-                 std::to_string(*sm.revision));
+    out.diff(
+        result, 0, "handshake", "",
+        "revision " + std::to_string(neg.revision) + ", captured " + std::to_string(*sm.revision));
   if (client) loop.run_until([&] { return closed; }, a.start_delay_ms);
 
   // 5. Walk the captured messages in order.
@@ -285,8 +287,8 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
       if (!plan->ours_to_send(m)) continue;  // our session answers the live peer's requests
       // A transfer for a command the live peer never sent has no live buffer to go to.
       if (const std::string cmd = plan->blocked_by(at); !cmd.empty()) {
-        out.print("SKIP #" + std::to_string(index) + " " + arrow + " " + plan->label(at) +
-                  ": " + cmd + " was not sent by the live peer");
+        out.print("SKIP #" + std::to_string(index) + " " + arrow + " " + plan->label(at) + ": " +
+                  cmd + " was not sent by the live peer");
         result.skipped.push_back({{"message", index}, {"label", plan->label(at)}});
         continue;
       }
@@ -322,10 +324,9 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
         s.terminate(*m.terminate);
       }
       if (a.verbose || st != session::PostStatus::ok)
-        out.print("#" + std::to_string(index) + " " + arrow + " " + plan->label(at) + ": sent" +
-                  (st == session::PostStatus::ok
-                       ? ""
-                       : " FAILED (" + std::string(to_string(st)) + ")"));
+        out.print(
+            "#" + std::to_string(index) + " " + arrow + " " + plan->label(at) + ": sent" +
+            (st == session::PostStatus::ok ? "" : " FAILED (" + std::string(to_string(st)) + ")"));
       loop.flush();
       cap_prev = m.ts_ns;
       live_prev = endpoint::now_ns();
@@ -337,8 +338,8 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
     loop.run_until([&] { return (k = plan->pick(at, live)) || closed; }, a.wait_ms);
     if (!k) k = plan->pick(at, live);
     if (!k) {
-      const std::string lost = plan->ulp_info[at].key ? plan->missing(at)
-                                                      : "the live peer sent nothing";
+      const std::string lost =
+          plan->ulp_info[at].key ? plan->missing(at) : "the live peer sent nothing";
       out.diff(result, index, arrow, plan->label(at), lost + (closed ? " (connection ended)" : ""));
       if (closed && !plan->ulp_info[at].key) break;
       continue;
@@ -362,8 +363,8 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
     }
     const std::string why = plan->compare(at, l);
     if (why.empty()) {
-      if (a.verbose) out.print("#" + std::to_string(index) + " " + arrow + " " +
-                               plan->label(at) + ": same");
+      if (a.verbose)
+        out.print("#" + std::to_string(index) + " " + arrow + " " + plan->label(at) + ": same");
     } else {
       out.diff(result, index, arrow, plan->label(at), why);
     }
@@ -397,7 +398,8 @@ int run_replay(const ReplayArgs& a) {
   if (!a.fault.empty()) {
     const auto colon = a.fault.find(':');
     fault.kind = a.fault.substr(0, colon);
-    if (colon != std::string::npos) fault.index = std::strtoul(a.fault.c_str() + colon + 1, nullptr, 10);
+    if (colon != std::string::npos)
+      fault.index = std::strtoul(a.fault.c_str() + colon + 1, nullptr, 10);
   }
   Analyzer analyzer;
   // The assemblers watch every stream asked for; --all-streams: all, found after the pass.
@@ -461,8 +463,8 @@ int run_replay(const ReplayArgs& a) {
     std::vector<session::CapturedMessage> messages;
     if (auto it = assemblers.by_stream.find(i); it != assemblers.by_stream.end())
       messages = it->second->take_messages();
-    const int r = replay_stream(a, model, i, std::move(messages), fault, n > 0, cntlid, out,
-                                result);
+    const int r =
+        replay_stream(a, model, i, std::move(messages), fault, n > 0, cntlid, out, result);
     // The controller ID the live controller assigned at the admin queue's Connect goes into
     // the later Connects (NVMe-oF 1.1 §3.3).
     if (result.nvme_cntlid) cntlid = result.nvme_cntlid;
@@ -478,10 +480,8 @@ int run_replay(const ReplayArgs& a) {
     if (r == 2) break;
   }
   if (a.json) {
-    nlohmann::json j = {{"capture", a.capture},
-                        {"side", a.side},
-                        {"streams", streams},
-                        {"differences", total}};
+    nlohmann::json j = {
+        {"capture", a.capture}, {"side", a.side}, {"streams", streams}, {"differences", total}};
     std::cout << j.dump(2) << "\n";
   }
   return rc;
@@ -524,9 +524,9 @@ void add_replay_command(CLI::App& app, std::function<int()>& run) {
   std::string fields;
   for (const auto& f : session::replay_varying_fields())
     fields += std::string(f.name) + (f.by_default ? " (default)" : "") + ", ";
-  sc->add_option("--ignore", a->ignore,
-                 "a ULP field not to compare, besides the defaults: " +
-                     fields.substr(0, fields.size() - 2));
+  sc->add_option(
+      "--ignore", a->ignore,
+      "a ULP field not to compare, besides the defaults: " + fields.substr(0, fields.size() - 2));
   sc->add_option("--fault", a->fault, "")->group("");  // tests: skip:N or corrupt:N
   sc->callback([a, &run] { run = [a] { return run_replay(*a); }; });
 }

@@ -442,8 +442,7 @@ struct UlpCase {
   std::string name;  // the decoder's
   Bytes request_pd, reply_pd;
   std::vector<Bytes> prelude;  // client Sends before the commands
-  std::function<Bytes(std::uint32_t id, std::uint32_t stag, std::uint64_t base,
-                      std::uint32_t len)>
+  std::function<Bytes(std::uint32_t id, std::uint32_t stag, std::uint64_t base, std::uint32_t len)>
       command;
   std::function<Bytes(std::uint32_t id, bool ok, std::uint32_t stag)> completion;
   std::string command_name;  // of command(97, ...)
@@ -492,7 +491,8 @@ Bytes iser_login() {
   b.opcode = ulp::iscsi_opcode::login_request;
   b.immediate = true;
   b.flags = 0x87;
-  const std::string t = std::string("InitiatorName=iqn.x:host") + '\0' + "TargetName=iqn.x:disk" + '\0';
+  const std::string t =
+      std::string("InitiatorName=iqn.x:host") + '\0' + "TargetName=iqn.x:disk" + '\0';
   b.data_length = static_cast<std::uint32_t>(t.size());
   return cat(cat(ulp::encode_iser_header(ulp::IserHeader{}), ulp::encode_iscsi_bhs(b)),
              Bytes(t.begin(), t.end()));
@@ -528,29 +528,47 @@ Bytes smb_response(std::uint32_t mid, bool ok, std::uint32_t) {
 
 std::vector<UlpCase> ulp_cases() {
   std::vector<UlpCase> v;
-  v.push_back({"nvme-rdma", ulp::encode_nvme_cm_request({0, 1, 32, 31, 0}),
-               ulp::encode_nvme_cm_reply({0, 32}), {}, nvme_read, nvme_cqe,
+  v.push_back({"nvme-rdma",
+               ulp::encode_nvme_cm_request({0, 1, 32, 31, 0}),
+               ulp::encode_nvme_cm_reply({0, 32}),
+               {},
+               nvme_read,
+               nvme_cqe,
                "NVMe Read cid 97 nsid 1"});
-  v.push_back({"iser", Bytes{0x40, 0, 0, 0}, {}, {iser_login()}, iser_read, iser_response,
+  v.push_back({"iser",
+               Bytes{0x40, 0, 0, 0},
+               {},
+               {iser_login()},
+               iser_read,
+               iser_response,
                "SCSI READ(10) ITT 0x61 LUN 0"});
-  v.push_back({"rpc-rdma", ulp::encode_rpcrdma_cm({1, true, 7, 7}),
-               ulp::encode_rpcrdma_cm({1, true, 7, 7}), {}, nfs_read, nfs_reply,
+  v.push_back({"rpc-rdma",
+               ulp::encode_rpcrdma_cm({1, true, 7, 7}),
+               ulp::encode_rpcrdma_cm({1, true, 7, 7}),
+               {},
+               nfs_read,
+               nfs_reply,
                "NFSv3 READ xid 0x61"});
   ulp::SmbdNegotiateRequest rq;
   rq.credits_requested = 255;
   rq.preferred_send_size = 1364;
   rq.max_receive_size = 8192;
   rq.max_fragmented_size = 1 << 20;
-  v.push_back({"smb-direct", {}, {}, {ulp::encode_smbd_negotiate_request(rq)}, smb_read,
-               smb_response, "SMB2 READ mid 97"});
+  v.push_back({"smb-direct",
+               {},
+               {},
+               {ulp::encode_smbd_negotiate_request(rq)},
+               smb_read,
+               smb_response,
+               "SMB2 READ mid 97"});
   return v;
 }
 
 // Commands 97 and 98, each answered by 4096 octets Written into its buffer and a completion;
 // the buffers' STags share an index (a fast registration's new key, as Linux's hosts do).
 void ulp_exchange(Capture& c, const UlpCase& u) {
-  c.handshake(frame(wire::MpaFrameKind::request, wire::MpaEnhancedPd{true, false, 8, true, false, 4},
-                    u.request_pd),
+  c.handshake(frame(wire::MpaFrameKind::request,
+                    wire::MpaEnhancedPd{true, false, 8, true, false, 4}, u.request_pd),
               frame(wire::MpaFrameKind::reply, wire::MpaEnhancedPd{true, false, 4, true, false, 8},
                     u.reply_pd));
   c.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0, 0, true));  // the RTR
@@ -684,10 +702,11 @@ INSTANTIATE_TEST_SUITE_P(EveryDecoder, ReplayUlp, ::testing::ValuesIn(ulp_cases(
 // compared; a later queue's Connect carries the controller ID the live admin queue was given.
 TEST(ReplayPlan, NvmeConnectFieldsThatDifferBetweenRuns) {
   Capture c;
-  c.handshake(frame(wire::MpaFrameKind::request, wire::MpaEnhancedPd{true, false, 8, true, false, 4},
-                    ulp::encode_nvme_cm_request({0, 0, 32, 31, 0})),
-              frame(wire::MpaFrameKind::reply, wire::MpaEnhancedPd{true, false, 4, true, false, 8},
-                    ulp::encode_nvme_cm_reply({0, 32})));
+  c.handshake(
+      frame(wire::MpaFrameKind::request, wire::MpaEnhancedPd{true, false, 8, true, false, 4},
+            ulp::encode_nvme_cm_request({0, 0, 32, 31, 0})),
+      frame(wire::MpaFrameKind::reply, wire::MpaEnhancedPd{true, false, 4, true, false, 8},
+            ulp::encode_nvme_cm_reply({0, 32})));
   c.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0, 0, true));
   ulp::NvmeSqe sqe;
   sqe.opcode = ulp::kNvmeFabricsOpcode;

@@ -103,8 +103,8 @@ struct UlpKey {
 // What the ULP decoders said of one message (captured or live). Empty for a message that is
 // none of a ULP's commands or completions (tagged messages, rping advertisements).
 struct UlpMessageInfo {
-  std::optional<UlpKey> key;  // the message's first command or completion
-  std::string name;           // "NVMe Read cid 97 nsid 1" (a completion: its command's)
+  std::optional<UlpKey> key;              // the message's first command or completion
+  std::string name;                       // "NVMe Read cid 97 nsid 1" (a completion: its command's)
   std::vector<AdvertisedRegion> regions;  // the command's buffers
   std::optional<UlpCompletion> completion;
 };
@@ -232,13 +232,13 @@ class ReplayPlan {
   // The decoders and the live stream's states (the captured one's are only needed once).
   std::shared_ptr<const std::vector<std::unique_ptr<AdvertisementDecoder>>> decoders_;
   std::shared_ptr<UlpStreamDecoders> live_decoders_;
-  std::array<net::Endpoint, 2> ends_{};  // by direction: the captured sender
+  std::array<net::Endpoint, 2> ends_{};   // by direction: the captured sender
   std::map<UlpKey, std::size_t> by_key_;  // the peer's captured commands/completions
   std::map<std::pair<bool, std::uint64_t>, std::uint32_t> live_seen_;  // occurrences so far
   std::map<std::uint32_t, std::string> unreachable_;  // captured STag -> missing command
   std::map<std::uint32_t, std::string> stag_owner_;   // captured STag -> its command's name
-  UlpMessageInfo decode_ulp(UlpStreamDecoders& d, std::map<std::pair<bool, std::uint64_t>,
-                                                           std::uint32_t>& seen,
+  UlpMessageInfo decode_ulp(UlpStreamDecoders& d,
+                            std::map<std::pair<bool, std::uint64_t>, std::uint32_t>& seen,
                             int direction, std::uint8_t opcode, std::uint32_t invalidate_stag,
                             ByteView data) const;
 };
