@@ -438,7 +438,7 @@ std::string ReplayPlan::label(std::size_t i) const {
     return u.completion ? u.name + " (response)" : u.name;
   }
   std::uint32_t stag = m.stag;
-  if (m.read_request) stag = m.direction == us() ? m.read_request->source_stag : 0;
+  if (m.read_request) stag = m.read_request->source_stag;
   if (m.atomic_request) stag = m.atomic_request->remote_stag;
   if (is_opcode(m.opcode, wire::Opcode::read_response)) {
     // A Read Response is named by the buffer it was read from: its request's source.
@@ -496,11 +496,14 @@ std::optional<std::size_t> ReplayPlan::pick(std::size_t i,
       if (live[k].ulp.key == u.key) return k;
     return std::nullopt;
   }
-  // A transfer: the first live one of the same opcode into the same buffer of ours.
-  if (m.tagged || m.read_request) {
+  // A transfer of the peer's reaches a region of ours, registered under the captured STag: the
+  // first live one of the same opcode into the same region (a Write into another buffer is
+  // not this one, which is then missing, and that one extra).
+  if ((m.tagged && !is_opcode(m.opcode, wire::Opcode::read_response)) || m.read_request) {
     const std::uint32_t stag = m.read_request ? m.read_request->source_stag : m.stag;
     for (std::size_t k = 0; k < live.size(); ++k)
       if (!live[k].ulp.key && live[k].opcode == m.opcode && live[k].stag == stag) return k;
+    return std::nullopt;
   }
   for (std::size_t k = 0; k < live.size(); ++k)
     if (!live[k].ulp.key) return k;

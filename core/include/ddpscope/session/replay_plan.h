@@ -179,8 +179,8 @@ class ReplayPlan {
   // Our script[i], as we send it, told to the decoders that read the live stream.
   void observe_sent(std::size_t i);
   // Which live message stands for script[i] (a message of the peer): the one with the same ULP
-  // identity, else the first one of no ULP identity (for a tagged message or Read Request, the
-  // first of its opcode into the same buffer, when there is one). nullopt: none yet.
+  // identity; for an RDMA Write or Read Request, the first of its opcode into the same region of
+  // ours; else the first one of no ULP identity. nullopt: none yet.
   std::optional<std::size_t> pick(std::size_t i, const std::deque<LiveMessage>& live) const;
   // The live peer never sent script[i]: the line that says so, and the buffers of its command
   // are out of reach (our messages into them are not sent: blocked_by()).
