@@ -39,30 +39,39 @@ std::string data_difference(const Bytes& captured, const Bytes& live) {
 // A command names its sender's buffers, and a live peer's buffers are its own: where the
 // captured message holds a captured region's STag or base (in either byte order, as the ULP
 // lays it out) and the live one holds the live region's in the same place, neither is compared.
+// Descriptors sit in a command's first octets (SMB Direct keeps kSmbdMaxReassembly of a
+// message): only those are searched, one pass whatever the number of regions.
 void mask_buffers(Bytes& cap, Bytes& live, const std::vector<AdvertisedRegion>& cap_regions,
                   const std::vector<AdvertisedRegion>& live_regions) {
-  const auto put = [](std::uint64_t v, std::size_t n, bool big, std::uint8_t* out) {
-    for (std::size_t k = 0; k < n; ++k)
-      out[big ? n - 1 - k : k] = static_cast<std::uint8_t>(v >> (8 * k));
+  const std::size_t n = std::min(cap_regions.size(), live_regions.size());
+  if (n == 0) return;
+  std::map<std::uint64_t, std::uint64_t> stags, bases;  // captured -> live
+  for (std::size_t j = 0; j < n; ++j) {
+    stags.emplace(cap_regions[j].stag, live_regions[j].stag);
+    bases.emplace(cap_regions[j].base, live_regions[j].base);
+  }
+  const auto load = [](const Bytes& b, std::size_t at, std::size_t width, bool big) {
+    std::uint64_t v = 0;
+    for (std::size_t k = 0; k < width; ++k)
+      v |= std::uint64_t{b[at + (big ? width - 1 - k : k)]} << (8 * k);
+    return v;
   };
-  const auto mask = [&](std::uint64_t c, std::uint64_t l, std::size_t n) {
-    for (const bool big : {false, true}) {
-      std::uint8_t cb[8], lb[8];
-      put(c, n, big, cb);
-      put(l, n, big, lb);
-      for (std::size_t at = 0; at + n <= cap.size() && at + n <= live.size(); ++at) {
-        if (!std::equal(cb, cb + n, cap.begin() + static_cast<std::ptrdiff_t>(at)) ||
-            !std::equal(lb, lb + n, live.begin() + static_cast<std::ptrdiff_t>(at)))
-          continue;
-        std::fill_n(cap.begin() + static_cast<std::ptrdiff_t>(at), n, 0);
-        std::fill_n(live.begin() + static_cast<std::ptrdiff_t>(at), n, 0);
+  const std::size_t end =
+      std::min({cap.size(), live.size(), static_cast<std::size_t>(ulp::kSmbdMaxReassembly)});
+  std::vector<std::pair<std::size_t, std::size_t>> hits;
+  for (std::size_t at = 0; at < end; ++at) {
+    for (const auto& [width, table] : {std::pair{std::size_t{4}, &stags}, {std::size_t{8}, &bases}}) {
+      if (at + width > end) continue;
+      for (const bool big : {false, true}) {
+        const auto it = table->find(load(cap, at, width, big));
+        if (it != table->end() && load(live, at, width, big) == it->second)
+          hits.emplace_back(at, width);
       }
     }
-  };
-  const std::size_t n = std::min(cap_regions.size(), live_regions.size());
-  for (std::size_t j = 0; j < n; ++j) {
-    mask(cap_regions[j].stag, live_regions[j].stag, 4);
-    mask(cap_regions[j].base, live_regions[j].base, 8);
+  }
+  for (const auto& [at, width] : hits) {
+    std::fill_n(cap.begin() + static_cast<std::ptrdiff_t>(at), width, 0);
+    std::fill_n(live.begin() + static_cast<std::ptrdiff_t>(at), width, 0);
   }
 }
 
@@ -180,7 +189,7 @@ std::optional<ulp::RpingInfo> advertisement(std::uint8_t opcode, const StreamMod
 
 std::optional<ReplayPlan> make_replay_plan(const StreamModel& stream, ReplaySide side,
                                            std::vector<CapturedMessage> messages,
-                                           std::string& error) {
+                                           std::string& error, std::uint64_t max_regions) {
   ReplayPlan plan;
   plan.side = side;
   plan.ports_ = {stream.dirs[0].from.port, stream.dirs[0].to.port};
@@ -273,7 +282,7 @@ std::optional<ReplayPlan> make_replay_plan(const StreamModel& stream, ReplaySide
   std::uint64_t total = 0;
   for (const auto& [stag, e] : extents) {
     if (e.hi <= e.lo || e.hi - e.lo > kReplayMaxRegion ||
-        (total += e.hi - e.lo) > kReplayMaxRegions) {
+        (total += e.hi - e.lo) > std::min(max_regions, kReplayMaxRegions)) {
       error = "region of STag " + std::to_string(stag) + " too large";
       return std::nullopt;
     }

@@ -215,7 +215,8 @@ class ReplayPlan {
 
  private:
   friend std::optional<ReplayPlan> make_replay_plan(const StreamModel&, ReplaySide,
-                                                    std::vector<CapturedMessage>, std::string&);
+                                                    std::vector<CapturedMessage>, std::string&,
+                                                    std::uint64_t);
   struct Fill {
     std::size_t at;        // script index of the peer's Read Request
     std::uint32_t stag;    // our region it read
@@ -248,9 +249,11 @@ inline constexpr std::uint64_t kReplayMaxRegion = std::uint64_t{256} << 20;
 inline constexpr std::uint64_t kReplayMaxRegions = std::uint64_t{1} << 30;
 
 // The plan for `side` of `stream` from its assembled messages. nullopt with `error` set when a
-// region would be empty or exceed the caps.
+// region would be empty or exceed the caps (`max_regions`: all regions together, at most
+// kReplayMaxRegions).
 std::optional<ReplayPlan> make_replay_plan(const StreamModel& stream, ReplaySide side,
                                            std::vector<CapturedMessage> messages,
-                                           std::string& error);
+                                           std::string& error,
+                                           std::uint64_t max_regions = kReplayMaxRegions);
 
 }  // namespace ddpscope::session
