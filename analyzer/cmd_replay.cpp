@@ -123,6 +123,9 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
   for (const std::string& f : a.ignore)
     plan->ignored.push_back(f);
   plan->nvme_cntlid = carried_cntlid;
+  if (carried_cntlid && plan->ulp == "nvme-rdma")
+    out.print("NVMe-oF controller ID " + hex_number(*carried_cntlid) +
+              " (the live controller's) goes into this stream's Connect");
   result.ulp = plan->ulp;
   result.messages = plan->script.size();
   std::map<std::uint32_t, std::uint32_t> registered;  // STag index -> STag
@@ -473,6 +476,8 @@ int run_replay(const ReplayArgs& a) {
                        {"ulp", result.ulp},
                        {"messages", result.messages},
                        {"connected", result.connected},
+                       {"nvme_cntlid", result.nvme_cntlid ? nlohmann::json(*result.nvme_cntlid)
+                                                          : nlohmann::json()},
                        {"differences", result.differences},
                        {"skipped", result.skipped},
                        {"timing", result.timing}});

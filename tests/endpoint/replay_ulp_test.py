@@ -8,6 +8,8 @@ an injected fault is a DIFF that names the ULP command."""
 import json
 import os
 import re
+import struct
+import tempfile
 import unittest
 
 from ddpscope_cli import free_port, start, run  # noqa: E402
@@ -33,7 +35,10 @@ class ReplayUlp(unittest.TestCase):
         # waiting for it up to 1.5 s more, answers while the client waits for the answer.
         server = start("replay", pcap, "--side", "server", "--wait-ms", 1500, *common,
                        *server_extra)
-        self.assertIn("waiting for the live client", server.stdout.readline())
+        first = server.stdout.readline()
+        if first.startswith("== stream"):  # several streams: each is headed by its number
+            first = server.stdout.readline()
+        self.assertIn("waiting for the live client", first)
         client = run("replay", pcap, "--side", "client", "--wait-ms", 1000, *common, *client_extra,
                      *(["--json"] if json_client else []), timeout=120)
         out, err = server.communicate(timeout=120)
@@ -43,6 +48,8 @@ class ReplayUlp(unittest.TestCase):
         for pcap, args, ulp in (("siw/siw-nvmeof.pcap", [], "nvme-rdma"),
                                 ("siw/siw-nvmeof-inline.pcap", [], "nvme-rdma"),
                                 ("siw/siw-nfs-rdma.pcap", ["--all-streams"], "rpc-rdma"),
+                                # The admin queue of the fault sample (its faults are all on
+                                # the I/O queue, below).
                                 ("synthetic/fault-nvmeof.pcap", [], "nvme-rdma")):
             with self.subTest(pcap=pcap):
                 out, rc, client = self.pair(sample(pcap), *args)
@@ -142,6 +149,79 @@ class ReplayUlp(unittest.TestCase):
             "the live peer sent nothing",
             "DIFF #24 server->client: expected NVMe Get Log Page cid 15 (admin) (response); "
             "NVMe Get Log Page cid 15 (admin) (response): the live peer did not send it"])
+
+    @staticmethod
+    def nvme_session(path):
+        """An NVMe-oF session written by `ddpscope synth`: the admin queue's Connect (CNTLID
+        FFFFh: any) answered with controller ID 1, then an I/O queue whose Connect names
+        controller 1, and a Read on it."""
+        def connect(qid, cntlid):
+            sqe = struct.pack("<BBHB3x16xQI3xB", 0x7F, 0x40, 0, 0x01, 0, 1024, 0x01)
+            sqe += struct.pack("<III12x", qid << 16, 31, 5000 if qid == 0 else 0)
+            data = bytearray(1024)
+            data[0:16] = bytes(range(16))
+            data[16:18] = struct.pack("<H", cntlid)
+            data[256:256 + 12] = b"nqn.test:sub"
+            data[512:512 + 13] = b"nqn.test:host"
+            return (sqe + bytes(data)).hex()
+
+        def cqe(cid, dw0=0):
+            return struct.pack("<IIHHHH", dw0, 0, 0, 0, cid, 0).hex()
+
+        def cm(qid):
+            return struct.pack("<HHHHH22x", 0, qid, 32, 31, 0).hex()
+
+        # Read cid 7 nsid 1: a keyed data block (le64 address, le24 length, le32 key,
+        # identifier 40h) of 4096 octets under key 0x1001; CDW12 NLB 7 (eight 512-octet blocks).
+        read = struct.pack("<BBHI16xQ", 0x02, 0x40, 7, 1, 0x7F0001000000)
+        read += (4096).to_bytes(3, "little") + (0x1001).to_bytes(4, "little") + b"\x40"
+        read += struct.pack("<IIIIII", 0, 0, 7, 0, 0, 0)
+        conns = []
+        for port, qid in ((40001, 0), (40002, 1)):
+            conns.append({"client": {"ip": "10.0.0.1", "port": port, "mss": 1460},
+                          "server": {"ip": "10.0.0.2", "port": 4420, "mss": 1460},
+                          "mpa": {"revision": 2, "enhanced": True, "client_ird": 16,
+                                  "client_ord": 16, "server_ird": 16, "server_ord": 16,
+                                  "client_private_data": {"hex": cm(qid)},
+                                  "server_private_data": {"hex": struct.pack(
+                                      "<HH28x", 0, 32).hex()}}})
+        ops = [{"op": "send", "connection": 0, "from": "client", "hex": connect(0, 0xFFFF)},
+               {"op": "send", "connection": 0, "from": "server", "hex": cqe(0, 1)},
+               {"op": "send", "connection": 1, "from": "client", "hex": connect(1, 1)},
+               {"op": "send", "connection": 1, "from": "server", "hex": cqe(0)},
+               {"op": "send", "connection": 1, "from": "client", "hex": read.hex()},
+               {"op": "write", "connection": 1, "from": "server", "stag": "0x00001001",
+                "to": "0x7f0001000000", "size": 4096},
+               {"op": "send", "connection": 1, "from": "server", "hex": cqe(7)}]
+        scenario = path + ".json"
+        with open(scenario, "w") as f:
+            json.dump({"name": "nvme-session", "description": "admin and I/O queue",
+                       "connections": conns, "operations": ops}, f)
+        r = run("synth", scenario, "-o", path)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    def test_whole_session_carries_the_controller_id(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            pcap = os.path.join(tmp, "nvme-session.pcap")
+            self.nvme_session(pcap)
+            text = run("analyze", pcap).stdout
+            self.assertIn("qid 1, hrqsize 32, hsqsize 31, crqsize 32; Connect sqsize 31", text)
+            self.assertIn("Findings: 0 ", text)
+            # Both streams, in captured order, without a difference.
+            out, rc, client = self.pair(pcap, "--all-streams", json_client=True)
+            self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+            self.assertEqual(rc, 0, out)
+            rep = json.loads(client.stdout)
+            self.assertEqual([s["stream"] for s in rep["streams"]], [0, 1])
+            self.assertEqual(rep["streams"][0]["nvme_cntlid"], 1)
+            self.assertEqual(rep["differences"], 0)
+            # The live controller gives another ID (its Connect response's DW0 changed): no
+            # difference (nvme.cntlid), and the I/O queue's Connect carries the live one.
+            out, rc, client = self.pair(pcap, "--all-streams", server_extra=["--fault", "corrupt:2"])
+            self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+            self.assertIn("NVMe-oF controller ID 0xfe (the live controller's) goes into this "
+                          "stream's Connect", client.stdout)
+            self.assertEqual(rc, 0, out)
 
     def test_ignore_names_only_known_fields(self):
         r = run("replay", sample("siw/siw-nvmeof.pcap"), "--help")

@@ -60,7 +60,8 @@ void mask_buffers(Bytes& cap, Bytes& live, const std::vector<AdvertisedRegion>& 
       std::min({cap.size(), live.size(), static_cast<std::size_t>(ulp::kSmbdMaxReassembly)});
   std::vector<std::pair<std::size_t, std::size_t>> hits;
   for (std::size_t at = 0; at < end; ++at) {
-    for (const auto& [width, table] : {std::pair{std::size_t{4}, &stags}, {std::size_t{8}, &bases}}) {
+    for (const auto& [width, table] :
+         {std::pair{std::size_t{4}, &stags}, {std::size_t{8}, &bases}}) {
       if (at + width > end) continue;
       for (const bool big : {false, true}) {
         const auto it = table->find(load(cap, at, width, big));
