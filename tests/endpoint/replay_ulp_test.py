@@ -62,11 +62,20 @@ class ReplayUlp(unittest.TestCase):
     # ddp.tagged.bounds: a second Write overlaps the end of the first's buffer; when both are
     # placed before the first is looked at, the first's octets are the second's there.
     OVERLAP = {"iser": "SCSI READ\\(10\\) ITT 0x1f LUN 0", "rpcrdma": "NFSv3 READ xid 0x101",
-               "smbdirect": "SMB2 READ mid 1"}
+               "smbdirect": "SMB2 READ mid 1", "nvmeof": "NVMe Read cid 1 nsid 1"}
 
     # Each fault sample's differences, and the fault of the sample (its .json) that explains
     # each: the replaying endpoint is a compliant Data Sink, the captured peer was not.
     EXPLAINED = {
+        # The I/O queue (stream 1) of the NVMe-oF sample.
+        "nvmeof": [
+            (r"DIFF #1[56] server->client: expected (NVMe Read cid 4 nsid 1 \(response\)|"
+             r"RDMA Write for NVMe Read cid 4 nsid 1); .*\(connection ended\)", "client"),
+            (r"DIFF extra: the live peer sent Terminate RDMAP / Remote Protection / STag cannot "
+             r"be invalidated, not in the capture", "server"),
+            (r"DIFF #8 client->server: expected RDMA Read Response for NVMe Write cid 2 nsid 1; "
+             r"data differs at offset 0x0 of 8192", "server"),
+        ],
         "iser": [
             # ulp.invalidate-mismatch: the response invalidates an STag the initiator never
             # registered; the client's endpoint answers with a Terminate, ending the stream.
@@ -106,10 +115,11 @@ class ReplayUlp(unittest.TestCase):
     def test_fault_samples_differ_only_where_their_faults_say(self):
         for name, explained in self.EXPLAINED.items():
             with self.subTest(sample=name):
-                out, rc, client = self.pair(sample(f"synthetic/fault-{name}.pcap"))
+                args = ["--stream-index", 1] if name == "nvmeof" else []
+                out, rc, client = self.pair(sample(f"synthetic/fault-{name}.pcap"), *args)
                 self.assertEqual(rc, 1, out)
                 self.assertEqual(client.returncode, 1, client.stdout + client.stderr)
-                overlap = re.compile(rf"DIFF #4 server->client: expected RDMA Write for "
+                overlap = re.compile(rf"DIFF #[24] server->client: expected RDMA Write for "
                                      rf"{self.OVERLAP[name]}; data differs at offset 0xf00 of "
                                      rf"4096")
                 for side, text in (("server", out), ("client", client.stdout)):
