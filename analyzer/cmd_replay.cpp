@@ -527,11 +527,15 @@ void add_replay_command(CLI::App& app, std::function<int()>& run) {
   sc->add_flag("-v", a->verbose, "print every message, not only differences");
   sc->add_flag("--json", a->json, "print the result as JSON (the same information)");
   std::string fields;
-  for (const auto& f : session::replay_varying_fields())
+  std::vector<std::string> names;
+  for (const auto& f : session::replay_varying_fields()) {
     fields += std::string(f.name) + (f.by_default ? " (default)" : "") + ", ";
+    names.emplace_back(f.name);
+  }
   sc->add_option(
-      "--ignore", a->ignore,
-      "a ULP field not to compare, besides the defaults: " + fields.substr(0, fields.size() - 2));
+        "--ignore", a->ignore,
+        "a ULP field not to compare, besides the defaults: " + fields.substr(0, fields.size() - 2))
+      ->check(CLI::IsMember(names));
   sc->add_option("--fault", a->fault, "")->group("");  // tests: skip:N or corrupt:N
   sc->callback([a, &run] { run = [a] { return run_replay(*a); }; });
 }

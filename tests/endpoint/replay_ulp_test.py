@@ -237,6 +237,10 @@ class ReplayUlp(unittest.TestCase):
         r = run("replay", sample("siw/siw-nvmeof.pcap"), "--help")
         self.assertIn("nvme.cntlid (default)", r.stdout)
         self.assertIn("smb2.session_id (default)", r.stdout)
+        r = run("replay", sample("siw/siw-nvmeof.pcap"), "--peer", "127.0.0.1:1", "--ignore",
+                "nvme.nonsense")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("nvme.nonsense", r.stderr)
 
 
 if __name__ == "__main__":
