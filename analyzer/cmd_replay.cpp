@@ -8,9 +8,13 @@
 // filled with the captured data. Each message the live peer sends is compared with the
 // capture's, in order: sequence, sizes, data, Terminates.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "cmd_endpoint_options.h"
 #include "ddpscope/analysis/analyzer.h"
@@ -26,47 +30,78 @@ using session::EventKind;
 
 struct ReplayArgs {
   std::string capture;
-  std::uint32_t stream = 0;
+  std::vector<std::uint32_t> streams;
+  bool all_streams = false;
   std::string side = "client";
   std::string peer;
   int wait_ms = 3000;
   int timeout_s = 60;
   int start_delay_ms = kDefaultStartDelayMs;  // as the client, before the first message
   bool verbose = false;
+  bool json = false;
+  std::vector<std::string> ignore;
+  std::string fault;  // tests only: "skip:N" or "corrupt:N" (our script message N)
 };
 
-int run_replay(const ReplayArgs& a) {
-  // 1. The capture.
-  std::string err;
-  auto reader = capture::CaptureReader::open(a.capture, err);
-  if (!reader) {
-    std::cerr << "replay: " << err << "\n";
-    return 2;
+// Everything one stream's replay found, for the text lines and --json.
+struct StreamResult {
+  std::uint32_t stream = 0;
+  std::string ulp;
+  std::size_t messages = 0;
+  nlohmann::json differences = nlohmann::json::array();
+  nlohmann::json timing = nlohmann::json::array();
+  nlohmann::json skipped = nlohmann::json::array();
+  std::optional<std::uint16_t> nvme_cntlid;  // what the live controller assigned
+  bool connected = false;
+};
+
+class Reporter {
+ public:
+  explicit Reporter(bool json) : json_(json) {}
+  // A line as `replay` prints it; kept for --json with its fields.
+  void diff(StreamResult& r, std::size_t index, const std::string& arrow, const std::string& what,
+            const std::string& why) {
+    std::string line = index ? "DIFF #" + std::to_string(index) + " " + arrow : "DIFF " + arrow;
+    if (!what.empty())
+      line += ": expected " + what + ";";
+    else
+      line += ":";
+    line += " " + why;
+    print(line);
+    nlohmann::json j = {{"direction", arrow}, {"expected", what}, {"difference", why}};
+    if (index) j["message"] = index;
+    r.differences.push_back(std::move(j));
   }
-  Analyzer analyzer;
-  session::MessageAssembler assembler(a.stream);
-  analyzer.set_observer(&assembler);
-  capture::FeedOptions feed_options;
-  feed_options.on_frame = [&assembler](const capture::Frame& f) {
-    assembler.set_frame_time(f.ts_ns);
-  };
-  const capture::FeedResult fed = capture::feed(*reader, analyzer, feed_options);
-  if (!fed.error.empty())
-    std::cerr << "replay: " << fed.error << ": replaying the " << fed.last_frame
-              << " frames before it\n";
-  const Model& model = analyzer.model();
-  if (a.stream >= model.streams.size()) {
-    std::cerr << "replay: the capture has " << model.streams.size() << " streams\n";
-    return 2;
+  void print(const std::string& line) {
+    if (!json_) std::printf("%s\n", line.c_str());
   }
-  const StreamModel& sm = model.streams[a.stream];
+  bool json() const { return json_; }
+
+ private:
+  bool json_;
+};
+
+// Fault injection for the tests: our script message N (1-based, as DIFF numbers it) is not
+// sent ("skip") or goes with its first octet flipped ("corrupt").
+struct Fault {
+  std::string kind;
+  std::size_t index = 0;
+};
+
+int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_index,
+                  std::vector<session::CapturedMessage> messages, const Fault& fault,
+                  bool retry_connect, std::optional<std::uint16_t> carried_cntlid, Reporter& out,
+                  StreamResult& result) {
+  result.stream = stream_index;
+  const StreamModel& sm = model.streams[stream_index];
   const bool client = a.side == "client";
   const auto side = client ? session::ReplaySide::client : session::ReplaySide::server;
+  std::string err;
   // 2. The handshake parameters of our side.
   auto cfg = session::replay_session_config(sm, side);
   if (!cfg) {
-    std::cerr << "replay: stream " << a.stream << " has no MPA " << (client ? "Request" : "Reply")
-              << "\n";
+    std::cerr << "replay: stream " << stream_index << " has no MPA "
+              << (client ? "Request" : "Reply") << "\n";
     return 2;
   }
   std::string host;
@@ -78,18 +113,35 @@ int run_replay(const ReplayArgs& a) {
   session::MemoryTable mem(endpoint::process_memory_limits());
   cfg->pd = mem.alloc_pd();
 
-  // 3. Our regions under the captured STags, filled with the captured data.
-  auto plan = session::make_replay_plan(sm, side, assembler.take_messages(), err);
+  // 3. The plan: our regions under the captured STags, filled with the captured data, each
+  // registered when the script first names it.
+  auto plan = session::make_replay_plan(sm, side, std::move(messages), err);
   if (!plan) {
     std::cerr << "replay: " << err << "\n";
     return 2;
   }
-  for (auto& [stag, r] : plan->regions) {
-    if (!mem.register_region_at(stag, cfg->pd, r.mem, r.base, session::access::all)) {
-      std::cerr << "replay: cannot register STag " << stag << "\n";
-      return 2;
+  for (const std::string& f : a.ignore)
+    plan->ignored.push_back(f);
+  plan->nvme_cntlid = carried_cntlid;
+  if (carried_cntlid && plan->ulp == "nvme-rdma")
+    out.print("NVMe-oF controller ID " + hex_number(*carried_cntlid) +
+              " (the live controller's) goes into this stream's Connect");
+  result.ulp = plan->ulp;
+  result.messages = plan->script.size();
+  std::map<std::uint32_t, std::uint32_t> registered;  // STag index -> STag
+  const auto register_from = [&](std::size_t i) {
+    for (auto& [stag, r] : plan->regions) {
+      if (r.first_use != i) continue;
+      // The same index under a new key: the upper layer registered the buffer again.
+      if (auto it = registered.find(stag >> 8); it != registered.end()) mem.deregister(it->second);
+      if (!mem.register_region_at(stag, cfg->pd, r.mem, r.base, session::access::all)) {
+        std::cerr << "replay: cannot register STag " << hex_number(stag) << "\n";
+        return false;
+      }
+      registered[stag >> 8] = stag;
     }
-  }
+    return true;
+  };
   const std::vector<session::CapturedMessage>& script = plan->script;
   const int us = plan->us();
 
@@ -99,6 +151,7 @@ int run_replay(const ReplayArgs& a) {
   std::deque<session::LiveMessage> live;
   endpoint::Connection* conn = nullptr;
   bool closed = false;
+  bool connect_failed = false;
   // Read Requests we issued, by wr_id: where the data lands.
   struct PendingRead {
     std::uint32_t stag;
@@ -151,52 +204,76 @@ int run_replay(const ReplayArgs& a) {
       case EventKind::closed:
       case EventKind::error:
       case EventKind::rejected:
-        if (e.kind != EventKind::closed)
-          std::printf("live: %s: %s\n", std::string(to_string(e.kind)).c_str(), e.message.c_str());
+        if (e.kind != EventKind::closed) {
+          if (retry_connect && e.kind == EventKind::error &&
+              c.session().state() != session::Session::State::established) {
+            connect_failed = true;
+          } else {
+            out.print("live: " + std::string(to_string(e.kind)) + ": " + e.message);
+          }
+        }
         closed = true;
         return;
       case EventKind::terminate_sent:
-        std::printf("live: we sent Terminate %s\n", e.message.c_str());
+        out.print("live: we sent Terminate " + e.message);
         closed = true;
         return;
       default:
         return;
     }
+    plan->observe_live(m);
     live.push_back(std::move(m));
   };
+  const auto established = [&] {
+    return closed || (conn && conn->session().state() == session::Session::State::established);
+  };
   if (client) {
-    if (!loop.connect(host, port, *cfg, err)) {
-      std::cerr << "replay: " << err << "\n";
-      return 2;
+    // A later stream of a whole session: the live server may still be going back to listen.
+    for (int attempt = 0;; ++attempt) {
+      if (!loop.connect(host, port, *cfg, err)) {
+        std::cerr << "replay: " << err << "\n";
+        return 2;
+      }
+      loop.run_until(established, a.timeout_s * 1000);
+      if (!connect_failed || attempt >= 50) break;
+      conn = nullptr;
+      closed = connect_failed = false;
+      loop.run_until([] { return false; }, 100);
     }
   } else {
     if (!loop.listen(host, port, *cfg, err)) {
       std::cerr << "replay: " << err << "\n";
       return 2;
     }
-    std::printf("replay: waiting for the live client on %s:%u\n", host.c_str(), loop.listen_port());
-    std::fflush(stdout);
+    if (!out.json()) {
+      std::printf("replay: waiting for the live client on %s:%u\n", host.c_str(),
+                  loop.listen_port());
+      std::fflush(stdout);
+    }
+    loop.run_until(established, a.timeout_s * 1000);
   }
-  if (!loop.run_until(
-          [&] {
-            return closed ||
-                   (conn && conn->session().state() == session::Session::State::established);
-          },
-          a.timeout_s * 1000) ||
-      closed) {
-    std::printf("DIFF handshake: the live peer did not reach Full Operation Phase\n");
+  if (!established() || closed) {
+    out.diff(result, 0, "handshake", "", "the live peer did not reach Full Operation Phase");
     return 1;
   }
+  result.connected = true;
   const auto& neg = conn->session().negotiated();
-  std::printf("connected: rev %u, CRC %s, peer-to-peer %s, RTR %s\n", neg.revision,
-              neg.crc ? "on" : "off", neg.peer_to_peer ? "yes" : "no",
-              std::string(session::to_string(neg.rtr)).c_str());
+  {
+    char line[160];
+    std::snprintf(line, sizeof line, "connected: rev %u, CRC %s, peer-to-peer %s, RTR %s",
+                  neg.revision, neg.crc ? "on" : "off", neg.peer_to_peer ? "yes" : "no",
+                  std::string(session::to_string(neg.rtr)).c_str());
+    out.print(line);
+    if (!plan->ulp.empty())
+      out.print("ULP: " + plan->ulp + " (stream " + std::to_string(stream_index) + ")");
+  }
   if (sm.revision && neg.revision != *sm.revision)
-    std::printf("DIFF handshake: revision %u, captured %u\n", neg.revision, *sm.revision);
+    out.diff(
+        result, 0, "handshake", "",
+        "revision " + std::to_string(neg.revision) + ", captured " + std::to_string(*sm.revision));
   if (client) loop.run_until([&] { return closed; }, a.start_delay_ms);
 
   // 5. Walk the captured messages in order.
-  int diffs = 0;
   int slow = 0;
   std::size_t index = 0;
   // Timing: the delay from the previous message (either side) to each peer message, captured
@@ -205,11 +282,23 @@ int run_replay(const ReplayArgs& a) {
   std::int64_t live_prev = endpoint::now_ns();
   auto& s = conn->session();
   for (const session::CapturedMessage& m : script) {
-    ++index;
+    const std::size_t at = index++;
+    if (!register_from(at)) return 2;
     if (plan->ours_to_send(m)) plan->apply_fills(index);
     const char* arrow = m.direction == 0 ? "client->server" : "server->client";
     if (m.direction == us) {
       if (!plan->ours_to_send(m)) continue;  // our session answers the live peer's requests
+      // A transfer for a command the live peer never sent has no live buffer to go to.
+      if (const std::string cmd = plan->blocked_by(at); !cmd.empty()) {
+        out.print("SKIP #" + std::to_string(index) + " " + arrow + " " + plan->label(at) + ": " +
+                  cmd + " was not sent by the live peer");
+        result.skipped.push_back({{"message", index}, {"label", plan->label(at)}});
+        continue;
+      }
+      plan->observe_sent(at);
+      if (fault.kind == "skip" && fault.index == index) continue;
+      Bytes data = wire::opcode_is_send_family(m.opcode) ? plan->outgoing(at) : m.data;
+      if (fault.kind == "corrupt" && fault.index == index && !data.empty()) data[0] ^= 0xFF;
       const auto is = [&](wire::Opcode o) { return m.opcode == static_cast<std::uint8_t>(o); };
       session::PostStatus st = session::PostStatus::ok;
       if (wire::opcode_is_send_family(m.opcode)) {
@@ -217,10 +306,10 @@ int run_replay(const ReplayArgs& a) {
         so.solicited = is(wire::Opcode::send_se) || is(wire::Opcode::send_se_invalidate);
         if (wire::opcode_invalidates(m.opcode))
           so.invalidate_stag = plan->live_stag_to(m.rsvd_ulp1, 0).first;
-        st = s.send(m.data, so);
+        st = s.send(data, so);
       } else if (is(wire::Opcode::rdma_write)) {
         auto [stag, to] = plan->live_stag_to(m.stag, m.to);
-        st = s.rdma_write(m.data, stag, to);
+        st = s.rdma_write(data, stag, to);
       } else if (m.read_request) {
         const wire::ReadRequest& rr = *m.read_request;
         auto [stag, to] = plan->live_stag_to(rr.source_stag, rr.source_to);
@@ -238,60 +327,169 @@ int run_replay(const ReplayArgs& a) {
         s.terminate(*m.terminate);
       }
       if (a.verbose || st != session::PostStatus::ok)
-        std::printf("#%zu %s %s: sent%s\n", index, arrow, describe(m).c_str(),
-                    st == session::PostStatus::ok
-                        ? ""
-                        : (" FAILED (" + std::string(to_string(st)) + ")").c_str());
+        out.print(
+            "#" + std::to_string(index) + " " + arrow + " " + plan->label(at) + ": sent" +
+            (st == session::PostStatus::ok ? "" : " FAILED (" + std::string(to_string(st)) + ")"));
       loop.flush();
       cap_prev = m.ts_ns;
       live_prev = endpoint::now_ns();
       continue;
     }
-    // A message of the peer: wait for the live one and compare.
-    loop.run_until([&] { return !live.empty() || closed; }, a.wait_ms);
-    if (live.empty()) {
-      std::printf("DIFF #%zu %s: expected %s; the live peer sent nothing%s\n", index, arrow,
-                  describe(m).c_str(), closed ? " (connection ended)" : "");
-      ++diffs;
-      if (closed) break;
+    // A message of the peer: wait for the live one that stands for it (by the ULP's identity
+    // where it has one) and compare.
+    std::optional<std::size_t> k;
+    loop.run_until([&] { return (k = plan->pick(at, live)) || closed; }, a.wait_ms);
+    if (!k) k = plan->pick(at, live);
+    if (!k) {
+      const std::string lost =
+          plan->ulp_info[at].key ? plan->missing(at) : "the live peer sent nothing";
+      out.diff(result, index, arrow, plan->label(at), lost + (closed ? " (connection ended)" : ""));
+      if (closed && !plan->ulp_info[at].key) break;
       continue;
     }
-    session::LiveMessage l = std::move(live.front());
-    live.pop_front();
+    session::LiveMessage l = std::move(live[*k]);
+    live.erase(live.begin() + static_cast<std::ptrdiff_t>(*k));
     const std::int64_t cap_delay = m.ts_ns - cap_prev;
     const std::int64_t live_delay = l.at_ns - live_prev;
     cap_prev = m.ts_ns;
     live_prev = l.at_ns;
     if (live_delay > 10 * cap_delay + 200'000'000) {
-      std::printf("TIMING #%zu %s: %s after %.1f ms, captured after %.1f ms\n", index, arrow,
-                  describe(m).c_str(), static_cast<double>(live_delay) / 1e6,
-                  static_cast<double>(cap_delay) / 1e6);
+      char line[256];
+      std::snprintf(line, sizeof line, "TIMING #%zu %s: %s after %.1f ms, captured after %.1f ms",
+                    index, arrow, plan->label(at).c_str(), static_cast<double>(live_delay) / 1e6,
+                    static_cast<double>(cap_delay) / 1e6);
+      out.print(line);
+      result.timing.push_back({{"message", index},
+                               {"live_ms", static_cast<double>(live_delay) / 1e6},
+                               {"captured_ms", static_cast<double>(cap_delay) / 1e6}});
       ++slow;
     }
-    const std::string why = plan->compare(m, l);
+    const std::string why = plan->compare(at, l);
     if (why.empty()) {
-      if (a.verbose) std::printf("#%zu %s %s: same\n", index, arrow, describe(m).c_str());
+      if (a.verbose)
+        out.print("#" + std::to_string(index) + " " + arrow + " " + plan->label(at) + ": same");
     } else {
-      std::printf("DIFF #%zu %s: expected %s; %s\n", index, arrow, describe(m).c_str(),
-                  why.c_str());
-      ++diffs;
+      out.diff(result, index, arrow, plan->label(at), why);
     }
   }
   // Anything more the live peer sends is a difference too.
   loop.run_until([&] { return !live.empty() || closed; }, 300);
-  for (const auto& l : live) {
-    std::printf("DIFF extra: the live peer sent %s, not in the capture\n", describe(l).c_str());
-    ++diffs;
-  }
+  for (const auto& l : live)
+    out.diff(result, 0, "extra", "", plan->extra(l));
+  result.nvme_cntlid = plan->learned_cntlid;
   if (!closed) {
     s.close();
     loop.run_until([&] { return conn->done() || closed; }, 1000);
   }
-  std::printf("%zu captured messages replayed, %d difference%s", script.size(), diffs,
-              diffs == 1 ? "" : "s");
-  if (slow) std::printf(", %d much slower than captured", slow);
-  std::printf("\n");
+  const std::size_t diffs = result.differences.size();
+  std::string tail = std::to_string(script.size()) + " captured messages replayed, " +
+                     std::to_string(diffs) + " difference" + (diffs == 1 ? "" : "s");
+  if (slow) tail += ", " + std::to_string(slow) + " much slower than captured";
+  out.print(tail);
   return diffs ? 1 : 0;
+}
+
+int run_replay(const ReplayArgs& a) {
+  // 1. The capture, once: every stream's messages are assembled in the one pass.
+  std::string err;
+  auto reader = capture::CaptureReader::open(a.capture, err);
+  if (!reader) {
+    std::cerr << "replay: " << err << "\n";
+    return 2;
+  }
+  Fault fault;
+  if (!a.fault.empty()) {
+    const auto colon = a.fault.find(':');
+    fault.kind = a.fault.substr(0, colon);
+    if (colon != std::string::npos)
+      fault.index = std::strtoul(a.fault.c_str() + colon + 1, nullptr, 10);
+  }
+  Analyzer analyzer;
+  // The assemblers watch every stream asked for; --all-streams: all, found after the pass.
+  std::vector<std::uint32_t> wanted = a.streams;
+  if (wanted.empty() && !a.all_streams) wanted.push_back(0);
+  struct Assemblers final : AnalysisObserver {
+    std::map<std::uint32_t, std::unique_ptr<session::MessageAssembler>> by_stream;
+    bool all = false;
+    void on_pdu(const PduEvent& p) override {
+      auto it = by_stream.find(p.stream);
+      if (it == by_stream.end()) {
+        if (!all) return;
+        it = by_stream.emplace(p.stream, std::make_unique<session::MessageAssembler>(p.stream))
+                 .first;
+        it->second->set_frame_time(now);
+      }
+      it->second->on_pdu(p);
+    }
+    std::int64_t now = 0;
+  } assemblers;
+  assemblers.all = a.all_streams;
+  for (std::uint32_t i : wanted)
+    assemblers.by_stream.emplace(i, std::make_unique<session::MessageAssembler>(i));
+  analyzer.set_observer(&assemblers);
+  capture::FeedOptions feed_options;
+  feed_options.on_frame = [&assemblers](const capture::Frame& f) {
+    assemblers.now = f.ts_ns;
+    for (auto& [i, asm_] : assemblers.by_stream)
+      asm_->set_frame_time(f.ts_ns);
+  };
+  const capture::FeedResult fed = capture::feed(*reader, analyzer, feed_options);
+  if (!fed.error.empty())
+    std::cerr << "replay: " << fed.error << ": replaying the " << fed.last_frame
+              << " frames before it\n";
+  const Model& model = analyzer.model();
+  if (a.all_streams) {
+    wanted.clear();
+    for (const StreamModel& sm : model.streams)
+      if (sm.dirs[0].mpa_frame || sm.dirs[1].mpa_frame) wanted.push_back(sm.id);
+  }
+  for (std::uint32_t i : wanted) {
+    if (i >= model.streams.size()) {
+      std::cerr << "replay: the capture has " << model.streams.size() << " streams\n";
+      return 2;
+    }
+  }
+  // A whole session goes in captured order: by the stream's first frame.
+  std::sort(wanted.begin(), wanted.end(), [&](std::uint32_t x, std::uint32_t y) {
+    return model.streams[x].first_frame < model.streams[y].first_frame;
+  });
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  Reporter out(a.json);
+  nlohmann::json streams = nlohmann::json::array();
+  int rc = 0;
+  std::size_t total = 0;
+  std::optional<std::uint16_t> cntlid;
+  for (std::size_t n = 0; n < wanted.size(); ++n) {
+    const std::uint32_t i = wanted[n];
+    if (wanted.size() > 1) out.print("== stream " + std::to_string(i));
+    StreamResult result;
+    std::vector<session::CapturedMessage> messages;
+    if (auto it = assemblers.by_stream.find(i); it != assemblers.by_stream.end())
+      messages = it->second->take_messages();
+    const int r =
+        replay_stream(a, model, i, std::move(messages), fault, n > 0, cntlid, out, result);
+    // The controller ID the live controller assigned at the admin queue's Connect goes into
+    // the later Connects (NVMe-oF 1.1 §3.3).
+    if (result.nvme_cntlid) cntlid = result.nvme_cntlid;
+    total += result.differences.size();
+    streams.push_back({{"stream", result.stream},
+                       {"ulp", result.ulp},
+                       {"messages", result.messages},
+                       {"connected", result.connected},
+                       {"nvme_cntlid", result.nvme_cntlid ? nlohmann::json(*result.nvme_cntlid)
+                                                          : nlohmann::json()},
+                       {"differences", result.differences},
+                       {"skipped", result.skipped},
+                       {"timing", result.timing}});
+    rc = std::max(rc, r);
+    if (r == 2) break;
+  }
+  if (a.json) {
+    nlohmann::json j = {
+        {"capture", a.capture}, {"side", a.side}, {"streams", streams}, {"differences", total}};
+    std::cout << j.dump(2) << "\n";
+  }
+  return rc;
 }
 
 }  // namespace
@@ -302,8 +500,11 @@ void add_replay_command(CLI::App& app, std::function<int()>& run) {
                                 "Replay one side of a captured stream against a live "
                                 "peer and report where it differs");
   sc->add_option("CAPTURE", a->capture, "pcap/pcapng file")->required();
-  sc->add_option("--stream-index", a->stream,
-                 "the stream's number in the analyzer's report (\"stream\": N; default 0)");
+  sc->add_option("--stream-index", a->streams,
+                 "the stream's number in the analyzer's report (\"stream\": N; default 0); "
+                 "repeated: those streams, one after another in captured order");
+  sc->add_flag("--all-streams", a->all_streams,
+               "replay every stream with an MPA handshake, in captured order");
   // One meaning per option name across commands: --stream is an endpoint (IP:PORT) in analyze
   // and the GUI. Here the old spelling of the number is refused by name, before other checks.
   sc->add_option_function<std::string>(
@@ -324,6 +525,18 @@ void add_replay_command(CLI::App& app, std::function<int()>& run) {
   sc->add_option("--timeout", a->timeout_s, "connection timeout in seconds (60)");
   add_start_delay_flag(sc, a->start_delay_ms);
   sc->add_flag("-v", a->verbose, "print every message, not only differences");
+  sc->add_flag("--json", a->json, "print the result as JSON (the same information)");
+  std::string fields;
+  std::vector<std::string> names;
+  for (const auto& f : session::replay_varying_fields()) {
+    fields += std::string(f.name) + (f.by_default ? " (default)" : "") + ", ";
+    names.emplace_back(f.name);
+  }
+  sc->add_option(
+        "--ignore", a->ignore,
+        "a ULP field not to compare, besides the defaults: " + fields.substr(0, fields.size() - 2))
+      ->check(CLI::IsMember(names));
+  sc->add_option("--fault", a->fault, "")->group("");  // tests: skip:N or corrupt:N
   sc->callback([a, &run] { run = [a] { return run_replay(*a); }; });
 }
 

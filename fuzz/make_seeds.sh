@@ -18,6 +18,10 @@ if command -v editcap >/dev/null && command -v mergecap >/dev/null; then
   mergecap -F pcapng -w fuzz/corpus/fuzz_capture/two-interfaces.pcapng \
     samples/synthetic/fault-atomic.pcap samples/synthetic/fault-handshake.pcap
 fi
+# fuzz_replay_plan: the upper layers' samples, and rping's.
+mkdir -p fuzz/corpus/fuzz_replay_plan
+cp samples/synthetic/fault-{nvmeof,iser,rpcrdma,smbdirect}.pcap samples/synthetic/clean-rping.pcap \
+  samples/siw/siw-nvmeof.pcap fuzz/corpus/fuzz_replay_plan/
 # fuzz_esp: the IPsec samples' SA files and frames.
 fuzz/esp_seeds.py fuzz/corpus/fuzz_esp samples/ipsec
 du -sh fuzz/corpus

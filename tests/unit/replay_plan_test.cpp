@@ -6,8 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/ulp/iser.h"
+#include "ddpscope/ulp/nvmeof.h"
+#include "ddpscope/ulp/rpcrdma.h"
 #include "ddpscope/ulp/rping.h"
+#include "ddpscope/ulp/smbdirect.h"
 #include "hostile/hostile_builders.h"
 
 namespace ddpscope::session {
@@ -371,7 +378,7 @@ TEST(ReplayPlan, ComparesAndLearnsTheLivePeersBuffers) {
   r.data = text("start buffer 001");
   EXPECT_EQ(plan->compare(response, r), "");
   r.data[6] = 'B';
-  EXPECT_EQ(plan->compare(response, r), "data differs from octet 6");
+  EXPECT_EQ(plan->compare(response, r), "data differs at offset 0x6 of 16");
   r.data.pop_back();
   EXPECT_EQ(plan->compare(response, r), "size 15 octets");
   r.opcode = u8(Opcode::send);
@@ -400,7 +407,7 @@ TEST(ReplayPlan, AdvertisementsJudgedByTheAnalyzersRule) {
   LiveMessage live;
   live.opcode = u8(Opcode::send);
   live.data = ulp::encode_rping_info({0x5000, 0xc1, 16});
-  EXPECT_EQ(plan->compare(plan->script[0], live), "data differs from octet 11");
+  EXPECT_EQ(plan->compare(plan->script[0], live), "data differs at offset 0xb of 16");
   EXPECT_EQ(plan->live_stag_to(0xa1, 0x5000), std::make_pair(0xa1u, std::uint64_t{0x5000}));
 }
 
@@ -420,6 +427,343 @@ TEST(ReplayPlan, TerminatesCompareByTheirTriple) {
   t.terminate = TerminateError{1, 2, 6};
   EXPECT_NE(plan->compare(plan->script[0], t).find("Terminate "), std::string::npos);
   EXPECT_NE(describe(t).find("Terminate"), std::string::npos);
+}
+
+// ------------------------------------------------------------------ upper layers
+// The same exchange in each ULP: the client's set-up, then commands that name one buffer of
+// the client's each (a read: the server RDMA-Writes into it) and their completions.
+
+Bytes cat(Bytes a, const Bytes& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+struct UlpCase {
+  std::string name;  // the decoder's
+  Bytes request_pd, reply_pd;
+  std::vector<Bytes> prelude;  // client Sends before the commands
+  std::function<Bytes(std::uint32_t id, std::uint32_t stag, std::uint64_t base, std::uint32_t len)>
+      command;
+  std::function<Bytes(std::uint32_t id, bool ok, std::uint32_t stag)> completion;
+  std::string command_name;  // of command(97, ...)
+};
+
+Bytes nvme_read(std::uint32_t cid, std::uint32_t stag, std::uint64_t base, std::uint32_t len) {
+  ulp::NvmeSqe sqe;
+  sqe.opcode = 0x02;
+  sqe.flags = 0x40;  // PSDT 01b: SGL
+  sqe.cid = static_cast<std::uint16_t>(cid);
+  sqe.nsid = 1;
+  sqe.sgl1 = {base, len, stag, ulp::sgl_type::keyed_data_block, ulp::sgl_subtype::address};
+  sqe.cdw[2] = len / 512 - 1;
+  return ulp::encode_nvme_sqe(sqe);
+}
+Bytes nvme_cqe(std::uint32_t cid, bool ok, std::uint32_t) {
+  ulp::NvmeCqe c;
+  c.cid = static_cast<std::uint16_t>(cid);
+  c.status = ok ? 0 : 0x0004;  // status field 0x0002, phase 0
+  return ulp::encode_nvme_cqe(c);
+}
+
+Bytes iser_read(std::uint32_t itt, std::uint32_t stag, std::uint64_t base, std::uint32_t len) {
+  ulp::IserHeader h;
+  h.read_valid = true;
+  h.read_stag = stag;
+  h.read_base = base;
+  ulp::IscsiBhs b;
+  b.opcode = ulp::iscsi_opcode::scsi_command;
+  b.flags = ulp::IscsiBhs::kFinal | ulp::IscsiBhs::kRead | 0x01;
+  b.itt = itt;
+  b.word20 = len;
+  b.cdb[0] = 0x28;
+  return cat(ulp::encode_iser_header(h), ulp::encode_iscsi_bhs(b));
+}
+Bytes iser_response(std::uint32_t itt, bool ok, std::uint32_t) {
+  ulp::IscsiBhs b;
+  b.opcode = ulp::iscsi_opcode::scsi_response;
+  b.flags = 0x80;
+  b.status = ok ? 0 : 0x02;
+  b.itt = itt;
+  return cat(ulp::encode_iser_header(ulp::IserHeader{}), ulp::encode_iscsi_bhs(b));
+}
+Bytes iser_login() {
+  ulp::IscsiBhs b;
+  b.opcode = ulp::iscsi_opcode::login_request;
+  b.immediate = true;
+  b.flags = 0x87;
+  const std::string t =
+      std::string("InitiatorName=iqn.x:host") + '\0' + "TargetName=iqn.x:disk" + '\0';
+  b.data_length = static_cast<std::uint32_t>(t.size());
+  return cat(cat(ulp::encode_iser_header(ulp::IserHeader{}), ulp::encode_iscsi_bhs(b)),
+             Bytes(t.begin(), t.end()));
+}
+
+Bytes nfs_read(std::uint32_t xid, std::uint32_t stag, std::uint64_t base, std::uint32_t len) {
+  ulp::RpcRdmaHeader h;
+  h.xid = xid;
+  h.credit = 32;
+  h.writes = {{ulp::RdmaSegment{stag, len, base}}};
+  return cat(ulp::encode_rpcrdma_header(h), ulp::encode_rpc_call({xid, 100003, 3, 6}));
+}
+Bytes nfs_reply(std::uint32_t xid, bool ok, std::uint32_t stag) {
+  ulp::RpcRdmaHeader h;
+  h.xid = xid;
+  h.credit = 32;
+  h.writes = {{ulp::RdmaSegment{stag, 4096, 0x10000}}};
+  return cat(ulp::encode_rpcrdma_header(h), ulp::encode_rpc_reply({xid, false, 0, ok ? 0u : 5u}));
+}
+
+Bytes smbd(const Bytes& smb2) {
+  ulp::SmbdDataHeader h;
+  h.credits_requested = 1;
+  h.credits_granted = 1;
+  return ulp::encode_smbd_data(h, smb2);
+}
+Bytes smb_read(std::uint32_t mid, std::uint32_t stag, std::uint64_t base, std::uint32_t len) {
+  return smbd(ulp::encode_smb2_read_request(mid, len, 1, {{base, stag, len}}));
+}
+Bytes smb_response(std::uint32_t mid, bool ok, std::uint32_t) {
+  return smbd(ulp::encode_smb2_response(ulp::smb2_command::read, mid, ok ? 0 : 0xC0000022u, 0));
+}
+
+std::vector<UlpCase> ulp_cases() {
+  std::vector<UlpCase> v;
+  v.push_back({"nvme-rdma",
+               ulp::encode_nvme_cm_request({0, 1, 32, 31, 0}),
+               ulp::encode_nvme_cm_reply({0, 32}),
+               {},
+               nvme_read,
+               nvme_cqe,
+               "NVMe Read cid 97 nsid 1"});
+  v.push_back({"iser",
+               Bytes{0x40, 0, 0, 0},
+               {},
+               {iser_login()},
+               iser_read,
+               iser_response,
+               "SCSI READ(10) ITT 0x61 LUN 0"});
+  v.push_back({"rpc-rdma",
+               ulp::encode_rpcrdma_cm({1, true, 7, 7}),
+               ulp::encode_rpcrdma_cm({1, true, 7, 7}),
+               {},
+               nfs_read,
+               nfs_reply,
+               "NFSv3 READ xid 0x61"});
+  ulp::SmbdNegotiateRequest rq;
+  rq.credits_requested = 255;
+  rq.preferred_send_size = 1364;
+  rq.max_receive_size = 8192;
+  rq.max_fragmented_size = 1 << 20;
+  v.push_back({"smb-direct",
+               {},
+               {},
+               {ulp::encode_smbd_negotiate_request(rq)},
+               smb_read,
+               smb_response,
+               "SMB2 READ mid 97"});
+  return v;
+}
+
+// Commands 97 and 98, each answered by 4096 octets Written into its buffer and a completion;
+// the buffers' STags share an index (a fast registration's new key, as Linux's hosts do).
+void ulp_exchange(Capture& c, const UlpCase& u) {
+  c.handshake(frame(wire::MpaFrameKind::request,
+                    wire::MpaEnhancedPd{true, false, 8, true, false, 4}, u.request_pd),
+              frame(wire::MpaFrameKind::reply, wire::MpaEnhancedPd{true, false, 4, true, false, 8},
+                    u.reply_pd));
+  c.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0, 0, true));  // the RTR
+  std::uint32_t msn[2] = {1, 1};
+  for (const Bytes& p : u.prelude)
+    c.send(0, msn[0]++, p);
+  c.send(0, msn[0]++, u.command(97, 0x1201, 0x10000, 4096));
+  c.send(0, msn[0]++, u.command(98, 0x1202, 0x20000, 4096));
+  c.fpdu(1, wire::tagged_header(Opcode::rdma_write, 0x1201, 0x10000, true), Bytes(4096, 0x61));
+  c.send(1, msn[1]++, u.completion(97, true, 0x1201));
+  c.fpdu(1, wire::tagged_header(Opcode::rdma_write, 0x1202, 0x20000, true), Bytes(4096, 0x62));
+  c.send(1, msn[1]++, u.completion(98, true, 0x1202));
+}
+
+std::size_t index_of(const ReplayPlan& p, const std::string& label) {
+  for (std::size_t i = 0; i < p.script.size(); ++i)
+    if (p.label(i) == label) return i;
+  return p.script.size();
+}
+
+LiveMessage live_send(Bytes data) {
+  LiveMessage l;
+  l.opcode = u8(Opcode::send);
+  l.length = static_cast<std::uint32_t>(data.size());
+  l.data = std::move(data);
+  return l;
+}
+
+class ReplayUlp : public ::testing::TestWithParam<UlpCase> {};
+
+// The advertising side registers each buffer its commands named, under the captured STag,
+// from the command that names it; transfers and completions are named by their command.
+TEST_P(ReplayUlp, AdvertisingSideRegistersEveryAdvertisedBuffer) {
+  const UlpCase& u = GetParam();
+  Capture c;
+  ulp_exchange(c, u);
+  std::string err;
+  auto plan = plan_of(c, ReplaySide::client, err);
+  ASSERT_TRUE(plan) << err;
+  EXPECT_EQ(plan->ulp, u.name);
+  ASSERT_EQ(plan->regions.size(), 2u);
+  const ReplayRegion& r = plan->regions.at(0x1201);
+  EXPECT_EQ(r.base, 0x10000u);
+  EXPECT_EQ(r.mem.size(), 4096u);
+  const std::size_t cmd = index_of(*plan, u.command_name);
+  ASSERT_LT(cmd, plan->script.size());
+  EXPECT_EQ(r.first_use, cmd);
+  EXPECT_EQ(plan->regions.at(0x1202).first_use, cmd + 1);
+  EXPECT_EQ(plan->label(cmd + 2), "RDMA Write for " + u.command_name);
+  EXPECT_EQ(plan->label(cmd + 3), u.command_name + " (response)");
+  // What the live peer placed is compared with the capture, naming the command.
+  LiveMessage w;
+  w.opcode = u8(Opcode::rdma_write);
+  w.stag = 0x1201;
+  w.to = 0x10000;
+  w.data = Bytes(4096, 0x61);
+  w.data[0x200] = 0;
+  EXPECT_EQ(plan->compare(cmd + 2, w), "data differs at offset 0x200 of 4096");
+  // A completion's status comes before its octets.
+  LiveMessage bad = live_send(u.completion(97, false, 0x1201));
+  plan->observe_live(bad);
+  ASSERT_TRUE(bad.ulp.completion);
+  const std::string why = plan->compare(cmd + 3, bad);
+  EXPECT_NE(why.find(" live vs success captured"), std::string::npos) << why;
+}
+
+// The using side learns the live buffers from the live commands, matched by the ULP's identity
+// whatever their order; a command the live peer did not send is named, and so is one the
+// capture lacks.
+TEST_P(ReplayUlp, UsingSideMatchesCommandsByIdentity) {
+  const UlpCase& u = GetParam();
+  Capture c;
+  ulp_exchange(c, u);
+  std::string err;
+  auto plan = plan_of(c, ReplaySide::server, err);
+  ASSERT_TRUE(plan) << err;
+  const std::size_t c97 = index_of(*plan, u.command_name);
+  ASSERT_LT(c97, plan->script.size());
+  const std::size_t c98 = c97 + 1;
+  EXPECT_EQ(plan->live_stag_to(0x1201, 0x10010), std::make_pair(0x1201u, std::uint64_t{0x10010}));
+  // The live client sends 98 first, then 97, then 99, with buffers of its own.
+  std::deque<LiveMessage> live;
+  for (const std::uint32_t id : {98u, 97u, 99u}) {
+    LiveMessage l = live_send(u.command(id, 0x7700 + id, 0x900000 + id * 0x10000, 4096));
+    plan->observe_live(l);
+    live.push_back(std::move(l));
+  }
+  EXPECT_EQ(plan->pick(c97, live), std::optional<std::size_t>(1));
+  EXPECT_EQ(plan->pick(c98, live), std::optional<std::size_t>(0));
+  EXPECT_EQ(plan->compare(c97, live[1]), "");
+  EXPECT_EQ(plan->live_stag_to(0x1201, 0x10010),
+            std::make_pair(0x7700u + 97, std::uint64_t{0x900000 + 97 * 0x10000 + 0x10}));
+  EXPECT_EQ(plan->live_stag_to(0x1202, 0x20000),
+            std::make_pair(0x7700u + 98, std::uint64_t{0x900000 + 98 * 0x10000}));
+  // 99 is in no captured command.
+  const std::string extra = plan->extra(live[2]);
+  EXPECT_NE(extra.find(": the live peer sent it, the capture has no such command"),
+            std::string::npos)
+      << extra;
+  EXPECT_NE(extra.find("99") == std::string::npos ? extra.find("0x63") : 0, std::string::npos)
+      << extra;
+}
+
+TEST_P(ReplayUlp, AMissingCommandBlocksItsTransfers) {
+  const UlpCase& u = GetParam();
+  Capture c;
+  ulp_exchange(c, u);
+  std::string err;
+  auto plan = plan_of(c, ReplaySide::server, err);
+  ASSERT_TRUE(plan) << err;
+  const std::size_t c97 = index_of(*plan, u.command_name);
+  ASSERT_LT(c97, plan->script.size());
+  std::deque<LiveMessage> live;
+  LiveMessage l = live_send(u.command(98, 0x7762, 0x40000, 4096));
+  plan->observe_live(l);
+  live.push_back(std::move(l));
+  EXPECT_FALSE(plan->pick(c97, live));
+  EXPECT_EQ(plan->missing(c97), u.command_name + ": the live peer did not send it");
+  EXPECT_EQ(plan->blocked_by(c97 + 2), u.command_name);  // its RDMA Write
+  EXPECT_EQ(plan->blocked_by(c97 + 4), "");              // 98's
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryDecoder, ReplayUlp, ::testing::ValuesIn(ulp_cases()),
+                         [](const auto& info) {
+                           std::string n = info.param.name;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+// NVMe-oF: the controller ID and host identity of a Connect differ between runs and are not
+// compared; a later queue's Connect carries the controller ID the live admin queue was given.
+TEST(ReplayPlan, NvmeConnectFieldsThatDifferBetweenRuns) {
+  Capture c;
+  c.handshake(
+      frame(wire::MpaFrameKind::request, wire::MpaEnhancedPd{true, false, 8, true, false, 4},
+            ulp::encode_nvme_cm_request({0, 0, 32, 31, 0})),
+      frame(wire::MpaFrameKind::reply, wire::MpaEnhancedPd{true, false, 4, true, false, 8},
+            ulp::encode_nvme_cm_reply({0, 32})));
+  c.fpdu(0, wire::tagged_header(Opcode::rdma_write, 0, 0, true));
+  ulp::NvmeSqe sqe;
+  sqe.opcode = ulp::kNvmeFabricsOpcode;
+  sqe.flags = 0x40;
+  sqe.cid = 1;
+  sqe.nsid = 0x01;  // fctype Connect
+  sqe.sgl1 = {0, 1024, 0, ulp::sgl_type::data_block, ulp::sgl_subtype::offset};
+  sqe.cdw[0] = 0;  // qid 0
+  Bytes connect = cat(ulp::encode_nvme_sqe(sqe), Bytes(1024, 0));
+  connect[64 + 16] = 0x01;  // CNTLID 0x0001 (an I/O queue's Connect names one)
+  connect[64 + 512] = 'h';
+  c.send(0, 1, connect);
+  ulp::NvmeCqe cqe;
+  cqe.cid = 1;
+  cqe.dw0 = 0x0005;  // the controller ID given
+  c.send(1, 1, ulp::encode_nvme_cqe(cqe));
+  std::string err;
+  auto plan = plan_of(c, ReplaySide::client, err);
+  ASSERT_TRUE(plan) << err;
+  ASSERT_EQ(plan->script.size(), 2u);
+  EXPECT_EQ(plan->label(0), "NVMe-oF Connect cid 1 qid 0");
+  LiveMessage reply = live_send(plan->script[1].data);
+  reply.data[0] = 0x09;  // another controller ID
+  plan->observe_live(reply);
+  EXPECT_EQ(plan->compare(1, reply), "");
+  EXPECT_EQ(plan->learned_cntlid, std::optional<std::uint16_t>(9));
+  reply.data[8] = 0x07;  // SQHD: compared unless ignored
+  EXPECT_EQ(plan->compare(1, reply), "data differs at offset 0x8 of 16");
+  plan->ignored.push_back("nvme.sqhd");
+  EXPECT_EQ(plan->compare(1, reply), "");
+  // Our Connect goes with the live controller ID when one was carried over.
+  EXPECT_EQ(plan->outgoing(0), connect);
+  plan->nvme_cntlid = 0x0009;
+  const Bytes out = plan->outgoing(0);
+  EXPECT_EQ(out[64 + 16], 0x09);
+  EXPECT_EQ(out[64 + 17], 0x00);
+}
+
+// RPC-over-RDMA: the responder's Reply returns the requester's write chunk, rewritten onto the
+// live requester's handle.
+TEST(ReplayPlan, RpcReplyChunksGoToTheLiveHandles) {
+  Capture c;
+  const UlpCase u = ulp_cases()[2];
+  ulp_exchange(c, u);
+  std::string err;
+  auto plan = plan_of(c, ReplaySide::server, err);
+  ASSERT_TRUE(plan) << err;
+  const std::size_t c97 = index_of(*plan, u.command_name);
+  LiveMessage l = live_send(nfs_read(97, 0x5501, 0x70000, 4096));
+  plan->observe_live(l);
+  const std::size_t reply = c97 + 3;
+  ASSERT_EQ(plan->label(reply), u.command_name + " (response)");
+  const auto h = ulp::decode_rpcrdma_header(plan->outgoing(reply));
+  ASSERT_TRUE(h);
+  ASSERT_EQ(h->writes.size(), 1u);
+  EXPECT_EQ(h->writes[0][0].handle, 0x5501u);
+  EXPECT_EQ(h->writes[0][0].offset, 0x70000u);
 }
 
 }  // namespace

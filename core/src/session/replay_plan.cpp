@@ -5,7 +5,11 @@
 
 #include <algorithm>
 
+#include "ddpscope/ulp/iser.h"
+#include "ddpscope/ulp/nvmeof.h"
+#include "ddpscope/ulp/rpcrdma.h"
 #include "ddpscope/ulp/rping.h"
+#include "ddpscope/ulp/smbdirect.h"
 
 namespace ddpscope::session {
 
@@ -23,6 +27,59 @@ struct Extent {
     hi = std::max(hi, to + len < to ? UINT64_MAX : to + len);
   }
 };
+
+// "data differs at offset 0x200 of 4096": the first octet where `live` leaves `captured`.
+std::string data_difference(const Bytes& captured, const Bytes& live) {
+  std::size_t at = 0;
+  while (at < live.size() && at < captured.size() && live[at] == captured[at])
+    ++at;
+  return "data differs at offset " + hex_number(at) + " of " + std::to_string(captured.size());
+}
+
+// A command names its sender's buffers, and a live peer's buffers are its own: where the
+// captured message holds a captured region's STag or base (in either byte order, as the ULP
+// lays it out) and the live one holds the live region's in the same place, neither is compared.
+// Descriptors sit in a command's first octets (SMB Direct keeps kSmbdMaxReassembly of a
+// message): only those are searched, one pass whatever the number of regions.
+void mask_buffers(Bytes& cap, Bytes& live, const std::vector<AdvertisedRegion>& cap_regions,
+                  const std::vector<AdvertisedRegion>& live_regions) {
+  const std::size_t n = std::min(cap_regions.size(), live_regions.size());
+  if (n == 0) return;
+  std::map<std::uint64_t, std::uint64_t> stags, bases;  // captured -> live
+  for (std::size_t j = 0; j < n; ++j) {
+    stags.emplace(cap_regions[j].stag, live_regions[j].stag);
+    bases.emplace(cap_regions[j].base, live_regions[j].base);
+  }
+  const auto load = [](const Bytes& b, std::size_t at, std::size_t width, bool big) {
+    std::uint64_t v = 0;
+    for (std::size_t k = 0; k < width; ++k)
+      v |= std::uint64_t{b[at + (big ? width - 1 - k : k)]} << (8 * k);
+    return v;
+  };
+  const std::size_t end =
+      std::min({cap.size(), live.size(), static_cast<std::size_t>(ulp::kSmbdMaxReassembly)});
+  std::vector<std::pair<std::size_t, std::size_t>> hits;
+  for (std::size_t at = 0; at < end; ++at) {
+    for (const auto& [width, table] :
+         {std::pair{std::size_t{4}, &stags}, {std::size_t{8}, &bases}}) {
+      if (at + width > end) continue;
+      for (const bool big : {false, true}) {
+        const auto it = table->find(load(cap, at, width, big));
+        if (it != table->end() && load(live, at, width, big) == it->second)
+          hits.emplace_back(at, width);
+      }
+    }
+  }
+  for (const auto& [at, width] : hits) {
+    std::fill_n(cap.begin() + static_cast<std::ptrdiff_t>(at), width, 0);
+    std::fill_n(live.begin() + static_cast<std::ptrdiff_t>(at), width, 0);
+  }
+}
+
+std::string status_text(const UlpCompletion& c) {
+  if (!c.status.empty()) return c.status;
+  return c.success ? "success" : "failure";
+}
 
 }  // namespace
 
@@ -133,11 +190,38 @@ std::optional<ulp::RpingInfo> advertisement(std::uint8_t opcode, const StreamMod
 
 std::optional<ReplayPlan> make_replay_plan(const StreamModel& stream, ReplaySide side,
                                            std::vector<CapturedMessage> messages,
-                                           std::string& error) {
+                                           std::string& error, std::uint64_t max_regions) {
   ReplayPlan plan;
   plan.side = side;
   plan.ports_ = {stream.dirs[0].from.port, stream.dirs[0].to.port};
+  plan.ends_ = {stream.dirs[0].from, stream.dirs[1].from};
   const int us = plan.us();
+  for (const VaryingField& f : replay_varying_fields())
+    if (f.by_default) plan.ignored.emplace_back(f.name);
+  // The ULP decoders, once over the captured stream and, as the replay goes, over the live one.
+  plan.decoders_ = std::make_shared<const std::vector<std::unique_ptr<AdvertisementDecoder>>>(
+      default_advertisement_decoders());
+  UlpStreamDecoders captured(*plan.decoders_);
+  plan.live_decoders_ = std::make_shared<UlpStreamDecoders>(*plan.decoders_);
+  if (!stream.mid_stream) {
+    UlpSetup setup;
+    if (stream.dirs[0].mpa_frame) {
+      const ByteView pd = stream.dirs[0].mpa_frame->ulp_private_data();
+      setup.request = Bytes(pd.begin(), pd.end());
+    }
+    if (stream.dirs[1].mpa_frame) {
+      const ByteView pd = stream.dirs[1].mpa_frame->ulp_private_data();
+      setup.reply = Bytes(pd.begin(), pd.end());
+    }
+    setup.initiator = stream.client;
+    setup.responder = stream.server;
+    captured.setup(setup);
+    plan.live_decoders_->setup(setup);
+  }
+  std::map<std::pair<bool, std::uint64_t>, std::uint32_t> seen;
+  std::map<std::uint64_t, std::string> command_names[2];  // by the direction that sent them
+  std::map<std::uint32_t, std::size_t> first_use;
+  const auto use = [&](std::uint32_t stag) { first_use.try_emplace(stag, plan.script.size()); };
   // RFC 6581 §7: in peer-to-peer mode the initiator's first message is the RTR; a Read RTR is
   // answered by the responder with a zero-length Read Response. Both are the handshake's.
   bool skipped_rtr[2] = {!stream.peer_to_peer, !(stream.peer_to_peer && stream.rtr == "read")};
@@ -152,27 +236,61 @@ std::optional<ReplayPlan> make_replay_plan(const StreamModel& stream, ReplaySide
       continue;
     }
     const auto& rr = m.read_request;
-    if (m.direction == us) {
-      if (const auto adv = advertisement(m.opcode, stream, us, m.data))
-        extents[adv->rkey].cover(adv->buf, adv->size);
-      if (rr && rr->size) extents[rr->sink_stag].cover(rr->sink_to, rr->size);
-    } else {
-      if (rr && rr->size) extents[rr->source_stag].cover(rr->source_to, rr->size);
-      if (m.tagged && !m.data.empty()) extents[m.stag].cover(m.to, m.data.size());
-      if (m.atomic_request)
-        extents[m.atomic_request->remote_stag].cover(m.atomic_request->remote_to, 8);
+    UlpMessageInfo info =
+        plan.decode_ulp(captured, seen, m.direction, m.opcode, m.rsvd_ulp1, m.data);
+    if (info.key) {
+      auto& names = command_names[m.direction];
+      if (!info.key->completion) names[info.key->id] = info.name;
+      const auto& asked = command_names[1 - m.direction];
+      if (auto it = asked.find(info.key->id); info.key->completion && it != asked.end())
+        info.name = it->second;
+      if (m.direction != us) plan.by_key_[*info.key] = plan.script.size();
+      for (const AdvertisedRegion& r : info.regions)
+        plan.stag_owner_[r.stag] = info.name;
     }
+    if (m.direction == us) {
+      if (const auto adv = advertisement(m.opcode, stream, us, m.data)) {
+        extents[adv->rkey].cover(adv->buf, adv->size);
+        use(adv->rkey);
+      }
+      // Every buffer our side's commands advertised, whether or not the peer reached it.
+      for (const AdvertisedRegion& r : info.regions) {
+        if (!r.length) continue;
+        extents[r.stag].cover(r.base, r.length);
+        use(r.stag);
+      }
+      if (rr && rr->size) {
+        extents[rr->sink_stag].cover(rr->sink_to, rr->size);
+        use(rr->sink_stag);
+      }
+    } else {
+      if (rr && rr->size) {
+        extents[rr->source_stag].cover(rr->source_to, rr->size);
+        use(rr->source_stag);
+      }
+      if (m.tagged && !m.data.empty()) {
+        extents[m.stag].cover(m.to, m.data.size());
+        use(m.stag);
+      }
+      if (m.atomic_request) {
+        extents[m.atomic_request->remote_stag].cover(m.atomic_request->remote_to, 8);
+        use(m.atomic_request->remote_stag);
+      }
+    }
+    plan.ulp_info.push_back(std::move(info));
     plan.script.push_back(std::move(m));
   }
   std::uint64_t total = 0;
   for (const auto& [stag, e] : extents) {
     if (e.hi <= e.lo || e.hi - e.lo > kReplayMaxRegion ||
-        (total += e.hi - e.lo) > kReplayMaxRegions) {
+        (total += e.hi - e.lo) > std::min(max_regions, kReplayMaxRegions)) {
       error = "region of STag " + std::to_string(stag) + " too large";
       return std::nullopt;
     }
-    plan.regions[stag] = ReplayRegion{e.lo, Bytes(static_cast<std::size_t>(e.hi - e.lo), 0)};
+    plan.regions[stag] =
+        ReplayRegion{e.lo, Bytes(static_cast<std::size_t>(e.hi - e.lo), 0), first_use[stag]};
   }
+  if (const auto i = captured.claimed()) plan.ulp = std::string(captured.decoder(*i).name());
   // Each Read Request of the peer is answered by our next Read Response to its sink.
   for (std::size_t i = 0; i < plan.script.size(); ++i) {
     const CapturedMessage& m = plan.script[i];
@@ -259,13 +377,292 @@ std::string ReplayPlan::compare(const CapturedMessage& m, const LiveMessage& l) 
     }
     return "";
   }
-  if (l.data != m.data) {
-    std::size_t at = 0;
-    while (at < l.data.size() && l.data[at] == m.data[at])
-      ++at;
-    return "data differs from octet " + std::to_string(at);
-  }
+  if (l.data != m.data) return data_difference(m.data, l.data);
   return "";
+}
+
+std::string ReplayPlan::compare(std::size_t i, const LiveMessage& l) {
+  const CapturedMessage& m = script[i];
+  const UlpMessageInfo& u = ulp_info[i];
+  if (l.opcode != m.opcode || ulp.empty() || !wire::opcode_is_send_family(m.opcode))
+    return compare(m, l);
+  // A completion's status first: it says more than the octets that carry it.
+  if (u.completion && l.ulp.completion) {
+    const std::string live = status_text(*l.ulp.completion), cap = status_text(*u.completion);
+    if (live != cap) return live + " live vs " + cap + " captured";
+  }
+  if (l.data.size() != m.data.size())
+    return "size " + std::to_string(l.data.size()) + " octets, captured " +
+           std::to_string(m.data.size());
+  // Fields that legitimately differ between runs are left out of the comparison.
+  Bytes cap = m.data, live = l.data;
+  for (const auto& [b, e] : varying_ranges(ulp, ignored, u.name, cap)) {
+    std::fill(cap.begin() + static_cast<std::ptrdiff_t>(b),
+              cap.begin() + static_cast<std::ptrdiff_t>(e), 0);
+    std::fill(live.begin() + static_cast<std::ptrdiff_t>(b),
+              live.begin() + static_cast<std::ptrdiff_t>(e), 0);
+  }
+  mask_buffers(cap, live, u.regions, l.ulp.regions);
+  return cap == live ? "" : data_difference(cap, live);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ULP identity
+// ---------------------------------------------------------------------------------------------
+
+UlpMessageInfo ReplayPlan::decode_ulp(UlpStreamDecoders& d,
+                                      std::map<std::pair<bool, std::uint64_t>, std::uint32_t>& seen,
+                                      int direction, std::uint8_t opcode,
+                                      std::uint32_t invalidate_stag, ByteView data) const {
+  UlpMessageInfo info;
+  if (!wire::opcode_is_send_family(opcode) || direction < 0 || direction > 1) return info;
+  AdvertContext ctx;
+  ctx.opcode = opcode;
+  ctx.sender = ends_[direction];
+  ctx.receiver = ends_[1 - direction];
+  ctx.length = data.size();
+  ctx.invalidate_stag = wire::opcode_invalidates(opcode) ? invalidate_stag : 0;
+  ctx.from_initiator = direction == 0;
+  for (auto& found : d.decode(ctx, data)) {
+    UlpEvents& e = found.events;
+    if (!info.key && !e.commands.empty()) {
+      UlpCommand& c = e.commands.front();
+      info.key = UlpKey{false, c.id, 0};
+      info.name = std::move(c.name);
+      info.regions = std::move(c.regions);
+    } else if (!info.key && !e.completions.empty()) {
+      info.key = UlpKey{true, e.completions.front().id, 0};
+      info.completion = e.completions.front();
+    }
+  }
+  if (info.key) info.key->occurrence = seen[{info.key->completion, info.key->id}]++;
+  return info;
+}
+
+std::string ReplayPlan::label(std::size_t i) const {
+  if (i >= script.size()) return {};
+  const CapturedMessage& m = script[i];
+  const UlpMessageInfo& u = ulp_info[i];
+  if (u.key) {
+    if (u.name.empty()) return ulp + " id " + std::to_string(u.key->id) + " (response)";
+    return u.completion ? u.name + " (response)" : u.name;
+  }
+  std::uint32_t stag = m.stag;
+  if (m.read_request) stag = m.read_request->source_stag;
+  if (m.atomic_request) stag = m.atomic_request->remote_stag;
+  if (is_opcode(m.opcode, wire::Opcode::read_response)) {
+    // A Read Response is named by the buffer it was read from: its request's source.
+    for (std::size_t j = i; j-- > 0;) {
+      const CapturedMessage& r = script[j];
+      if (r.direction != m.direction && r.read_request && r.read_request->sink_stag == m.stag) {
+        stag = r.read_request->source_stag;
+        break;
+      }
+    }
+  }
+  if (m.tagged || m.read_request || m.atomic_request ||
+      is_opcode(m.opcode, wire::Opcode::read_response)) {
+    if (auto it = stag_owner_.find(stag); it != stag_owner_.end())
+      return std::string(wire::opcode_info(m.opcode).name) + " for " + it->second;
+  }
+  return describe(m);
+}
+
+void ReplayPlan::observe_sent(std::size_t i) {
+  if (i >= script.size() || !live_decoders_) return;
+  const CapturedMessage& m = script[i];
+  decode_ulp(*live_decoders_, live_seen_, m.direction, m.opcode, m.rsvd_ulp1, m.data);
+}
+
+void ReplayPlan::observe_live(LiveMessage& l) {
+  if (!live_decoders_) return;
+  l.ulp = decode_ulp(*live_decoders_, live_seen_, 1 - us(), l.opcode, 0, l.data);
+  if (!l.ulp.key) return;
+  const auto it = by_key_.find(*l.ulp.key);
+  if (it == by_key_.end()) return;
+  const UlpMessageInfo& cap = ulp_info[it->second];
+  if (l.ulp.name.empty()) l.ulp.name = cap.name;
+  // An admin Connect's response gives the controller ID in DW0 (NVMe-oF 1.1 §3.3).
+  if (ulp == "nvme-rdma" && l.ulp.completion && l.ulp.completion->success &&
+      l.data.size() == ulp::kNvmeCqeSize && cap.name.find("Connect") != std::string::npos &&
+      cap.name.find("qid 0") != std::string::npos)
+    learned_cntlid = le16(l.data, 0);
+  // The live command's buffers stand for the captured command's, in the order it lists them.
+  const std::size_t n = std::min(cap.regions.size(), l.ulp.regions.size());
+  for (std::size_t j = 0; j < n; ++j) {
+    live_[cap.regions[j].stag] =
+        LiveBuffer{l.ulp.regions[j].stag, cap.regions[j].base, l.ulp.regions[j].base};
+    unreachable_.erase(cap.regions[j].stag);
+  }
+}
+
+std::optional<std::size_t> ReplayPlan::pick(std::size_t i,
+                                            const std::deque<LiveMessage>& live) const {
+  if (i >= script.size()) return std::nullopt;
+  const CapturedMessage& m = script[i];
+  const UlpMessageInfo& u = ulp_info[i];
+  if (u.key) {
+    for (std::size_t k = 0; k < live.size(); ++k)
+      if (live[k].ulp.key == u.key) return k;
+    return std::nullopt;
+  }
+  // A transfer of the peer's reaches a region of ours, registered under the captured STag: the
+  // first live one of the same opcode into the same region (a Write into another buffer is
+  // not this one, which is then missing, and that one extra).
+  if ((m.tagged && !is_opcode(m.opcode, wire::Opcode::read_response)) || m.read_request) {
+    const std::uint32_t stag = m.read_request ? m.read_request->source_stag : m.stag;
+    for (std::size_t k = 0; k < live.size(); ++k)
+      if (!live[k].ulp.key && live[k].opcode == m.opcode && live[k].stag == stag) return k;
+    return std::nullopt;
+  }
+  for (std::size_t k = 0; k < live.size(); ++k)
+    if (!live[k].ulp.key) return k;
+  return std::nullopt;
+}
+
+std::string ReplayPlan::missing(std::size_t i) {
+  if (i >= script.size()) return {};
+  const std::string name = label(i);
+  for (const AdvertisedRegion& r : ulp_info[i].regions)
+    unreachable_[r.stag] = name;
+  return name + ": the live peer did not send it";
+}
+
+std::string ReplayPlan::blocked_by(std::size_t i) const {
+  if (i >= script.size() || unreachable_.empty()) return {};
+  const CapturedMessage& m = script[i];
+  std::uint32_t stag = 0;
+  if (m.tagged) stag = m.stag;
+  if (m.read_request) stag = m.read_request->source_stag;
+  if (m.atomic_request) stag = m.atomic_request->remote_stag;
+  if (wire::opcode_invalidates(m.opcode)) stag = m.rsvd_ulp1;
+  if (auto it = unreachable_.find(stag); stag && it != unreachable_.end()) return it->second;
+  return {};
+}
+
+std::string ReplayPlan::extra(const LiveMessage& l) const {
+  if (!l.ulp.key) return "the live peer sent " + describe(l) + ", not in the capture";
+  std::string name = l.ulp.name;
+  if (name.empty()) name = ulp + " id " + std::to_string(l.ulp.key->id);
+  return name + (l.ulp.completion ? " (response)" : "") +
+         ": the live peer sent it, the capture has no such " +
+         (l.ulp.completion ? "response" : "command");
+}
+
+Bytes ReplayPlan::outgoing(std::size_t i) const {
+  if (i >= script.size()) return {};
+  const CapturedMessage& m = script[i];
+  if (!wire::opcode_is_send_family(m.opcode)) return m.data;
+  constexpr std::size_t kConnectCntlid = ulp::kNvmeSqeSize + 16;
+  if (ulp == "nvme-rdma" && nvme_cntlid && !ulp_info[i].completion &&
+      ulp_info[i].name.find("Connect") != std::string::npos &&
+      m.data.size() >= ulp::kNvmeSqeSize + ulp::kNvmeConnectDataSize &&
+      le16(m.data, kConnectCntlid) != 0xFFFF) {
+    // An I/O queue's Connect names the controller the admin queue's Connect was given
+    // (0xFFFF: the admin Connect, which asks for any).
+    Bytes out = m.data;
+    out[kConnectCntlid] = static_cast<std::uint8_t>(*nvme_cntlid);
+    out[kConnectCntlid + 1] = static_cast<std::uint8_t>(*nvme_cntlid >> 8);
+    return out;
+  }
+  if (ulp != "rpc-rdma" || live_.empty()) return m.data;
+  // RFC 8166 §3.4: the responder's Reply returns the Call's write list and reply chunk; their
+  // handles are the live requester's. Re-encoded only when a handle changes.
+  auto h = ulp::decode_rpcrdma_header(m.data);
+  if (!h || h->truncated || h->proc == ulp::rpcrdma_proc::msgp) return m.data;
+  bool changed = false;
+  const auto remap = [&](ulp::RdmaSegment& seg) {
+    const auto [stag, to] = live_stag_to(seg.handle, seg.offset);
+    changed = changed || stag != seg.handle || to != seg.offset;
+    seg.handle = stag;
+    seg.offset = to;
+  };
+  for (auto& chunk : h->writes)
+    for (auto& seg : chunk)
+      remap(seg);
+  if (h->reply)
+    for (auto& seg : *h->reply)
+      remap(seg);
+  if (!changed) return m.data;
+  Bytes out = ulp::encode_rpcrdma_header(*h);
+  out.insert(out.end(), m.data.begin() + static_cast<std::ptrdiff_t>(h->size), m.data.end());
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fields that differ between runs
+// ---------------------------------------------------------------------------------------------
+
+const std::vector<VaryingField>& replay_varying_fields() {
+  static const std::vector<VaryingField> fields = {
+      {"nvme.cntlid", "NVMe-oF controller ID (Connect data, Connect response DW0)", true},
+      {"nvme.hostid", "NVMe-oF Host Identifier in the Connect data", true},
+      {"nvme.hostnqn", "NVMe-oF Host NQN in the Connect data", true},
+      {"nvme.sqhd", "NVMe SQ Head Pointer of a completion", false},
+      {"iser.ttt", "iSCSI Target Transfer Tag the target chose (NOP-In, Text Response)", true},
+      {"iscsi.sn", "iSCSI CmdSN/StatSN/ExpCmdSN/MaxCmdSN", false},
+      {"rpc.verifier", "RPC reply verifier", true},
+      {"rpcrdma.credit", "RPC-over-RDMA credit value", false},
+      {"smb2.session_id", "SMB2 SessionId", true},
+      {"smb2.credits", "SMB2 CreditRequest/CreditResponse", false},
+      {"smbd.credits", "SMB Direct CreditsRequested/CreditsGranted", false},
+  };
+  return fields;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> varying_ranges(
+    std::string_view ulp, const std::vector<std::string>& fields, std::string_view command,
+    ByteView message) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  const auto want = [&](std::string_view f) {
+    return std::find(fields.begin(), fields.end(), f) != fields.end();
+  };
+  const auto add = [&](std::size_t b, std::size_t e) {
+    if (b < e && e <= message.size()) out.emplace_back(b, e);
+  };
+  const std::size_t n = message.size();
+  if (ulp == "nvme-rdma") {
+    const bool connect = command.find("Connect") != std::string_view::npos;
+    constexpr std::size_t sqe = ulp::kNvmeSqeSize;
+    if (n == ulp::kNvmeCqeSize) {
+      if (connect && want("nvme.cntlid")) add(0, 2);  // Connect response DW0: CNTLID
+      if (want("nvme.sqhd")) add(8, 10);
+    } else if (connect && n >= sqe + ulp::kNvmeConnectDataSize) {
+      // Connect data (NVMe-oF 1.1 §3.3): HOSTID 0..15, CNTLID 16..17, HOSTNQN 512..767.
+      if (want("nvme.hostid")) add(sqe, sqe + 16);
+      if (want("nvme.cntlid")) add(sqe + 16, sqe + 18);
+      if (want("nvme.hostnqn")) add(sqe + 512, sqe + 768);
+    }
+  } else if (ulp == "iser") {
+    constexpr std::size_t bhs = ulp::kIserHeaderSize;
+    if (n < bhs + ulp::kIscsiBhsSize) return out;
+    const std::uint8_t op = message[bhs] & 0x3F;
+    if (want("iser.ttt") &&
+        (op == ulp::iscsi_opcode::nop_in || op == ulp::iscsi_opcode::text_response))
+      add(bhs + 20, bhs + 24);
+    if (want("iscsi.sn")) add(bhs + 24, bhs + ((op & 0x20) ? 36 : 32));
+  } else if (ulp == "rpc-rdma") {
+    if (want("rpcrdma.credit")) add(8, 12);
+    const auto h = ulp::decode_rpcrdma_header(message);
+    if (!want("rpc.verifier") || !h || h->proc != ulp::rpcrdma_proc::msg) return out;
+    // RFC 5531 §9: xid, msg_type REPLY (1), reply_stat MSG_ACCEPTED (0), verf {flavor, opaque}.
+    const std::size_t r = h->size;
+    if (n < r + 20 || be32(message, r + 4) != 1 || be32(message, r + 8) != 0) return out;
+    const std::uint64_t len = be32(message, r + 16);
+    if (len > 400) return out;  // RFC 5531: MAX_AUTH_BYTES
+    add(r + 12, r + 20 + static_cast<std::size_t>((len + 3) & ~std::uint64_t{3}));
+  } else if (ulp == "smb-direct") {
+    if (want("smbd.credits")) add(0, 4);
+    const auto d = ulp::decode_smbd_data_header(message, n);
+    if (!d || d->data_length < ulp::kSmb2HeaderSize || d->data_offset > n ||
+        n - d->data_offset < ulp::kSmb2HeaderSize)
+      return out;
+    const std::size_t o = d->data_offset;
+    if (message[o] != 0xFE || message[o + 1] != 'S') return out;
+    if (want("smb2.credits")) add(o + 14, o + 16);
+    if (want("smb2.session_id")) add(o + 40, o + 48);
+  }
+  return out;
 }
 
 }  // namespace ddpscope::session

@@ -7,12 +7,20 @@
 //  - the plan the host walks (make_replay_plan): the messages to send and to expect, in capture
 //    order, the regions to register under the captured STags with the contents the live peer
 //    must find there, and the comparison of each live message with the captured one.
+// Whatever an upper layer says of its buffers and commands is read by the ULP decoders
+// (ulp/advert.h), the same the analyzer runs: the side that advertises (NVMe-oF host, iSER
+// initiator, NFS/RDMA client, SMB Direct client, rping) registers every region it advertised
+// under the captured STag; the side that uses the peer's buffers learns the live STags from the
+// live peer's commands, matched to the captured ones by the ULP's own identity (NVMe CID on the
+// stream's queue, iSER ITT, RPC XID, SMB2 MessageId), never by message position.
 // The host (`ddpscope replay`) reads the capture, feeds the Analyzer and drives the socket.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,6 +30,7 @@
 #include "ddpscope/analysis/pdu_event.h"
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/session/session.h"
+#include "ddpscope/ulp/advert.h"
 #include "ddpscope/wire/rdmap.h"
 #include "ddpscope/wire/terminate_error.h"
 
@@ -81,6 +90,40 @@ class MessageAssembler final : public AnalysisObserver {
 // `pd` is left 0: the host allocates it.
 std::optional<SessionConfig> replay_session_config(const StreamModel& stream, ReplaySide side);
 
+// The identity of a ULP command or completion on one stream: the ULP's own id (NVMe CID, iSER
+// ITT, RPC XID, SMB2 MessageId) and how many earlier messages of the same kind and direction
+// carried the same id (a CID is used again once its command completed).
+struct UlpKey {
+  bool completion = false;
+  std::uint64_t id = 0;
+  std::uint32_t occurrence = 0;
+  auto operator<=>(const UlpKey&) const = default;
+};
+
+// What the ULP decoders said of one message (captured or live). Empty for a message that is
+// none of a ULP's commands or completions (tagged messages, rping advertisements).
+struct UlpMessageInfo {
+  std::optional<UlpKey> key;              // the message's first command or completion
+  std::string name;                       // "NVMe Read cid 97 nsid 1" (a completion: its command's)
+  std::vector<AdvertisedRegion> regions;  // the command's buffers
+  std::optional<UlpCompletion> completion;
+};
+
+// Fields of a ULP message that legitimately differ between two runs and are not compared
+// (replay_varying_fields): stable names, `replay --ignore NAME`.
+struct VaryingField {
+  std::string_view name;  // "nvme.cntlid"
+  std::string_view what;  // one line for --help and the README
+  bool by_default;        // ignored without --ignore
+};
+const std::vector<VaryingField>& replay_varying_fields();
+// Octet ranges [first, second) of `message` holding the named fields, as the ULP `ulp` (a
+// decoder name) lays them out in a Send; `command` is the name of the command the message
+// carries or completes.
+std::vector<std::pair<std::size_t, std::size_t>> varying_ranges(
+    std::string_view ulp, const std::vector<std::string>& fields, std::string_view command,
+    ByteView message);
+
 // Live message as the host's session reported it.
 struct LiveMessage {
   std::int64_t at_ns = 0;
@@ -91,6 +134,7 @@ struct LiveMessage {
   std::uint32_t length = 0;
   std::uint64_t value = 0;  // Immediate Data, or an Atomic's original value
   TerminateError terminate{};
+  UlpMessageInfo ulp;  // set by ReplayPlan::observe_live
 };
 std::string describe(const LiveMessage& m);
 
@@ -98,6 +142,10 @@ std::string describe(const LiveMessage& m);
 struct ReplayRegion {
   std::uint64_t base = 0;
   Bytes mem;
+  // The first script message that names the STag: the host registers the region before it
+  // (an upper layer that registers one buffer again under a new key, as Linux's fast
+  // registrations do, reuses the STag's index: the older region goes when the newer comes).
+  std::size_t first_use = 0;
 };
 
 class ReplayPlan {
@@ -111,6 +159,41 @@ class ReplayPlan {
   std::map<std::uint32_t, ReplayRegion> regions;
   // Largest Send the peer sent (at least 4096): the size of the receive buffers to post.
   std::size_t max_send = 4096;
+  // The ULP a decoder recognised on the stream ("nvme-rdma"; empty: none) and what it said of
+  // each script message (same index).
+  std::string ulp;
+  std::vector<UlpMessageInfo> ulp_info;
+  // Fields not compared (replay_varying_fields' names): the defaults and --ignore's.
+  std::vector<std::string> ignored;
+  // NVMe-oF (NVMe-oF 1.1 §3.3): the controller ID to put in our Connect commands (what the
+  // live controller assigned at an earlier stream's admin Connect; nullopt: as captured), and
+  // what the live controller's Connect response on this stream assigned.
+  std::optional<std::uint16_t> nvme_cntlid, learned_cntlid;
+
+  // "NVMe Read cid 97 nsid 1" for a ULP command or its completion, "RDMA Write for NVMe Read
+  // cid 97 nsid 1" for a transfer into or out of a command's buffer, else describe(m).
+  std::string label(std::size_t i) const;
+  // Decodes a live message of the peer, in the order they arrive, setting l.ulp; a command the
+  // capture has (same UlpKey) teaches live_stag_to() its live buffers.
+  void observe_live(LiveMessage& l);
+  // Our script[i], as we send it, told to the decoders that read the live stream.
+  void observe_sent(std::size_t i);
+  // Which live message stands for script[i] (a message of the peer): the one with the same ULP
+  // identity; for an RDMA Write or Read Request, the first of its opcode into the same region of
+  // ours; else the first one of no ULP identity. nullopt: none yet.
+  std::optional<std::size_t> pick(std::size_t i, const std::deque<LiveMessage>& live) const;
+  // The live peer never sent script[i]: the line that says so, and the buffers of its command
+  // are out of reach (our messages into them are not sent: blocked_by()).
+  std::string missing(std::size_t i);
+  // Our message script[i] would use a buffer of a command the live peer did not send: that
+  // command's label, else empty.
+  std::string blocked_by(std::size_t i) const;
+  // A live message matched to no captured one: the line that says what it was.
+  std::string extra(const LiveMessage& l) const;
+  // Our Send script[i] as it goes to the live peer: chunk lists naming the peer's buffers
+  // (RPC-over-RDMA's Reply echoes the requester's segments) rewritten onto the live STags, an
+  // NVMe-oF I/O queue's Connect given nvme_cntlid.
+  Bytes outgoing(std::size_t i) const;
 
   // A message the host posts itself (not a response, which our session produces).
   bool ours_to_send(const CapturedMessage& m) const;
@@ -126,10 +209,14 @@ class ReplayPlan {
   // How the live message differs from the captured one; empty when it does not. A pair of
   // rping advertisements (ulp/rping.h) teaches live_stag_to() the live peer's buffers.
   std::string compare(const CapturedMessage& captured, const LiveMessage& live);
+  // The same for script[i], knowing its ULP: a completion's status is compared first, the
+  // `ignored` fields are left out, and a difference names the first octet that differs.
+  std::string compare(std::size_t i, const LiveMessage& live);
 
  private:
   friend std::optional<ReplayPlan> make_replay_plan(const StreamModel&, ReplaySide,
-                                                    std::vector<CapturedMessage>, std::string&);
+                                                    std::vector<CapturedMessage>, std::string&,
+                                                    std::uint64_t);
   struct Fill {
     std::size_t at;        // script index of the peer's Read Request
     std::uint32_t stag;    // our region it read
@@ -143,6 +230,18 @@ class ReplayPlan {
     std::uint64_t captured_base, live_base;
   };
   std::map<std::uint32_t, LiveBuffer> live_;  // by the captured peer's STag
+  // The decoders and the live stream's states (the captured one's are only needed once).
+  std::shared_ptr<const std::vector<std::unique_ptr<AdvertisementDecoder>>> decoders_;
+  std::shared_ptr<UlpStreamDecoders> live_decoders_;
+  std::array<net::Endpoint, 2> ends_{};   // by direction: the captured sender
+  std::map<UlpKey, std::size_t> by_key_;  // the peer's captured commands/completions
+  std::map<std::pair<bool, std::uint64_t>, std::uint32_t> live_seen_;  // occurrences so far
+  std::map<std::uint32_t, std::string> unreachable_;  // captured STag -> missing command
+  std::map<std::uint32_t, std::string> stag_owner_;   // captured STag -> its command's name
+  UlpMessageInfo decode_ulp(UlpStreamDecoders& d,
+                            std::map<std::pair<bool, std::uint64_t>, std::uint32_t>& seen,
+                            int direction, std::uint8_t opcode, std::uint32_t invalidate_stag,
+                            ByteView data) const;
 };
 
 // Region caps: one region at most kMaxRegion octets, all of them together kMaxRegions.
@@ -150,9 +249,11 @@ inline constexpr std::uint64_t kReplayMaxRegion = std::uint64_t{256} << 20;
 inline constexpr std::uint64_t kReplayMaxRegions = std::uint64_t{1} << 30;
 
 // The plan for `side` of `stream` from its assembled messages. nullopt with `error` set when a
-// region would be empty or exceed the caps.
+// region would be empty or exceed the caps (`max_regions`: all regions together, at most
+// kReplayMaxRegions).
 std::optional<ReplayPlan> make_replay_plan(const StreamModel& stream, ReplaySide side,
                                            std::vector<CapturedMessage> messages,
-                                           std::string& error);
+                                           std::string& error,
+                                           std::uint64_t max_regions = kReplayMaxRegions);
 
 }  // namespace ddpscope::session
