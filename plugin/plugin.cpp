@@ -434,6 +434,7 @@ int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*da
   if (tap_id >= 0 && !rec->pdus_complete.empty()) {
     tap_queue_packet(tap_id, pinfo, rec);
   }
+  queue_srt(pinfo, state, rec);
   return 0;
 }
 
@@ -453,6 +454,9 @@ void init_capture() {
   last_probe = {};
   PluginOptions options;
   options.analyzer.check_crc = pref_check_crc != FALSE;
+  // Operation response times (iwarp.rdmap.read.rtt, ..., -z ddpscope,srt) come from core's
+  // timing model: one place pairs and times operations for every host.
+  options.analyzer.timing = TimingOptions{};
   apply_limit_preferences(options.analyzer.limits);
   if (tcp_port_table != nullptr) {
     for (std::uint32_t port = 1; port < 65536; ++port) {
@@ -533,6 +537,10 @@ void register_protocols() {
   tap_id = register_tap("ddpscope");
   register_stats(tap_id);
   register_stats_tables();
+  proto.srt =
+      proto_register_protocol_in_name_only("iWARP operation response times (ddpscope)", "ddpscope",
+                                           "ddpscope", proto.rdmap, FT_PROTOCOL);
+  register_srt(proto.srt);
   register_menu(proto.mpa);
 }
 
