@@ -42,7 +42,7 @@ bool PduDetail::empty() const {
   return !reqrep && fpdu.empty() && markers.empty() && marker_offsets.empty() && !leading_marker &&
          !framing_resumed && !resumed_after_gap && resync_skipped == 0 && !read_request &&
          !terminate && !atomic_request && !atomic_response && !immediate_data && !response_frame &&
-         !response_time_ns;  // the Terminate names exist only with a Terminate
+         !response_time_ns && answered_by.empty();  // Terminate names come with a Terminate
 }
 
 const PduDetail& PduRecord::more() const {
@@ -260,6 +260,60 @@ void CaptureState::link_response(PduRecord& response) {
   }
 }
 
+namespace {
+
+// Whether `req` can be the request of operation `op`: its stream, the requester's direction, a
+// message of the operation's kind, not yet linked to an answer of that kind.
+bool may_request(const PduRecord& req, const OperationRecord& op,
+                 const std::deque<OperationRecord>& ops) {
+  if (req.stream != op.stream || req.direction != op.direction || !req.ddp) return false;
+  const PduDetail& d = req.more();
+  switch (op.kind) {
+    case OpKind::rdma_read:
+    case OpKind::rdma_read_first:
+      if (!d.read_request) return false;
+      break;
+    case OpKind::atomic:
+      if (!d.atomic_request) return false;
+      break;
+    default: {
+      if (req.ddp->control.tagged) return false;
+      const auto opcode =
+          static_cast<wire::Opcode>(wire::RdmapControl::from_byte(req.ddp->rsvd_ulp0).opcode);
+      if (opcode != wire::Opcode::send && opcode != wire::Opcode::send_se &&
+          opcode != wire::Opcode::send_invalidate && opcode != wire::Opcode::send_se_invalidate)
+        return false;
+      if (!req.ddp->control.last) return false;
+      break;
+    }
+  }
+  return std::none_of(d.answered_by.begin(), d.answered_by.end(), [&](std::uint32_t i) {
+    return ops[i].kind == op.kind || (is_ulp_kind(ops[i].kind) && is_ulp_kind(op.kind));
+  });
+}
+
+}  // namespace
+
+// The request's PDU in the operation's request frame: the first that may be it (requests of one
+// kind in one frame are answered in order: the ORQ for Reads and Atomics, RFC 5040 §5.2, RFC
+// 7306; ULP commands in one frame answered out of order are linked in frame order).
+void CaptureState::link_request(std::uint32_t operation) {
+  const OperationRecord& op = operations_[operation];
+  const FrameRecord* rec = frame(op.request_frame);
+  if (rec == nullptr) return;
+  auto try_link = [&](std::uint32_t idx) {
+    PduRecord& req = pdus_[idx];
+    if (!may_request(req, op, operations_)) return false;
+    if (!req.detail) req.detail = std::make_unique<PduDetail>();
+    req.detail->answered_by.push_back(operation);
+    return true;
+  };
+  for (std::uint32_t idx : rec->pdus_complete)
+    if (try_link(idx)) return;
+  for (std::uint32_t idx : rec->pdus_continued)
+    if (try_link(idx)) return;
+}
+
 // True when the PDU's octets are exactly those of its only slice in the frame being fed, so
 // that drawing (which happens in that frame) can take them from the frame's own TCP payload.
 bool CaptureState::in_current_payload(const PduEvent& e) const {
@@ -347,6 +401,25 @@ void CaptureState::on_pdu(const PduEvent& e) {
       if (!b->command.empty()) p.region_command = intern(b->command);
     }
   }
+
+  std::vector<std::uint32_t> answered;
+  for (const CompletedOperation& o : e.operations) {
+    OperationRecord r;
+    r.kind = o.kind;
+    r.direction = o.direction;
+    r.stream = e.stream;
+    r.request_frame = o.request_frame;
+    r.response_frame = p.completed_frame;
+    r.ns = o.ns;
+    if (!o.operation.empty()) r.operation = intern(o.operation);
+    if (!o.command.empty()) r.command = intern(o.command);
+    const auto at = static_cast<std::uint32_t>(operations_.size());
+    operations_.push_back(r);
+    answered.push_back(at);
+    if (!finished_) frame_mut(current_frame_).operations_learnt.push_back(arena_, at);
+    link_request(at);
+  }
+  p.operations = keep(answered);
 
   const auto index = static_cast<std::uint32_t>(pdus_.size());
   link_response(p);

@@ -47,12 +47,28 @@ struct PduDetail {
   // Forward link filled when the answer arrives (Read/Atomic Request -> first response).
   std::optional<std::uint64_t> response_frame;
   std::optional<std::int64_t> response_time_ns;
+  // Operations (CaptureState::operation) whose request this PDU is, linked when their answer
+  // arrived: a Read Request's rdma-read-first and rdma-read, an Atomic Request's, a ULP command's.
+  std::vector<std::uint32_t> answered_by;
   // Terminate names, computed once on the first pass (the drawing code builds no C++ strings).
   std::string term_layer_name, term_etype_name, term_code_name;
   std::string quoted_term_name;  // full "layer / type / code" of the Terminate
 
   // True when nothing here is set (the PDU needs no detail record).
   bool empty() const;
+};
+
+// An operation a PDU answered: core's CompletedOperation (the timing model's pairing and
+// latency), with the frame whose PDU answered it.
+struct OperationRecord {
+  OpKind kind = OpKind::rdma_read;
+  int direction = 0;  // the requester's
+  std::uint32_t stream = 0;
+  std::uint64_t request_frame = 0;
+  std::uint64_t response_frame = 0;  // the answering PDU's completed_frame (drawn there)
+  std::uint64_t ns = 0;
+  const std::string* operation = nullptr;  // ULP kinds: "NVMe Read" (interned)
+  const std::string* command = nullptr;    // ULP kinds: "NVMe Read cid 12 nsid 1"
 };
 
 // One PDU as core framed and analysed it, owning copies of everything the tree shows.
@@ -93,6 +109,7 @@ struct PduRecord {
   SegmentFacts analysis;
   std::span<const std::size_t> messages_completed, messages_delivered;  // Model::messages
   std::span<const std::size_t> findings;                                // Model::findings
+  std::span<const std::uint32_t> operations;  // answered by this PDU (CaptureState::operation)
   // The region's name, and the upper-layer command it serves as it is at this segment (issue
   // 14; null: no upper-layer command named the region). Shared by every segment that names the
   // same text (CaptureState keeps one copy of each).
@@ -158,6 +175,10 @@ struct FrameRecord {
   // Provisional records of FPDUs in this frame's segment, held out of order when it came
   // (drawn where no PDU of core's completes: what a one-pass run can show of them).
   ArenaList<std::uint32_t> pdus_held;
+  // Operations whose answer core paired while this frame was fed (CaptureState::operation):
+  // what a one-pass run can count here, where the answering PDU may lie in an earlier frame
+  // (held behind a hole) that it has printed already.
+  ArenaList<std::uint32_t> operations_learnt;
 };
 
 // One DDP Stream Session Control message (PPID 17, RFC 5043), decoded on the first pass.
@@ -223,6 +244,7 @@ class CaptureState final : private AnalysisObserver {
   }
   FrameRecord& frame_mut(std::uint64_t n);
   const PduRecord& pdu(std::uint32_t i) const { return pdus_[i]; }
+  const OperationRecord& operation(std::uint32_t i) const { return operations_[i]; }
   const Model& model() const { return analyzer_.model(); }
   const PluginOptions& options() const { return options_; }
 
@@ -234,6 +256,7 @@ class CaptureState final : private AnalysisObserver {
   void collect_new_findings();
   void index_new_streams();
   void link_response(PduRecord& response);
+  void link_request(std::uint32_t operation);
   const std::string* intern(std::string text);
   // A copy of `v` in the arena (empty: no copy).
   template <class T>
@@ -248,6 +271,7 @@ class CaptureState final : private AnalysisObserver {
   // A deque: growing never copies the records already stored.
   std::pmr::deque<PduRecord> pdus_{&arena_};
   std::deque<SessionControlRecord> sctp_sessions_;
+  std::deque<OperationRecord> operations_;
   std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> sctp_session_index_;
   // The frames' records, and per frame number 1 + its record's index (0: none): Wireshark numbers
   // frames 1, 2, 3, ... A deque: growing never moves a record (the tap holds pointers).

@@ -384,6 +384,62 @@ void draw_rdmap_links(proto_tree* rt, const PduRecord& p) {
   }
 }
 
+nstime_t to_nstime(std::uint64_t ns) {
+  nstime_t t;
+  t.secs = static_cast<time_t>(ns / 1000000000);
+  t.nsecs = static_cast<int>(ns % 1000000000);
+  return t;
+}
+
+// Operation response times (issue 42), as core's timing model paired and timed them: on the
+// answering PDU the latency and the request's frame; on the request the answer's frame.
+void draw_operations(const DrawContext& ctx, proto_tree* rt, const PduRecord& p) {
+  bool read_request_drawn = false;
+  for (std::uint32_t i : p.operations) {
+    const OperationRecord& o = ctx.state->operation(i);
+    const nstime_t t = to_nstime(o.ns);
+    const auto req = static_cast<std::uint32_t>(o.request_frame);
+    switch (o.kind) {
+      case OpKind::rdma_read:
+      case OpKind::rdma_read_first:
+        generated(proto_tree_add_time(
+            rt, o.kind == OpKind::rdma_read ? hf.op_read_rtt : hf.op_read_first_rtt, nullptr, 0, 0,
+            &t));
+        if (!read_request_drawn)
+          generated(proto_tree_add_uint(rt, hf.op_read_request_in, nullptr, 0, 0, req));
+        read_request_drawn = true;
+        break;
+      case OpKind::atomic:
+        generated(proto_tree_add_time(rt, hf.op_atomic_time, nullptr, 0, 0, &t));
+        generated(proto_tree_add_uint(rt, hf.op_atomic_request_in, nullptr, 0, 0, req));
+        break;
+      default: {
+        // to_string(OpKind) names are string literals: NUL-terminated.
+        generated(
+            proto_tree_add_string(rt, hf.op_ulp_kind, nullptr, 0, 0, to_string(o.kind).data()));
+        if (o.operation)
+          generated(
+              proto_tree_add_string(rt, hf.op_ulp_operation, nullptr, 0, 0, o.operation->c_str()));
+        if (o.command)
+          generated(
+              proto_tree_add_string(rt, hf.op_ulp_command, nullptr, 0, 0, o.command->c_str()));
+        generated(proto_tree_add_time(rt, hf.op_ulp_latency, nullptr, 0, 0, &t));
+        generated(proto_tree_add_uint(rt, hf.op_ulp_request_in, nullptr, 0, 0, req));
+        break;
+      }
+    }
+  }
+  for (std::uint32_t i : p.more().answered_by) {
+    const OperationRecord& o = ctx.state->operation(i);
+    int field = hf.op_ulp_response_in;
+    if (o.kind == OpKind::rdma_read) field = hf.op_read_response_in;
+    if (o.kind == OpKind::rdma_read_first) field = hf.op_read_first_response_in;
+    if (o.kind == OpKind::atomic) field = hf.op_atomic_response_in;
+    generated(proto_tree_add_uint(rt, field, nullptr, 0, 0,
+                                  static_cast<std::uint32_t>(o.response_frame)));
+  }
+}
+
 // Hands a Send payload to the heuristics registered on "iwarp_ddp_rdmap" (SMB Direct,
 // RPC-over-RDMA), as Wireshark's own DDP/RDMAP dissector does. A heuristic that throws on a
 // payload it does not understand must not turn the frame into a malformed one.
@@ -515,6 +571,7 @@ proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, const cha
   if (d.terminate) draw_terminate(rt, ulpdu, hs, p);
   draw_atomics(rt, ulpdu, hs, p);
   draw_rdmap_links(rt, p);
+  draw_operations(ctx, rt, p);
 
   if (p.payload_size != 0 && !d.read_request && !d.terminate && !d.atomic_request &&
       !d.atomic_response && !d.immediate_data) {

@@ -16,6 +16,9 @@ struct Protocols {
   int ddp = -1;
   int rdmap = -1;
   int sctp_session = -1;  // iwarp.sctp: DDP-SSN and Session Control (RFC 5043 §5.2)
+  // "ddpscope": a name only (of iwarp.rdmap), for the service response time table
+  // (tshark -z ddpscope,srt; Statistics › Service Response Time › ddpscope).
+  int srt = -1;
 };
 extern Protocols proto;
 
@@ -59,6 +62,11 @@ struct HeaderFields {
       atomic_orig_value = -1, immediate_data = -1;
   // RDMAP analysis
   int an_request_in = -1, an_response_in = -1, an_response_time = -1, an_quoted_frame = -1;
+  // Operation response times, from core's timing model (issue 42)
+  int op_read_rtt = -1, op_read_first_rtt = -1, op_read_request_in = -1, op_read_response_in = -1,
+      op_read_first_response_in = -1, op_atomic_time = -1, op_atomic_request_in = -1,
+      op_atomic_response_in = -1, op_ulp_kind = -1, op_ulp_operation = -1, op_ulp_command = -1,
+      op_ulp_latency = -1, op_ulp_request_in = -1, op_ulp_response_in = -1;
   // Frame-level analysis
   int an_pdu_end_of_capture = -1, an_pdu_released_in = -1, an_pdu_held_behind = -1;
   int an_finding = -1, an_finding_reported_in = -1, an_finding_end_of_capture = -1,

@@ -440,6 +440,7 @@ int dissect_post(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* /*da
   if (tap_id >= 0 && !rec->pdus_complete.empty()) {
     tap_queue_packet(tap_id, pinfo, rec);
   }
+  queue_srt(pinfo, state, rec);
   return 0;
 }
 
@@ -462,6 +463,9 @@ void init_capture() {
   options.analyzer.sink_profile = pref_sink_profile == static_cast<gint>(SinkProfile::siw)
                                       ? SinkProfile::siw
                                       : SinkProfile::rfc;
+  // Operation response times (iwarp.rdmap.read.rtt, ..., -z ddpscope,srt) come from core's
+  // timing model: one place pairs and times operations for every host.
+  options.analyzer.timing = TimingOptions{};
   apply_limit_preferences(options.analyzer.limits);
   if (tcp_port_table != nullptr) {
     for (std::uint32_t port = 1; port < 65536; ++port) {
@@ -549,6 +553,10 @@ void register_protocols() {
   tap_id = register_tap("ddpscope");
   register_stats(tap_id);
   register_stats_tables();
+  proto.srt =
+      proto_register_protocol_in_name_only("iWARP operation response times (ddpscope)", "ddpscope",
+                                           "ddpscope", proto.rdmap, FT_PROTOCOL);
+  register_srt(proto.srt);
   register_menu(proto.mpa);
 }
 

@@ -1392,6 +1392,51 @@ TEST(AnalyzerTiming, AReadIsTimedToItsFirstAndLastResponseSegment) {
   EXPECT_EQ(t.stags()[0].octets, 2000u);
 }
 
+// What the plugin draws per PDU: each answering PDU carries the operations it answered, with the
+// timing model's own latency and request frame.
+struct OperationEvents final : AnalysisObserver {
+  std::vector<std::pair<std::uint64_t, CompletedOperation>> seen;  // (PDU number, operation)
+  std::uint64_t pdus = 0;
+  void on_pdu(const PduEvent& e) override {
+    ++pdus;
+    for (const auto& o : e.operations)
+      seen.emplace_back(pdus, o);
+  }
+};
+
+TEST(AnalyzerTiming, EachAnswerCarriesTheOperationsItAnswered) {
+  Conn c = one_read();
+  Analyzer a(timing_on());
+  OperationEvents events;
+  a.set_observer(&events);
+  c.run(a, c.segments());
+  // PDUs: MPA Request, Reply, Read Request, the Response's first and last segment.
+  ASSERT_EQ(events.seen.size(), 2u);
+  EXPECT_EQ(events.seen[0].first, 4u);
+  EXPECT_EQ(events.seen[0].second.kind, OpKind::rdma_read_first);
+  EXPECT_EQ(events.seen[0].second.ns, 1000u);
+  EXPECT_EQ(events.seen[0].second.request_frame, 5u);
+  EXPECT_EQ(events.seen[0].second.direction, 0);
+  EXPECT_EQ(events.seen[1].first, 5u);
+  EXPECT_EQ(events.seen[1].second.kind, OpKind::rdma_read);
+  EXPECT_EQ(events.seen[1].second.ns, 2000u);
+  EXPECT_TRUE(events.seen[1].second.operation.empty());
+  // The same as the model's sample.
+  const LatencySample& s = a.timing()->operations().at({0, OpKind::rdma_read, 0}).slowest.at(0);
+  EXPECT_EQ(s.ns, events.seen[1].second.ns);
+  EXPECT_EQ(s.request_frame, events.seen[1].second.request_frame);
+}
+
+TEST(AnalyzerTiming, WithoutTimingNoOperationIsReported) {
+  Conn c = one_read();
+  Analyzer a;
+  OperationEvents events;
+  a.set_observer(&events);
+  c.run(a, c.segments());
+  EXPECT_EQ(events.pdus, 5u);
+  EXPECT_TRUE(events.seen.empty());
+}
+
 TEST(AnalyzerTiming, AReadWithoutResponseIsUnanswered) {
   Conn c = one_read();
   auto segs = c.segments();

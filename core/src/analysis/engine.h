@@ -445,12 +445,12 @@ struct Analyzer::Impl {
   std::vector<Connection*> ulp_stale;
   void refresh_ulp_details();
   // A complete Send: regions, commands and completions the decoders find in it.
-  void advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t op, ByteView body,
-                      std::uint64_t length, std::uint32_t invalidate_stag);
+  void advertisements(Connection& c, int dir, PduEvent& ev, const Ctx& ctx, std::uint8_t op,
+                      ByteView body, std::uint64_t length, std::uint32_t invalidate_stag);
   void ulp_learn(Connection& c, int dir, const Ctx& ctx, std::size_t decoder,
                  const AdvertisedRegion& a, const std::string& command);
   void ulp_command(Connection& c, int dir, const Ctx& ctx, std::size_t decoder, UlpCommand& cmd);
-  void ulp_complete(Connection& c, int dir, const Ctx& ctx, std::size_t decoder,
+  void ulp_complete(Connection& c, int dir, PduEvent& ev, const Ctx& ctx, std::size_t decoder,
                     const UlpCompletion& done, std::uint8_t opcode, std::uint32_t invalidate_stag);
   // A placed RDMA Write segment, and a Read Request: checked against the command that
   // advertised the region, counted as its data.

@@ -188,9 +188,12 @@ void Analyzer::Impl::timing_placed(std::uint32_t stream, int dir, const PduEvent
   if (step.read) {
     ev.analysis.request_frame = step.read->frame;
     // The Read Response's first segment: the requester's first octet of data (RFC 5040 §4.5).
-    if (timing && step.starts_message)
-      timing->completion(OpKind::rdma_read_first, c.stream, 1 - dir, step.read->frame,
-                         step.read->ts_ns, cur_frame, cur_ts);
+    if (timing && step.starts_message) {
+      const LatencySample s =
+          timing->completion(OpKind::rdma_read_first, c.stream, 1 - dir, step.read->frame,
+                             step.read->ts_ns, cur_frame, cur_ts);
+      ev.operations.push_back({OpKind::rdma_read_first, 1 - dir, s.request_frame, s.ns, {}, {}});
+    }
   }
   if (m.record != kNoIndex) {
     model.messages[m.record].length += len;
@@ -234,10 +237,14 @@ void Analyzer::Impl::timing_placed(std::uint32_t stream, int dir, const PduEvent
   if (!step.ends_message) return;
   dm.opcodes[step.opcode].messages++;
   if (step.read_done) {
-    ev.analysis.response_time_ns = cur_ts - step.read->ts_ns;
-    if (timing)
-      timing->completion(OpKind::rdma_read, c.stream, 1 - dir, step.read->frame, step.read->ts_ns,
-                         cur_frame, cur_ts);
+    ev.analysis.response_time_ns =
+        static_cast<std::int64_t>(operation_latency_ns(step.read->ts_ns, cur_ts));
+    if (timing) {
+      const LatencySample s =
+          timing->completion(OpKind::rdma_read, c.stream, 1 - dir, step.read->frame,
+                             step.read->ts_ns, cur_frame, cur_ts);
+      ev.operations.push_back({OpKind::rdma_read, 1 - dir, s.request_frame, s.ns, {}, {}});
+    }
     c.ds(1 - dir).sink.read_answered(step.read->req);  // the responder's IRQ entry is done
   }
   if (step.damaged) {
@@ -334,7 +341,7 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
     case wire::Opcode::send:
     case wire::Opcode::send_se:
       if (options.decode_advertisements)
-        advertisements(c, dir, ctx, step.opcode, body, step.message_length,
+        advertisements(c, dir, ev, ctx, step.opcode, body, step.message_length,
                        ev.ddp->header.rsvd_ulp1);
       return;
     case wire::Opcode::terminate:
@@ -356,10 +363,14 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
       if (step.atomic_response) ev.atomic_response = *step.atomic_response;
       if (step.atomic) {
         ev.analysis.request_frame = step.atomic->frame;
-        ev.analysis.response_time_ns = cur_ts - step.atomic->ts_ns;
-        if (timing)
-          timing->completion(OpKind::atomic, c.stream, 1 - dir, step.atomic->frame,
-                             step.atomic->ts_ns, cur_frame, cur_ts);
+        ev.analysis.response_time_ns =
+            static_cast<std::int64_t>(operation_latency_ns(step.atomic->ts_ns, cur_ts));
+        if (timing) {
+          const LatencySample s =
+              timing->completion(OpKind::atomic, c.stream, 1 - dir, step.atomic->frame,
+                                 step.atomic->ts_ns, cur_frame, cur_ts);
+          ev.operations.push_back({OpKind::atomic, 1 - dir, s.request_frame, s.ns, {}, {}});
+        }
       }
       return;
     case wire::Opcode::immediate_data:

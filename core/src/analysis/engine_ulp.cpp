@@ -92,8 +92,8 @@ void Analyzer::Impl::ulp_setup(Connection& c, std::optional<ByteView> request_pd
   }
 }
 
-void Analyzer::Impl::advertisements(Connection& c, int dir, const Ctx& ctx, std::uint8_t opcode,
-                                    ByteView body, std::uint64_t length,
+void Analyzer::Impl::advertisements(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
+                                    std::uint8_t opcode, ByteView body, std::uint64_t length,
                                     std::uint32_t invalidate_stag) {
   StreamModel& sm = model.streams[c.stream];
   AdvertContext actx;
@@ -123,7 +123,7 @@ void Analyzer::Impl::advertisements(Connection& c, int dir, const Ctx& ctx, std:
     for (auto& cmd : d.events.commands)
       ulp_command(c, dir, ctx, d.decoder, cmd);
     for (const auto& done : d.events.completions)
-      ulp_complete(c, dir, ctx, d.decoder, done, opcode, invalidate_stag);
+      ulp_complete(c, dir, ev, ctx, d.decoder, done, opcode, invalidate_stag);
   }
 }
 
@@ -178,6 +178,7 @@ void Analyzer::Impl::ulp_command(Connection& c, int dir, const Ctx& ctx, std::si
   t.decoder = decoder;
   t.id = cmd.id;
   t.name = cmd.name;
+  t.operation = cmd.operation.empty() ? cmd.name : cmd.operation;
   t.frame = ctx.frame;
   t.ts_ns = cur_ts;
   t.direction = dir;
@@ -240,17 +241,20 @@ void Analyzer::Impl::ulp_forget(UlpStream& u, const UlpStream::CommandKey& k) {
   u.outstanding.erase(it);
 }
 
-void Analyzer::Impl::ulp_complete(Connection& c, int /*dir*/, const Ctx& ctx, std::size_t decoder,
-                                  const UlpCompletion& done, std::uint8_t opcode,
-                                  std::uint32_t invalidate_stag) {
+void Analyzer::Impl::ulp_complete(Connection& c, int /*dir*/, PduEvent& ev, const Ctx& ctx,
+                                  std::size_t decoder, const UlpCompletion& done,
+                                  std::uint8_t opcode, std::uint32_t invalidate_stag) {
   UlpStream& u = ulp_of(c);
   const UlpStream::CommandKey key{decoder, done.id};
   auto it = u.outstanding.find(key);
   if (it == u.outstanding.end()) return;  // its command was not seen (or not tracked)
   UlpCommandTrack& t = it->second;
-  if (timing)
-    timing->completion(op_kind_of_ulp(advertisers[decoder]->name()), c.stream, t.direction, t.frame,
-                       t.ts_ns, cur_frame, cur_ts);
+  if (timing) {
+    const OpKind kind = op_kind_of_ulp(advertisers[decoder]->name());
+    const LatencySample s =
+        timing->completion(kind, c.stream, t.direction, t.frame, t.ts_ns, cur_frame, cur_ts);
+    ev.operations.push_back({kind, t.direction, s.request_frame, s.ns, t.operation, t.name});
+  }
   const Consequence lost = t.lost;
   const bool with_invalidate =
       opcode == static_cast<std::uint8_t>(wire::Opcode::send_invalidate) ||

@@ -38,6 +38,7 @@ struct UlpCommandTrack {
   std::size_t decoder = 0;
   std::uint64_t id = 0;
   std::string name;
+  std::string operation;    // UlpCommand::operation (the name when it gave none)
   std::uint64_t frame = 0;  // the frame that advertised it
   std::int64_t ts_ns = 0;   // its capture time (the timing model's request time)
   int direction = 0;        // the direction that sent it

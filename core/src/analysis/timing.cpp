@@ -197,16 +197,16 @@ void Timing::add_sample(OperationStats& s, const LatencySample& sample) {
   }
 }
 
-void Timing::completion(OpKind kind, std::uint32_t stream, int direction,
-                        std::uint64_t request_frame, std::int64_t request_ns, std::uint64_t frame,
-                        std::int64_t ns) {
+LatencySample Timing::completion(OpKind kind, std::uint32_t stream, int direction,
+                                 std::uint64_t request_frame, std::int64_t request_ns,
+                                 std::uint64_t frame, std::int64_t ns) {
   LatencySample sample;
-  // Capture times may step back (a capture merged from two clocks): such a latency is 0.
-  sample.ns = ns > request_ns ? static_cast<std::uint64_t>(ns - request_ns) : 0;
+  sample.ns = operation_latency_ns(request_ns, ns);
   sample.request_frame = request_frame;
   sample.completion_frame = frame;
   sample.stalls = stalls_between(stream, request_ns, ns);
   add_sample(op(kind, stream, direction), sample);
+  return sample;
 }
 
 StallCounts Timing::stalls_between(std::uint32_t stream, std::int64_t from, std::int64_t to) const {

@@ -328,6 +328,7 @@ void IserDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteVi
   UlpCommand cmd;
   cmd.id = bhs->itt;
   cmd.name = iser_command_name(*bhs);
+  cmd.operation = "SCSI " + scsi_cdb_name(bhs->cdb[0]);
   const bool read = bhs->flags & IscsiBhs::kRead;
   const bool write = bhs->flags & IscsiBhs::kWrite;
   const std::uint32_t edtl = bhs->word20;

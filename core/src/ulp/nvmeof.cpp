@@ -410,6 +410,7 @@ void NvmeRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, By
   UlpCommand cmd;
   cmd.id = sqe->cid;
   cmd.name = nvme_command_name(*sqe, st->qid ? std::optional<bool>(admin) : std::nullopt);
+  cmd.operation = cmd.name.substr(0, cmd.name.find(" cid "));  // "NVMe Read", "NVMe-oF Connect"
   const NvmeDataDirection dir = nvme_data_direction(*sqe);
   if (dir != NvmeDataDirection::none) {
     const NvmeCapsuleBuffers bufs = nvme_capsule_buffers(*sqe, message);

@@ -357,6 +357,7 @@ void RpcRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, Byt
   UlpCommand cmd;
   cmd.id = h->xid;
   cmd.name = call ? rpc_call_name(*call) : "RPC Call xid " + hex_number(h->xid) + " (RDMA_NOMSG)";
+  cmd.operation = cmd.name.substr(0, cmd.name.find(" xid "));  // "NFSv3 READ", "RPC Call"
   cmd.partial = h->truncated;
   std::uint64_t writable = 0;
   const auto add = [&](const RdmaSegment& s, std::uint8_t access) {

@@ -339,8 +339,8 @@ void SmbDirectDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, B
     if (m.channel != kChannelRdmaV1 && m.channel != kChannelRdmaV1Invalidate) continue;
     UlpCommand cmd;
     cmd.id = m.message_id;
-    cmd.name =
-        std::string("SMB2 ") + (read ? "READ" : "WRITE") + " mid " + std::to_string(m.message_id);
+    cmd.operation = std::string("SMB2 ") + (read ? "READ" : "WRITE");
+    cmd.name = cmd.operation + " mid " + std::to_string(m.message_id);
     cmd.partial = m.buffers_partial;
     for (const SmbDirectBuffer& b : m.buffers) {
       if (b.length == 0) continue;

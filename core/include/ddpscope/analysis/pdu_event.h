@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 #include "ddpscope/analysis/model.h"
+#include "ddpscope/analysis/timing.h"
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/common/limits.h"
 #include "ddpscope/ddp/shadow.h"
@@ -59,6 +60,18 @@ struct SegmentAnalysis : SegmentFacts {
   std::vector<std::size_t> messages_delivered;
 };
 
+// An operation whose answer this PDU completed, as the timing model paired and timed it (only
+// with AnalyzerOptions::timing): hosts that show response times per PDU take them from here.
+struct CompletedOperation {
+  OpKind kind = OpKind::rdma_read;
+  int direction = 0;                // the requester's
+  std::uint64_t request_frame = 0;  // LatencySample::request_frame
+  std::uint64_t ns = 0;             // LatencySample::ns
+  // ULP kinds: the command's operation without its identifiers ("NVMe Read", "SCSI READ(10)",
+  // UlpCommand::operation) and its full name ("NVMe Read cid 12 nsid 1").
+  std::string operation, command;
+};
+
 // One PDU as the engine framed it, handed to observers (the plugin keeps these per frame).
 struct PduEvent {
   std::uint32_t stream = 0;
@@ -101,6 +114,9 @@ struct PduEvent {
   std::optional<std::uint64_t> immediate_data;
   SegmentAnalysis analysis;
   std::vector<std::size_t> findings;  // indices into Model::findings raised by this PDU
+  // Operations this PDU answered (a Read Response's first and last segment, an Atomic
+  // Response, a ULP completion), with AnalyzerOptions::timing only.
+  std::vector<CompletedOperation> operations;
 };
 
 // An FPDU at the start of a TCP segment that reassembly holds behind a hole (reordering, a

@@ -38,6 +38,10 @@ enum class OpKind : std::uint8_t {
 };
 inline constexpr std::size_t kOpKinds = 8;
 std::string_view to_string(OpKind k);  // "rdma-read", "rdma-read-first", "atomic", ...
+// An upper layer's command (nvme_command ... ulp_command), not an RDMAP operation.
+inline bool is_ulp_kind(OpKind k) {
+  return k >= OpKind::nvme_command;
+}
 // The kind of a ULP decoder's commands, by the decoder's name ("nvme-rdma" -> nvme_command).
 OpKind op_kind_of_ulp(std::string_view decoder);
 
@@ -106,6 +110,13 @@ class LatencyHistogram {
   std::uint64_t min_ = UINT64_MAX;
   std::uint64_t max_ = 0;
 };
+
+// The one latency of an operation: its answer's capture time less its request's; 0 when capture
+// times step back (a capture merged from two clocks). The timing model and the per-PDU response
+// time (SegmentFacts::response_time_ns) both take it from here.
+inline std::uint64_t operation_latency_ns(std::int64_t request_ns, std::int64_t answer_ns) {
+  return answer_ns > request_ns ? static_cast<std::uint64_t>(answer_ns - request_ns) : 0;
+}
 
 struct LatencySample {
   std::uint64_t ns = 0;
@@ -191,8 +202,10 @@ class Timing {
   // A request of `kind` from `direction` of `stream` (rdma_read counts rdma_read_first too).
   void request(OpKind kind, std::uint32_t stream, int direction);
   // Its answer: `direction` is the requester's, frames and times of the request and answer.
-  void completion(OpKind kind, std::uint32_t stream, int direction, std::uint64_t request_frame,
-                  std::int64_t request_ns, std::uint64_t frame, std::int64_t ns);
+  // Returns the sample recorded (hosts that show operations per PDU take its latency).
+  LatencySample completion(OpKind kind, std::uint32_t stream, int direction,
+                           std::uint64_t request_frame, std::int64_t request_ns,
+                           std::uint64_t frame, std::int64_t ns);
   // An event that can hold operations on `stream` up (`direction`: whose octets it concerns).
   void stall(std::uint32_t stream, int direction, StallKind kind, std::uint64_t frame,
              std::int64_t ns);

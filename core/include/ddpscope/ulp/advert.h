@@ -57,6 +57,9 @@ struct AdvertisedRegion {
 struct UlpCommand {
   std::uint64_t id = 0;  // unique among the stream's outstanding commands (NVMe: the CID)
   std::string name;      // "NVMe Read cid 12 nsid 1"
+  // The name without what identifies this one command ("NVMe Read"): what response-time
+  // tables group by. Empty: the name is used.
+  std::string operation;
   std::vector<AdvertisedRegion> regions;
   // Octets the command itself says it transfers (NVMe: NUMD of Get Log Page, Identify's 4096),
   // when its own fields say so; compared with what was placed at its completion.
