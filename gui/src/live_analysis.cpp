@@ -45,6 +45,7 @@ SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks&
   for (const net::Endpoint& e : request.streams)
     options.hints.push_back(StreamHint{std::nullopt, e, request.crc, request.markers});
   if (regions) options.protection_domains = regions->protection_domains;
+  options.timing = gui_timing_options();
 
   auto make = [&](const Analyzer* an, const LiveStatus& status) {
     auto snap = std::make_shared<Snapshot>();
@@ -54,6 +55,7 @@ SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks&
     snap->frames_read = status.frames;
     snap->bytes_read = status.bytes;
     snap->model = an ? std::make_shared<const Model>(an->model()) : std::make_shared<const Model>();
+    if (an && an->timing()) snap->timing = std::make_shared<const Timing>(*an->timing());
     snap->elapsed_s = std::chrono::duration<double>(clock::now() - start).count();
     return snap;
   };
