@@ -228,7 +228,6 @@ void LatencyHistogramWidget::paintEvent(QPaintEvent*) {
       if (x < pr.left() || x > pr.right()) continue;
       p.setPen(QPen(text, 1, Qt::DashLine));
       p.drawLine(QPointF(x, pr.top()), QPointF(x, pr.bottom()));
-      p.drawText(QRectF(x + 3, pr.top(), 80, fm.height()), Qt::AlignLeft | Qt::AlignTop, name);
     }
     p.setRenderHint(QPainter::Antialiasing, false);
     for (std::size_t b = lo_; b < hi_; ++b) {
@@ -242,6 +241,13 @@ void LatencyHistogramWidget::paintEvent(QPaintEvent*) {
         p.setBrush(slowestColor());
         p.drawEllipse(QPointF(bar.center().x(), bar.top() - 4), 2.5, 2.5);
       }
+    }
+    // The marks' names beside their lines, over the bars.
+    p.setPen(text);
+    for (const auto& [v, name] : marks) {
+      const double x = xOf(double(v));
+      if (x < pr.left() || x > pr.right()) continue;
+      p.drawText(QRectF(x + 3, pr.top(), 80, fm.height()), Qt::AlignLeft | Qt::AlignTop, name);
     }
   }
   // Latency axis: decades of ns, the scale logarithmic.
