@@ -2,7 +2,8 @@
 // ddpscope-gui [FILE] [--frame N] [--sink-profile rfc|siw]
 // ddpscope-gui --capture IFACE [--filter BPF] [--write FILE] [--port PORT]... [--stream IP:PORT]...
 //              [--mid-stream-crc auto|true|false] [--regions FILE] [--duration S]
-// ddpscope-gui --screenshot OUT.png FILE [--view streams|regions|msn|findings|bytes|placement]
+// ddpscope-gui --screenshot OUT.png FILE [--view
+// streams|regions|msn|findings|bytes|placement|timing]
 // [--frame N]
 #include <QApplication>
 #include <QCommandLineParser>
@@ -89,7 +90,7 @@ int main(int argc, char** argv) {
                           QStringLiteral("OUT.png"));
   QCommandLineOption view(QStringLiteral("view"),
                           QStringLiteral("View for --screenshot: streams, regions, msn, findings, "
-                                         "bytes, placement (default: the main window)."),
+                                         "bytes, placement, timing (default: the main window)."),
                           QStringLiteral("VIEW"));
   QCommandLineOption capture(QStringLiteral("capture"),
                              QStringLiteral("Capture live on IFACE (as File › Capture)."),

@@ -44,6 +44,7 @@ void AnalysisWorker::analyze(const QString& path, const QString& regions, quint6
   options.protection_domains = std::move(file.protection_domains);
   options.hints = hints.hints;
   options.sink_profile = hints.sink_profile;
+  options.timing = gui_timing_options();
   auto snap =
       std::const_pointer_cast<Snapshot>(analyze_capture(path.toStdString(), cb, options, given));
   snap->regions_file = regions.toStdString();

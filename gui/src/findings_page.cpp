@@ -8,7 +8,9 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QSignalBlocker>
+#include <QSplitter>
 #include <QTableView>
+#include <QTextBrowser>
 #include <QVBoxLayout>
 #include <map>
 #include <set>
@@ -60,7 +62,17 @@ FindingsPage::FindingsPage(QWidget* parent) : QWidget(parent) {
   view_->setWordWrap(false);
   view_->setTextElideMode(Qt::ElideRight);
   view_->setAccessibleName(tr("Findings"));
-  layout->addWidget(view_, 1);
+  detail_ = new QTextBrowser;
+  detail_->setAccessibleName(tr("Finding details"));
+  detail_->setLineWrapMode(QTextEdit::WidgetWidth);
+  detail_->setPlaceholderText(tr("Select a finding to read its whole explanation."));
+  auto* split = new QSplitter(Qt::Vertical);
+  split->addWidget(view_);
+  split->addWidget(detail_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
+  split->setChildrenCollapsible(false);
+  layout->addWidget(split, 1);
   populateFilters();
 
   connect(filter_, &QLineEdit::textChanged, this, [this](const QString& t) {
@@ -81,6 +93,7 @@ FindingsPage::FindingsPage(QWidget* parent) : QWidget(parent) {
   });
   connect(proxy_, &QAbstractItemModel::modelReset, this, [this] { updateCount(); });
   connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
+    updateDetail();
     if (quiet_) return;
     const QModelIndex idx = view_->currentIndex();
     if (!idx.isValid()) return;
@@ -100,6 +113,36 @@ void FindingsPage::setSnapshot(SnapshotPtr snap) {
     for (int c = 0; c < FindingsModel::ColMessage; ++c)
       view_->resizeColumnToContents(c);
   updateCount();
+  updateDetail();
+}
+
+QString FindingsPage::detailText(int findingRow) const {
+  const Finding* f = model_->finding(findingRow);
+  if (!f) return {};
+  const auto& spec = finding_spec(f->id);
+  QStringList lines;
+  QString where =
+      tr("%1 %2 in frame %3").arg(severityText(f->severity), qstr(spec.code)).arg(f->frame);
+  if (f->stream != UINT32_MAX && snap_ && f->stream < snap_->model->streams.size())
+    where += tr(", stream %1 (%2)")
+                 .arg(f->stream)
+                 .arg(directionText(snap_->model->streams[f->stream], f->direction));
+  lines << where << QString::fromStdString(f->message);
+  lines << tr("%1 (%2)").arg(qstr(spec.summary), qstr(spec.rfc));
+  if (f->terminate)
+    lines << tr("Terminate a compliant Data Sink sends: %1").arg(terminateLongText(*f->terminate));
+  return lines.join(QLatin1Char('\n'));
+}
+
+void FindingsPage::updateDetail() {
+  const QModelIndex idx = view_->currentIndex();
+  if (!idx.isValid()) {
+    detail_->clear();
+    return;
+  }
+  const int row = idx.data(FindingsModel::FindingRole).toInt();
+  const QString text = detailText(row);
+  if (detail_->toPlainText() != text) detail_->setPlainText(text);
 }
 
 void FindingsPage::populateFilters() {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The Findings view: a filter bar (text, minimum severity, code, stream), the findings table
-// (findings_model.h) and a "shown of total" count. Selecting a finding emits its frame, stream
-// and direction; the main window focuses that frame in every view.
+// (findings_model.h), a "shown of total" count, and under the table the current finding's
+// whole explanation, wrapped (the table's message column is cut to its width). Selecting a finding
+// emits its frame, stream and direction; the main window focuses that frame in every view.
 #pragma once
 
 #include <QWidget>
@@ -13,6 +14,7 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QTableView;
+class QTextBrowser;
 
 namespace ddpscope::gui {
 
@@ -42,6 +44,9 @@ class FindingsPage : public QWidget {
   QComboBox* codeCombo() const { return code_; }
   QComboBox* streamCombo() const { return stream_; }
   QString countText() const;
+  QTextBrowser* detailPane() const { return detail_; }
+  // What the detail pane shows for the finding (row of FindingsModel), as plain text.
+  QString detailText(int findingRow) const;
 
  signals:
   void findingSelected(quint64 frame, int stream, int direction);
@@ -50,6 +55,7 @@ class FindingsPage : public QWidget {
  private:
   void populateFilters();
   void updateCount();
+  void updateDetail();
 
   SnapshotPtr snap_;
   FindingsModel* model_ = nullptr;
@@ -60,6 +66,7 @@ class FindingsPage : public QWidget {
   QComboBox* code_ = nullptr;
   QComboBox* stream_ = nullptr;
   QLabel* count_ = nullptr;
+  QTextBrowser* detail_ = nullptr;
   bool quiet_ = false;  // selection changes made by showFrame
 };
 

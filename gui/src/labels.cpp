@@ -71,6 +71,14 @@ QString bytesText(std::uint64_t n) {
   return QStringLiteral("%1 %2").arg(v, 0, 'f', 1).arg(QLatin1String(units[u]));
 }
 
+QString messageText(const Model& m, const MessageRecord& r) {
+  const QString what = QStringLiteral("%1, %2 in %3 seg.")
+                           .arg(opcodeName(r.opcode), bytesText(r.length))
+                           .arg(r.segments);
+  const std::string_view ulp = m.ulp_name(r);
+  return ulp.empty() ? what : QStringLiteral("%1 — %2").arg(qstr(ulp), what);
+}
+
 QColor severityColor(Severity s) {
   switch (s) {
     case Severity::error:

@@ -23,6 +23,9 @@ QString terminateLongText(const TerminateError& t);  // "layer 1, error type 0x2
 QString stagText(std::uint32_t stag);                // 0x0000abcd
 QString regionLabel(const ShadowBuffer& buf);        // "STag 0x.. @ 10.0.0.2"
 QString bytesText(std::uint64_t n);                  // "1.5 KiB (1536 B)"
+// A message as the views name it: its ULP command when a decoder named one ("NVMe Read cid 97
+// nsid 1 — Send, 64 B in 1 seg."), else its opcode and size ("Send, 64 B in 1 seg.").
+QString messageText(const Model& m, const MessageRecord& r);
 
 // Columns sized to contents measure at most this many rows (Qt's default is 1000): measuring
 // thousands of findings or regions stalled the event loop for > 100 ms (bench/gui_load_bench).

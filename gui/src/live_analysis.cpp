@@ -46,6 +46,7 @@ SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks&
     options.hints.push_back(StreamHint{std::nullopt, e, request.crc, request.markers});
   if (regions) options.protection_domains = regions->protection_domains;
   options.sink_profile = request.sinkProfile;
+  options.timing = gui_timing_options();
 
   auto make = [&](const Analyzer* an, const LiveStatus& status) {
     auto snap = std::make_shared<Snapshot>();
@@ -55,6 +56,7 @@ SnapshotPtr analyze_live(const CaptureRequest& request, const AnalysisCallbacks&
     snap->frames_read = status.frames;
     snap->bytes_read = status.bytes;
     snap->model = an ? std::make_shared<const Model>(an->model()) : std::make_shared<const Model>();
+    if (an && an->timing()) snap->timing = std::make_shared<const Timing>(*an->timing());
     snap->elapsed_s = std::chrono::duration<double>(clock::now() - start).count();
     return snap;
   };

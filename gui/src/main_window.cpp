@@ -49,11 +49,13 @@
 #include "regions_page.h"
 #include "stream_tree_model.h"
 #include "streams_page.h"
+#include "timing_page.h"
 #include "wireshark_launch.h"
 
 namespace ddpscope::gui {
 namespace {
-const char* const kViewNames[] = {"streams", "regions", "msn", "findings", "bytes", "placement"};
+const char* const kViewNames[] = {"streams", "regions",   "msn",   "findings",
+                                  "bytes",   "placement", "timing"};
 constexpr int kMaxRecent = 10;
 
 QString wiresharkPath() {
@@ -166,6 +168,15 @@ void MainWindow::buildUi() {
   connect(placement_, &PlacementTraceWidget::rangeClicked, this,
           [this](quint64 frame) { focusFrame(frame); });
 
+  // (7) Timing: latency histograms, throughput and stalls, the slowest operations.
+  timing_page_ = new TimingPage;
+  tabs_->addTab(timing_page_, tr("&Timing"));
+  connect(timing_page_, &TimingPage::frameChosen, this, [this](quint64 frame, int stream, int dir) {
+    focusFrame(frame,
+               stream >= 0 ? std::optional<std::uint32_t>(std::uint32_t(stream)) : std::nullopt,
+               dir);
+  });
+
   // Status bar: progress and Cancel.
   status_label_ = new QLabel(tr("Open a capture (File › Open, drop a file here)"));
   progress_ = new QProgressBar;
@@ -211,8 +222,9 @@ void MainWindow::buildMenus() {
   quit->setShortcut(QKeySequence::Quit);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  const QString names[] = {tr("Streams"),  tr("Region Map"),   tr("MSN Sequences"),
-                           tr("Findings"), tr("Shadow Bytes"), tr("Placement Trace")};
+  const QString names[ViewCount] = {tr("Streams"),  tr("Region Map"),   tr("MSN Sequences"),
+                                    tr("Findings"), tr("Shadow Bytes"), tr("Placement Trace"),
+                                    tr("Timing")};
   for (int i = 0; i < ViewCount; ++i) {
     QAction* a = view->addAction(names[i], this, [this, i] { showView(View(i)); });
     a->setShortcut(QKeySequence(QStringLiteral("Ctrl+%1").arg(i + 1)));
@@ -364,6 +376,7 @@ bool MainWindow::loadSynchronously(const QString& path, const QString& regions) 
   options.protection_domains = file.protection_domains;
   options.hints = file_hints_.hints;
   options.sink_profile = file_hints_.sink_profile;
+  options.timing = gui_timing_options();
   capture_ports_ = QList<quint16>(file_hints_.ports.begin(), file_hints_.ports.end());
   capture_crc_ = file_hints_.crc;
   auto snap = std::const_pointer_cast<Snapshot>(analyze_capture(
@@ -523,6 +536,7 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
   syncing_ = false;
   selectRegion(region);
   msn_page_->setSnapshot(snap_);
+  timing_page_->setSnapshot(snap_);
 
   const Model& m = *snap_->model;
   const bool live = !snap_->live_interface.empty();
@@ -597,7 +611,7 @@ void MainWindow::focusFrame(std::uint64_t frame, std::optional<std::uint32_t> st
     stream = snap_->regions[*region].stream;
   }
   // Stream tree: the region item when the frame placed into one, else the stream/direction.
-  streams_page_->showFrame(region, stream, direction);
+  streams_page_->showFrame(region, stream, direction, frame);
   if (region) selectRegion(int(*region));
   region_map_->setHighlightFrame(frame);
   placement_->setHighlightFrame(frame);
@@ -607,6 +621,7 @@ void MainWindow::focusFrame(std::uint64_t frame, std::optional<std::uint32_t> st
   msn_page_->showFrame(frame, stream, direction);
   // Findings: the first finding at this frame, unless one at this frame is current.
   findings_page_->showFrame(frame);
+  timing_page_->showFrame(frame);
   syncing_ = false;
   status_label_->setText(
       tr("Frame %1").arg(frame) +

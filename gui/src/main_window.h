@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The main window: five views over one snapshot (streams, region map, MSN chart, findings,
-// shadow bytes), a worker thread for analysis with progress and Cancel (of a file, or of a live
-// capture: File › Capture), and selection that follows a frame across the views.
+// The main window: seven views over one snapshot (streams, region map, MSN chart, findings,
+// shadow bytes, placement trace, timing), a worker thread for analysis with progress and Cancel (of
+// a file, or of a live capture: File › Capture), and selection that follows a frame across the
+// views.
 #pragma once
 
 #include <QMainWindow>
@@ -36,6 +37,7 @@ class FindingsPage;
 class MsnPage;
 class RegionsPage;
 class StreamsPage;
+class TimingPage;
 class MsnChartWidget;
 class RegionMapWidget;
 class RegionTableModel;
@@ -51,6 +53,7 @@ class MainWindow : public QMainWindow {
     ViewFindings,
     ViewBytes,
     ViewPlacement,
+    ViewTiming,
     ViewCount
   };
   static std::optional<View> parseView(const QString& name);  // "streams", "regions", ...
@@ -123,6 +126,7 @@ class MainWindow : public QMainWindow {
   MsnChartWidget* msnChart() const { return msn_chart_; }
   MsnPage* msnPage() const { return msn_page_; }
   FindingsPage* findingsPage() const { return findings_page_; }
+  TimingPage* timingPage() const { return timing_page_; }
   QComboBox* seriesCombo() const { return series_combo_; }
   QAction* wiresharkAction() const { return wireshark_action_; }
   QAction* reloadAction() const { return reload_action_; }
@@ -199,6 +203,7 @@ class MainWindow : public QMainWindow {
   BytesPage* bytes_page_ = nullptr;
   PlacementTraceWidget* placement_ = nullptr;
   BytesModel* bytes_model_ = nullptr;
+  TimingPage* timing_page_ = nullptr;
 
   QLabel* status_label_ = nullptr;
   QProgressBar* progress_ = nullptr;

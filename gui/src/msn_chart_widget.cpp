@@ -449,9 +449,7 @@ void MsnChartWidget::drawRows(QPainter& p, const QRect& pr) {
       }
       if (labels && k + 1 == row.end && h >= 18) {
         p.setPen(palette().color(QPalette::Text));
-        QString t =
-            tr("%1, %2 in %3 seg.").arg(opcodeName(r.opcode), bytesText(r.length)).arg(r.segments);
-        if (row.copies() > 1) t += tr(" — MSN seen %1×").arg(row.copies());
+        const QString t = rowLabel(ri);
         const double right = std::max(x1, r.delivered_frame ? xOf(double(r.delivered_frame)) : x1);
         const double tw = p.fontMetrics().horizontalAdvance(t);
         const double tx = right + 2 * ds + 6 + tw <= pr.right() ? right + 2 * ds + 6 : x0 - 6 - tw;
@@ -730,6 +728,17 @@ std::optional<MsnChartWidget::Hit> MsnChartWidget::hitAt(QPoint pos) const {
   return best;
 }
 
+QString MsnChartWidget::rowLabel(int ri) const {
+  const MsnSeries* s = currentSeries();
+  if (!s || ri < 0 || std::size_t(ri) >= s->rows.size()) return {};
+  const MsnRow& row = s->rows[std::size_t(ri)];
+  if (row.missing || row.end == row.begin) return {};
+  const Model& m = *snap_->model;
+  QString t = messageText(m, m.messages[s->by_msn[row.end - 1]]);
+  if (row.copies() > 1) t += tr(" — MSN seen %1×").arg(row.copies());
+  return t;
+}
+
 QString MsnChartWidget::tooltip(const Hit& hit) const {
   const MsnRow& row = currentSeries()->rows[std::size_t(hit.row)];
   if (!hit.record)
@@ -741,6 +750,8 @@ QString MsnChartWidget::tooltip(const Hit& hit) const {
                   .arg(r->length)
                   .arg(r->segments)
                   .arg(r->first_frame);
+  const std::string_view ulp = snap_->model->ulp_name(*r);
+  if (!ulp.empty()) t = qstr(ulp) + QLatin1Char('\n') + t;
   t += r->placed_frame ? tr("\nplaced in frame %1").arg(r->placed_frame)
                        : tr("\nnever fully placed");
   t += r->delivered_frame ? tr("\ndelivered in frame %1").arg(r->delivered_frame)

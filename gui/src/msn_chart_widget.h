@@ -44,6 +44,9 @@ class MsnChartWidget : public QWidget {
   QRect missingMarkerRect(int row) const;
   bool aggregated() const;
   const MsnSeries* currentSeries() const;
+  // The label drawn beside row `row` when rows are tall enough (its last record: its ULP
+  // command when a decoder named one, its opcode and size); empty for a missing row.
+  QString rowLabel(int row) const;
 
   // The colours drawn (and shown in the legend).
   static QColor missingColor();

@@ -159,6 +159,12 @@ std::optional<std::size_t> Snapshot::series_of_frame(std::uint64_t frame,
   return spanning;
 }
 
+TimingOptions gui_timing_options() {
+  TimingOptions t;
+  t.top = 32;
+  return t;
+}
+
 SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb,
                             const AnalyzerOptions& options,
                             const std::optional<std::vector<RegionSpec>>& regions) {
@@ -174,6 +180,7 @@ SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb
       snap->file_size = reader->file_size();
     }
     if (an) snap->model = std::make_shared<const Model>(an->model());
+    if (an && an->timing()) snap->timing = std::make_shared<const Timing>(*an->timing());
     snap->elapsed_s = std::chrono::duration<double>(clock::now() - start).count();
     return snap;
   };
@@ -209,6 +216,7 @@ SnapshotPtr analyze_capture(const std::string& path, const AnalysisCallbacks& cb
       auto snap = std::make_shared<Snapshot>();
       snap->path = path;
       snap->model = std::make_shared<const Model>(analyzer.model());
+      if (analyzer.timing()) snap->timing = std::make_shared<const Timing>(*analyzer.timing());
       snap->bytes_read = at.bytes_read;
       snap->file_size = at.file_size;
       snap->frames_read = at.frames;

@@ -69,6 +69,9 @@ struct LiveStatus {
 struct Snapshot {
   std::string path;  // the capture file; for a live capture its savefile, if any
   std::shared_ptr<const Model> model;
+  // core's timing model (analysis/timing.h) at the same moment; null when the analysis kept
+  // none (the GUI asks for one: gui_timing_options()).
+  std::shared_ptr<const Timing> timing;
   bool final = false;
   bool cancelled = false;
   std::string error;         // open or read error (a truncated file is also a finding)
@@ -124,6 +127,10 @@ struct AnalysisCallbacks {
   // Live capture only: the counters, about every 100 ms.
   std::function<void(const LiveStatus&)> live_status;
 };
+
+// The timing model the GUI keeps (AnalyzerOptions::timing): core's defaults, with more of the
+// slowest operations per kind than the CLI prints, so that more histogram bars name one.
+TimingOptions gui_timing_options();
 
 // Reads the capture with ddpscope::capture and feeds core's Analyzer; returns the final
 // snapshot (final = true; cancelled or error set when it stopped early).

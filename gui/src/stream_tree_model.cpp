@@ -2,6 +2,7 @@
 #include "stream_tree_model.h"
 
 #include <QStringList>
+#include <algorithm>
 
 #include "labels.h"
 #include "region_table_model.h"
@@ -106,6 +107,13 @@ void StreamTreeModel::build() {
 
       for (const auto& [qn, q] : dm.queues) {
         Node qnode;
+        for (std::size_t i = 0; i < snap_->series.size(); ++i) {
+          const MsnSeries& ser = snap_->series[i];
+          if (ser.stream != si || ser.direction != d || ser.qn != qn) continue;
+          qnode.series = int(i);
+          for (const MsnRow& row : ser.rows)
+            qnode.items += row.missing ? 1 : row.copies();
+        }
         qnode.kind = KindQueue;
         qnode.stream = static_cast<int>(si);
         qnode.direction = d;
@@ -113,7 +121,10 @@ void StreamTreeModel::build() {
         qnode.text[ColDetails] = QStringLiteral("MSN %1–%2").arg(q.first_msn).arg(q.last_msn);
         qnode.text[ColCount] =
             QStringLiteral("%1 messages, %2 segments").arg(q.messages).arg(q.segments);
-        addNode(dnode, std::move(qnode));
+        const int qi = addNode(dnode, std::move(qnode));
+        // The first batch now, inside the reset (no insertion signals): a view expanding the
+        // queue needs nothing more unless it has more messages.
+        fetchBatch(qi);
       }
     }
   }
@@ -147,6 +158,116 @@ void StreamTreeModel::build() {
     }
     addNode(parent, std::move(n));
   }
+}
+
+StreamTreeModel::Node StreamTreeModel::messageNode(const Node& queue, const MsnRow& row,
+                                                   std::uint32_t k) const {
+  const Model& m = *snap_->model;
+  const MsnSeries& ser = snap_->series[std::size_t(queue.series)];
+  Node n;
+  n.kind = KindMessage;
+  n.stream = queue.stream;
+  n.direction = queue.direction;
+  if (row.missing) {
+    n.frame = row.frame;
+    n.text[ColItem] = row.count > 1 ? tr("MSN %1–%2").arg(row.msn).arg(row.msn + row.count - 1)
+                                    : tr("MSN %1").arg(row.msn);
+    n.text[ColDetails] = tr("never seen: the next MSN arrived in frame %1").arg(row.frame);
+    n.text[ColFrames] = QString::number(row.frame);
+    return n;
+  }
+  const std::size_t idx = ser.by_msn[k];
+  const MessageRecord& r = m.messages[idx];
+  n.message = static_cast<long long>(idx);
+  n.frame = r.first_frame;
+  n.text[ColItem] = tr("MSN %1").arg(r.msn);
+  n.text[ColDetails] = messageText(m, r);
+  if (k > row.begin) n.text[ColDetails] += tr(" — duplicate MSN");
+  const std::uint64_t last = std::max({r.first_frame, r.placed_frame, r.delivered_frame});
+  n.text[ColFrames] = last > r.first_frame ? QStringLiteral("%1–%2").arg(r.first_frame).arg(last)
+                                           : QString::number(r.first_frame);
+  n.text[ColCount] = r.delivered_frame ? tr("delivered in %1").arg(r.delivered_frame)
+                     : r.placed_frame  ? tr("placed, not delivered")
+                                       : tr("not fully placed");
+  return n;
+}
+
+bool StreamTreeModel::hasChildren(const QModelIndex& parent) const {
+  if (parent.isValid() && parent.column() == 0) {
+    const Node& n = nodes_[parent.internalId()];
+    if (n.kind == KindQueue) return n.items > 0;
+  }
+  return QAbstractItemModel::hasChildren(parent);
+}
+
+bool StreamTreeModel::canFetchMore(const QModelIndex& parent) const {
+  if (!parent.isValid() || parent.column() != 0) return false;
+  const Node& n = nodes_[parent.internalId()];
+  return n.kind == KindQueue && n.fetched < n.items;
+}
+
+void StreamTreeModel::fetchMore(const QModelIndex& parent) {
+  if (!canFetchMore(parent)) return;
+  const Node& queue = nodes_[parent.internalId()];
+  const std::size_t count = std::min(kFetchBatch, queue.items - queue.fetched);
+  beginInsertRows(parent, int(queue.fetched), int(queue.fetched + count - 1));
+  fetchBatch(int(parent.internalId()));
+  endInsertRows();
+}
+
+void StreamTreeModel::fetchBatch(int qi) {
+  const Node queue = nodes_[std::size_t(qi)];
+  if (queue.kind != KindQueue || queue.series < 0 || queue.fetched >= queue.items) return;
+  const MsnSeries& ser = snap_->series[std::size_t(queue.series)];
+  const std::size_t count = std::min(kFetchBatch, queue.items - queue.fetched);
+  std::uint32_t row = queue.next_row, k = queue.next_record;
+  for (std::size_t i = 0; i < count && row < ser.rows.size(); ++i) {
+    const MsnRow& r = ser.rows[row];
+    if (r.missing) {
+      addNode(qi, messageNode(queue, r, 0));
+      ++row;
+      continue;
+    }
+    if (k < r.begin) k = r.begin;
+    addNode(qi, messageNode(queue, r, k));
+    if (++k >= r.end) ++row, k = 0;
+  }
+  Node& q = nodes_[std::size_t(qi)];
+  q.fetched += count;
+  q.next_row = row;
+  q.next_record = k;
+}
+
+QModelIndex StreamTreeModel::indexForMessageAt(std::uint64_t frame,
+                                               std::optional<std::uint32_t> stream, int direction) {
+  if (!snap_ || !snap_->model) return {};
+  const Model& m = *snap_->model;
+  for (std::size_t qi = 0; qi < nodes_.size(); ++qi) {
+    const Node& q = nodes_[qi];
+    if (q.kind != KindQueue || q.series < 0) continue;
+    if (stream && q.stream != int(*stream)) continue;
+    if (direction >= 0 && q.direction != direction) continue;
+    const MsnSeries& ser = snap_->series[std::size_t(q.series)];
+    if (frame < ser.first_frame || frame > ser.last_frame) continue;
+    // The item's position: rows before it, missing runs counting one.
+    std::size_t pos = 0;
+    for (const MsnRow& row : ser.rows) {
+      if (row.missing) {
+        ++pos;
+        continue;
+      }
+      for (std::uint32_t k = row.begin; k < row.end; ++k, ++pos) {
+        const MessageRecord& r = m.messages[ser.by_msn[k]];
+        if (r.first_frame != frame && r.placed_frame != frame && r.delivered_frame != frame)
+          continue;
+        const QModelIndex parent = indexOfNode(int(qi));
+        while (nodes_[qi].fetched <= pos && canFetchMore(parent))
+          fetchMore(parent);
+        return index(int(pos), 0, parent);
+      }
+    }
+  }
+  return {};
 }
 
 QModelIndex StreamTreeModel::indexOfNode(int node) const {
@@ -194,6 +315,8 @@ QVariant StreamTreeModel::data(const QModelIndex& index, int role) const {
       return n.region;
     case FrameRole:
       return quint64(n.frame);
+    case MessageRole:
+      return n.message;
     default:
       return {};
   }

@@ -37,9 +37,10 @@ void StreamsPage::setSnapshot(SnapshotPtr snap) {
 }
 
 void StreamsPage::showFrame(std::optional<std::size_t> region, std::optional<std::uint32_t> stream,
-                            int direction) {
+                            int direction, std::uint64_t frame) {
   QModelIndex idx;
   if (region) idx = model_->indexForRegion(*region);
+  if (!idx.isValid() && frame) idx = model_->indexForMessageAt(frame, stream, direction);
   if (!idx.isValid() && stream) idx = model_->indexForStream(*stream, direction);
   if (!idx.isValid() && stream) idx = model_->indexForStream(*stream);
   if (!idx.isValid()) return;

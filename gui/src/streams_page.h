@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The Streams view: the stream tree (stream_tree_model.h: streams, directions, MPA
-// parameters, queues and regions). Selecting an item emits its region and frame, if any.
+// parameters, queues with their messages, and regions). Selecting an item emits its region and
+// frame, if any.
 #pragma once
 
 #include <QTreeView>
@@ -18,9 +19,10 @@ class StreamsPage : public QTreeView {
   explicit StreamsPage(QWidget* parent = nullptr);
   // Small trees open fully; big ones show streams and directions.
   void setSnapshot(SnapshotPtr snap);
-  // Selects the region's item, else the stream's direction, else the stream (no signal).
+  // Selects the region's item, else the untagged message at `frame` (0: none), else the
+  // stream's direction, else the stream (no signal).
   void showFrame(std::optional<std::size_t> region, std::optional<std::uint32_t> stream,
-                 int direction);
+                 int direction, std::uint64_t frame = 0);
   StreamTreeModel* model() const { return model_; }
 
  signals:

@@ -26,6 +26,35 @@ AdvertContext ctx(std::uint16_t port) {
   return c;
 }
 
+TEST(UlpMessageName, CommandsCompletionsAndAdvertisements) {
+  UlpEvents ev;
+  EXPECT_EQ(ulp_message_name("iser", ev, nullptr), "");
+  UlpCommand cmd;
+  cmd.name = "SCSI READ(10) ITT 0x1";
+  ev.commands.push_back(cmd);
+  UlpCompletion done;
+  done.id = 7;
+  ev.completions.push_back(done);
+  const auto known = [](std::uint64_t id) { return id == 7 ? std::string("SCSI X") : ""; };
+  EXPECT_EQ(ulp_message_name("iser", ev, known), "SCSI READ(10) ITT 0x1; completion of SCSI X");
+  ev.commands.clear();
+  ev.completions[0].id = 8;
+  EXPECT_EQ(ulp_message_name("iser", ev, known), "completion of iser id 8");
+  ev.completions.clear();
+  AdvertisedRegion r;
+  r.stag = 0xab;
+  r.length = 64;
+  ev.regions.push_back(r);
+  EXPECT_EQ(ulp_message_name("rping", ev, nullptr),
+            "rping advertisement STag 0x000000ab, 64 octets");
+  ev.regions.clear();
+  cmd.name = std::string(300, 'x');
+  ev.commands.push_back(cmd);
+  const std::string cut = ulp_message_name("iser", ev, nullptr);
+  EXPECT_EQ(cut.size(), kMaxMessageName);
+  EXPECT_EQ(cut.substr(cut.size() - 3), "\xE2\x80\xA6");
+}
+
 TEST(RpingAdvertisement, UserSpaceBufferIsARegionOfTheSender) {
   UlpEvents ev;
   auto& out = ev.regions;

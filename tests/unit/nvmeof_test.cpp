@@ -278,6 +278,34 @@ TEST(NvmeEngine, CleanReadLearnsBoundsAndEndsAtCompletion) {
   EXPECT_NE(b->completed_frame, 0u);
 }
 
+// Each untagged message is named by what the decoder found in it (Model::ulp_name): the
+// command capsule by its command, the response capsule as its completion.
+TEST(NvmeEngine, MessagesAreNamedByTheirCommandAndCompletion) {
+  Analyzer an;
+  NvmeWire n(an);
+  n.handshake();
+  n.send(0, encode_nvme_sqe(command(0x02, 97, 0x10000, 2048, 0x300)));
+  n.write(0x300, 0x10000, 2048);
+  NvmeCqe failed;
+  failed.cid = 97;
+  failed.status = 0x0004;  // SC 02h, phase 0
+  n.send(1, encode_nvme_cqe(failed));
+  n.complete(98);  // no such command
+  an.finish();
+  const Model& m = an.model();
+  std::vector<std::string> names;
+  for (const MessageRecord& r : m.messages)
+    if (!r.tagged) names.emplace_back(m.ulp_name(r));
+  ASSERT_EQ(names.size(), 3u);
+  EXPECT_EQ(names[0], "NVMe Read cid 97 nsid 1");
+  EXPECT_EQ(names[1], "completion of NVMe Read cid 97 nsid 1, status 0x2");
+  EXPECT_EQ(names[2], "completion of nvme-rdma id 98");
+  for (const MessageRecord& r : m.messages) {
+    if (!r.tagged) continue;
+    EXPECT_EQ(m.ulp_name(r), "");
+  }
+}
+
 TEST(NvmeEngine, EachUlpCheckFires) {
   Analyzer an;
   NvmeWire n(an);

@@ -166,6 +166,25 @@ TEST(Timing, AStallRingThatOverflowedSaysSo) {
     EXPECT_EQ(s.stalls.first[i].frame, 10 + i);
 }
 
+TEST(Timing, StallEventsAreTheRingOldestFirst) {
+  Timing t(TimingOptions{}, 1000);
+  EXPECT_TRUE(t.stall_events(0).empty());
+  t.stall(0, 0, StallKind::crc_drop, 5, 50);
+  t.stall(0, 1, StallKind::out_of_order, 6, 60);
+  auto e = t.stall_events(0);
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].frame, 5u);
+  EXPECT_EQ(e[0].kind, StallKind::crc_drop);
+  EXPECT_EQ(e[1].ns, 60);
+  for (std::size_t i = 0; i < TimingOptions::kStallRing; ++i)
+    t.stall(0, 0, StallKind::retransmission, 100 + i, static_cast<std::int64_t>(100 + i));
+  e = t.stall_events(0);
+  ASSERT_EQ(e.size(), TimingOptions::kStallRing);
+  EXPECT_EQ(e.front().frame, 100u);  // the two first (frames 5 and 6) left the ring
+  EXPECT_EQ(e.back().frame, 100u + TimingOptions::kStallRing - 1);
+  EXPECT_TRUE(t.stall_events(7).empty());
+}
+
 TEST(Timing, ThroughputIntervalsDoubleToStayBounded) {
   TimingOptions o;
   o.interval_ns = 1000;

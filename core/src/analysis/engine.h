@@ -445,8 +445,12 @@ struct Analyzer::Impl {
   std::vector<Connection*> ulp_stale;
   void refresh_ulp_details();
   // A complete Send: regions, commands and completions the decoders find in it.
+  // `record`: the message's record (kNoIndex: none), named after what the decoders found.
   void advertisements(Connection& c, int dir, PduEvent& ev, const Ctx& ctx, std::uint8_t op,
-                      ByteView body, std::uint64_t length, std::uint32_t invalidate_stag);
+                      ByteView body, std::uint64_t length, std::uint32_t invalidate_stag,
+                      std::size_t record);
+  void name_message(const UlpStream& u, MessageRecord& m,
+                    const std::vector<UlpStreamDecoders::Decoded>& found);
   void ulp_learn(Connection& c, int dir, const Ctx& ctx, std::size_t decoder,
                  const AdvertisedRegion& a, const std::string& command);
   void ulp_command(Connection& c, int dir, const Ctx& ctx, std::size_t decoder, UlpCommand& cmd);

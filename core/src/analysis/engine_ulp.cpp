@@ -94,7 +94,7 @@ void Analyzer::Impl::ulp_setup(Connection& c, std::optional<ByteView> request_pd
 
 void Analyzer::Impl::advertisements(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
                                     std::uint8_t opcode, ByteView body, std::uint64_t length,
-                                    std::uint32_t invalidate_stag) {
+                                    std::uint32_t invalidate_stag, std::size_t record) {
   StreamModel& sm = model.streams[c.stream];
   AdvertContext actx;
   actx.opcode = opcode;
@@ -117,6 +117,8 @@ void Analyzer::Impl::advertisements(Connection& c, int dir, PduEvent& ev, const 
       ulp_stale.push_back(&c);
     }
   }
+  if (record != kNoIndex && record < model.messages.size())
+    name_message(u, model.messages[record], found);
   for (auto& d : found) {
     for (const auto& a : d.events.regions)
       ulp_learn(c, dir, ctx, d.decoder, a, std::string());
@@ -125,6 +127,28 @@ void Analyzer::Impl::advertisements(Connection& c, int dir, PduEvent& ev, const 
     for (const auto& done : d.events.completions)
       ulp_complete(c, dir, ev, ctx, d.decoder, done, opcode, invalidate_stag);
   }
+}
+
+// The message's name for views (Model::ulp_name): what its decoder found, a completion named
+// by its command while that is still outstanding.
+void Analyzer::Impl::name_message(const UlpStream& u, MessageRecord& m,
+                                  const std::vector<UlpStreamDecoders::Decoded>& found) {
+  std::string name;
+  for (const auto& d : found) {
+    const auto command = [&](std::uint64_t id) {
+      auto it = u.outstanding.find({d.decoder, id});
+      return it == u.outstanding.end() ? std::string() : it->second.name;
+    };
+    const std::string part = ulp_message_name(advertisers[d.decoder]->name(), d.events, command);
+    if (part.empty()) continue;
+    name += (name.empty() ? "" : "; ") + part;
+  }
+  if (name.empty()) return;
+  if (name.size() > kMaxMessageName) name = name.substr(0, kMaxMessageName);
+  if (model.message_names.size() + name.size() + 1 >= UINT32_MAX) return;
+  m.ulp_name = static_cast<std::uint32_t>(model.message_names.size() + 1);
+  model.message_names += name;
+  model.message_names += '\0';
 }
 
 void Analyzer::Impl::refresh_ulp_details() {

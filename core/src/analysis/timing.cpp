@@ -366,6 +366,17 @@ std::vector<const ThroughputSeries*> Timing::series() const {
   return out;
 }
 
+std::vector<StallEvent> Timing::stall_events(std::uint32_t stream) const {
+  std::vector<StallEvent> out;
+  if (stream >= streams_.size()) return out;
+  const StreamState& st = streams_[stream];
+  out.reserve(st.ring.size());
+  // Once full, the oldest is at `next`.
+  for (std::size_t k = 0; k < st.ring.size(); ++k)
+    out.push_back(st.ring[(st.next + k) % st.ring.size()]);
+  return out;
+}
+
 std::array<std::uint64_t, kStallKinds> Timing::stall_totals(std::uint32_t stream) const {
   if (stream >= streams_.size()) return {};
   return streams_[stream].totals;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ddpscope/ulp/advert.h"
 
+#include <cstdio>
+
 #include "ddpscope/ulp/iser.h"
 #include "ddpscope/ulp/nvmeof.h"
 #include "ddpscope/ulp/rpcrdma.h"
@@ -36,6 +38,38 @@ std::vector<std::unique_ptr<AdvertisementDecoder>> default_advertisement_decoder
   d.push_back(std::make_unique<ulp::SmbDirectDecoder>());
   d.push_back(std::make_unique<RpingAdvertisementDecoder>());
   return d;
+}
+
+std::string ulp_message_name(std::string_view ulp, const UlpEvents& events,
+                             const std::function<std::string(std::uint64_t)>& command_name) {
+  std::string out;
+  const auto add = [&](const std::string& part) {
+    if (!out.empty()) out += "; ";
+    out += part;
+  };
+  for (const UlpCommand& c : events.commands)
+    add(c.name);
+  for (const UlpCompletion& c : events.completions) {
+    const std::string cmd = command_name ? command_name(c.id) : std::string();
+    add("completion of " + (cmd.empty() ? std::string(ulp) + " id " + std::to_string(c.id) : cmd) +
+        (c.success || c.status.empty() ? std::string() : ", " + c.status));
+  }
+  // Regions no command advertised (rping's buffer): named by their STag.
+  for (const AdvertisedRegion& r : events.regions) {
+    char stag[16];
+    std::snprintf(stag, sizeof stag, "0x%08x", r.stag);
+    add(std::string(ulp) + " advertisement STag " + stag + ", " + std::to_string(r.length) +
+        " octets");
+  }
+  if (out.size() > kMaxMessageName) {
+    out.resize(kMaxMessageName - 3);
+    // Not in the middle of a UTF-8 sequence (names are ASCII but for strings the peer sent).
+    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80)
+      out.pop_back();
+    if (!out.empty() && (static_cast<unsigned char>(out.back()) & 0x80)) out.pop_back();
+    out += "\xE2\x80\xA6";
+  }
+  return out;
 }
 
 UlpStreamDecoders::UlpStreamDecoders(

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 #include "ddpscope/common/bytes.h"
 #include "ddpscope/common/limits.h"
@@ -154,6 +155,9 @@ struct MessageRecord {
   bool tagged = false;
   bool complete = false;  // L=1 seen and every segment present
   bool damaged_by_gap = false;
+  // What an upper-layer decoder named the message (an untagged message's command or
+  // completion, ulp::ulp_message_name): 1 + its offset in Model::message_names; 0: none.
+  std::uint32_t ulp_name = 0;
   std::uint64_t to = 0;
   std::uint64_t length = 0;
   std::uint64_t first_frame = 0;
@@ -179,6 +183,15 @@ struct Model {
   ShadowMemory memory;  // shadow buffers keyed by (owner host, STag)
   // In the order the messages began; a record keeps its index (PduEvent's indices name it).
   MappedArray<MessageRecord> messages;
+  // The ULP names of message records, each ended by a NUL (MessageRecord::ulp_name points in):
+  // one string, so that a copy of the model copies them at once. At most kMaxMessageName + 1
+  // octets a record; names stop once it would pass 4 GiB.
+  std::string message_names;
+  // The name MessageRecord::ulp_name points to ("NVMe Read cid 97 nsid 1"), or empty.
+  std::string_view ulp_name(const MessageRecord& m) const {
+    if (m.ulp_name == 0 || m.ulp_name > message_names.size()) return {};
+    return std::string_view(message_names.c_str() + (m.ulp_name - 1));
+  }
   // DDP messages begun (tagged and untagged, all streams), whether recorded in `messages` or not
   // (past Limits::max_message_records, or AnalyzerOptions::message_records off).
   std::uint64_t message_count = 0;

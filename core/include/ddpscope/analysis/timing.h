@@ -193,6 +193,13 @@ struct TimingOptions {
   static constexpr std::size_t kStallRing = 256;  // stall events remembered per stream
 };
 
+// One stall event as the stream's ring keeps it (Timing::stall_events).
+struct StallEvent {
+  std::int64_t ns = 0;  // capture time
+  std::uint64_t frame = 0;
+  StallKind kind = StallKind::retransmission;
+};
+
 class Timing {
  public:
   // `max_samples`: Limits::max_timing_samples.
@@ -232,16 +239,14 @@ class Timing {
   std::uint64_t stags_untracked_octets() const { return stags_other_; }
   // Stall events per stream and kind, both directions (index: stream id).
   std::array<std::uint64_t, kStallKinds> stall_totals(std::uint32_t stream) const;
+  // The stream's stall events still in its ring (the last TimingOptions::kStallRing of
+  // them), oldest first; stall_totals counts them all.
+  std::vector<StallEvent> stall_events(std::uint32_t stream) const;
   std::int64_t origin_ns() const { return origin_; }
   std::size_t samples_kept() const { return samples_; }
   std::size_t max_samples() const { return max_samples_; }
 
  private:
-  struct StallEvent {
-    std::int64_t ns = 0;
-    std::uint64_t frame = 0;
-    StallKind kind = StallKind::retransmission;
-  };
   struct StreamState {
     std::vector<StallEvent> ring;  // up to kStallRing, oldest at `next` once full
     std::size_t next = 0;

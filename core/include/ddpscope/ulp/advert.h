@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -134,6 +135,16 @@ class RpingAdvertisementDecoder final : public AdvertisementDecoder {
 };
 
 std::vector<std::unique_ptr<AdvertisementDecoder>> default_advertisement_decoders();
+
+// The name views give one untagged message from what it told (the GUI's MSN chart and stream
+// tree): its commands' names ("NVMe Read cid 97 nsid 1"), and each completion as "completion
+// of " and its command's name, with the completion's status when it says the command failed;
+// "; " between several. `command_name(id)`: the name of the command a completion completes
+// (empty when that command was not seen: then "<ulp> completion of id N"). Empty when the
+// message named no command. At most kMaxMessageName octets (longer names are cut, "…" ending).
+inline constexpr std::size_t kMaxMessageName = 160;
+std::string ulp_message_name(std::string_view ulp, const UlpEvents& events,
+                             const std::function<std::string(std::uint64_t)>& command_name);
 
 // The decoders' states of one stream, and which decoder claimed it: the one loop every host of
 // the decoders (the analysis engine, the synthetic generator's oracle) runs.
