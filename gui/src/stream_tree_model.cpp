@@ -124,7 +124,7 @@ void StreamTreeModel::build() {
         const int qi = addNode(dnode, std::move(qnode));
         // The first batch now, inside the reset (no insertion signals): a view expanding the
         // queue needs nothing more unless it has more messages.
-        fetchBatch(qi);
+        fetchBatch(qi, kFirstBatch);
       }
     }
   }
@@ -215,11 +215,11 @@ void StreamTreeModel::fetchMore(const QModelIndex& parent) {
   endInsertRows();
 }
 
-void StreamTreeModel::fetchBatch(int qi) {
+void StreamTreeModel::fetchBatch(int qi, std::size_t max) {
   const Node queue = nodes_[std::size_t(qi)];
   if (queue.kind != KindQueue || queue.series < 0 || queue.fetched >= queue.items) return;
   const MsnSeries& ser = snap_->series[std::size_t(queue.series)];
-  const std::size_t count = std::min(kFetchBatch, queue.items - queue.fetched);
+  const std::size_t count = std::min(max, queue.items - queue.fetched);
   std::uint32_t row = queue.next_row, k = queue.next_record;
   for (std::size_t i = 0; i < count && row < ser.rows.size(); ++i) {
     const MsnRow& r = ser.rows[row];

@@ -133,7 +133,7 @@ class SinkProfileTest(unittest.TestCase):
         term = [f for f in r["findings"] if f["code"] == "rdmap.terminate"]
         self.assertEqual(len(term), 1)
         self.assertEqual(term[0]["matches"], ["rfc", "siw"])
-        self.assertIn("it answers ddp.tagged.bounds", term[0]["message"])
+        self.assertIn("it is the answer to ddp.tagged.bounds if STag", term[0]["message"])
         self.assertIn("which the capture does not show", term[0]["message"])
         self.assertNotIn("rdmap.terminate-unexpected", [f["code"] for f in r["findings"]])
         # Without a profile the report is as it always was: no "matches", no explanation.

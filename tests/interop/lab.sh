@@ -23,10 +23,15 @@
 #                                           gets cases.json, cases/NN-NAME.pcap (one per case) and
 #                                           the boots' captures; then check with
 #                                           tests/interop/check_oracle.py DDPSCOPE OUT [--observed-only]
+#   tests/interop/lab.sh timing [OUT]       timing samples (scenarios/timing.sh): ib_read_lat
+#                                           unloaded and under netem delay, ib_read_bw under
+#                                           netem loss, fio over NVMe-oF, with the tools' reports;
+#                                           check with tests/capture/check_timing_lab.py
 #   tests/interop/lab.sh clean              remove $LAB
 #
 # Environment: LAB (cache dir, default build/siw-lab), LAB_BOOT_TIMEOUT (s, default 900 for a whole
-# run), LAB_SMP (default 2), LAB_MEM (MiB, default 1024). For host <-> guest scenarios (`run`):
+# run), LAB_SMP (default 2), LAB_MEM (MiB, default 1024), LAB_ACCEL (qemu accelerator, default
+# tcg: on the 2026-12-06 host /dev/kvm opened but the guest never reached its console). For host <-> guest scenarios (`run`):
 #   LAB_HOSTFWD="HOSTPORT:GUESTPORT ..."   host 127.0.0.1:HOSTPORT -> guest 10.0.2.15:GUESTPORT
 #   LAB_GUESTFWD="GUESTPORT:HOSTPORT ..."  guest 10.0.2.100:GUESTPORT -> host 127.0.0.1:HOSTPORT
 #                                          (a socat relay started by qemu per connection)
@@ -54,6 +59,8 @@ GUEST_PKGS+=",tgt,open-iscsi,nfs-kernel-server,nfs-common,rpcbind"
 # IPsec (issue 17): strongSwan's IKEv2 daemon and swanctl; what `ddpscope` needs to run in the
 # guest from the host's build (shared read-only): ISA-L, libpcap (tcpdump's), libsctp, usrsctp, libgcrypt.
 GUEST_PKGS+=",strongswan-charon,strongswan-swanctl,libstrongswan-standard-plugins,libisal2,libsctp1,libusrsctp2,ethtool"
+# Timing samples (issue 42): fio drives the NVMe-oF host and reports its own latencies.
+GUEST_PKGS+=",fio"
 HOST_PKGS=(qemu-system-x86 debootstrap make gcc-12 bc xz-utils cpio busybox-static kmod patch
            libibverbs-dev librdmacm-dev gcc socat)
 
@@ -199,7 +206,7 @@ run_vm() {
   log "booting (timeout ${LAB_BOOT_TIMEOUT:-900} s), scenario $(basename "$script")"
   local rc=0
   timeout --kill-after=10 "${LAB_BOOT_TIMEOUT:-900}" \
-    qemu-system-x86_64 -machine pc,accel=tcg -cpu max -smp "${LAB_SMP:-2}" -m "${LAB_MEM:-1024}" \
+    qemu-system-x86_64 -machine "pc,accel=${LAB_ACCEL:-tcg}" -cpu max -smp "${LAB_SMP:-2}" -m "${LAB_MEM:-1024}" \
       -no-user-config -nodefaults -display none -no-reboot \
       -serial "file:$run/out/console.log" \
       -kernel "$LAB/kernel/boot/vmlinuz-$KVER" -initrd "$LAB/initramfs-$KVER.cpio.gz" \
@@ -276,6 +283,9 @@ PY
       log "the guest died: boot $boot continues at case $next"
     done
     python3 "$HERE/oracle_collect.py" collect "$out" ;;
+  timing)  # [OUT]: delay, loss and NVMe-oF fio samples with the tools' own reports (issue 42)
+    setup; build_helpers; rm -rf "${1:-$LAB/timing}"
+    run_vm "$HERE/scenarios/timing.sh" "${1:-$LAB/timing}" ;;
   clean) rm -rf "$LAB" ;;
-  *) echo "usage: $0 setup|run SCRIPT OUT|samples [OUT]|smoke [DDPSCOPE]|ipsec DDPSCOPE [OUT]|sctp DDPSCOPE [OUT]|oracle DDPSCOPE OUT|clean" >&2; exit 2 ;;
+  *) echo "usage: $0 setup|run SCRIPT OUT|samples [OUT]|smoke [DDPSCOPE]|ipsec DDPSCOPE [OUT]|sctp DDPSCOPE [OUT]|oracle DDPSCOPE OUT|timing [OUT]|clean" >&2; exit 2 ;;
 esac

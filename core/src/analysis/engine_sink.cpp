@@ -459,9 +459,9 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
       }
     }
     if (why != nullptr)
-      msg += "; no rule broken in the capture predicts it: it answers " +
-             std::string(finding_spec(why->id).code) + " (" + why->detail +
-             ") if the peer's regions are so, which the capture does not show";
+      msg += "; no rule broken in the capture predicts it: it is the answer to " +
+             std::string(finding_spec(why->id).code) + " if " + why->detail +
+             ", which the capture does not show";
   }
   const std::size_t idx = report(FindingId::rdmap_terminate, ctx, msg, Consequence::none, err);
   if (predicted[0] || predicted[1]) {

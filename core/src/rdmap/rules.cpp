@@ -267,18 +267,23 @@ std::vector<Violation> hidden_region_violations(const wire::DdpHeader& quoted,
   too_small.base = to;
   too_small.length = 0;
   std::vector<Violation> out;
-  const auto add = [&](const ddp::RegionFacts* r, const ddp::StreamFacts& s) {
+  // The detail names the state supposed, not the made-up facts that stand for it.
+  const std::string what = (request ? "the Read Request's source STag " : "STag ") + hex_stag(stag);
+  const auto add = [&](const ddp::RegionFacts* r, const ddp::StreamFacts& s, const char* state) {
     if (auto v = ddp::check_region(stag, r, true, s, to, len, need, table)) {
       if (request) v->quote = TerminateQuote::ddp_and_rdmap;
+      v->detail = what + " " + state;
       out.push_back(std::move(*v));
     }
   };
-  add(nullptr, stream);
-  add(&invalidated, stream);
-  add(&other_pd, in_pd);
-  add(&other_stream, stream);
-  add(&no_right, stream);
-  add(&too_small, stream);
+  add(nullptr, stream, "not registered at the peer");
+  add(&invalidated, stream, "invalidated at the peer");
+  add(&other_pd, in_pd, "in another protection domain than the stream's");
+  add(&other_stream, stream, "bound to another stream");
+  add(&no_right, stream,
+      request ? "registered without the remote read right"
+              : "registered without the remote write right");
+  add(&too_small, stream, "registered smaller than the access");
   return out;
 }
 
