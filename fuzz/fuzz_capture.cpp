@@ -71,7 +71,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string e1, e2;
   auto mapped = capture::CaptureReader::open(path, e1, capture::ReaderKind::automatic);
   auto lib = capture::CaptureReader::open(path, e2, capture::ReaderKind::libpcap);
-  DDPSCOPE_FUZZ_CHECK(static_cast<bool>(mapped) == static_cast<bool>(lib));
+  // Damaged deflate data may stop the two at different points, the file's header included
+  // (zlib's error against gzread's): a gzip file may open with one and not the other.
+  const bool gzip = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+  DDPSCOPE_FUZZ_CHECK(gzip || static_cast<bool>(mapped) == static_cast<bool>(lib));
   if (!mapped || !lib) return 0;
   capture::Frame a, b;
   for (;;) {

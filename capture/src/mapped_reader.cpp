@@ -84,6 +84,16 @@ std::int64_t to_ns(std::int64_t sec, std::int64_t frac_ns) {
   return ns;
 }
 
+// A pcap record's time as libpcap hands it out: its header fields are signed 32-bit, but in a
+// file of the other byte order they pass through SWAPLONG, whose result is unsigned (so a
+// second or fraction of 2^31 or more is negative in the host's order, positive in the other).
+std::int64_t pcap_ts(std::uint32_t sec, std::uint32_t frac, bool swapped, bool nano) {
+  const std::int64_t s = swapped ? std::int64_t{sec} : std::int64_t{static_cast<std::int32_t>(sec)};
+  const std::int64_t f =
+      swapped ? std::int64_t{frac} : std::int64_t{static_cast<std::int32_t>(frac)};
+  return to_ns(s, f * (nano ? 1 : 1000));
+}
+
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string format(const char* fmt, ...) {
   char buf[256];
@@ -310,9 +320,7 @@ MappedReader::Next MappedReader::next_pcap(Record& r) {
     return pcap_slow(r, caplen, len, sec, frac);
   r.data = ByteView(cur_ + kRecordHeader, caplen);
   r.wire_length = len;
-  // libpcap's fields are signed 32-bit; microseconds become nanoseconds as it scales them.
-  r.ts_ns = to_ns(static_cast<std::int32_t>(sec),
-                  static_cast<std::int64_t>(static_cast<std::int32_t>(frac)) * (nano_ ? 1 : 1000));
+  r.ts_ns = pcap_ts(sec, frac, Swapped, nano_);
   r.link_type = link_type_;
   r.interface_id = 0;
   cur_ += kRecordHeader + caplen;
@@ -347,8 +355,7 @@ MappedReader::Next MappedReader::pcap_slow(Record& r, std::uint32_t caplen, std:
         format("truncated dump file; tried to read %u captured bytes, only got %zu", caplen, have));
   r.data = ByteView(cur_ + kRecordHeader, handed);
   r.wire_length = len;
-  r.ts_ns = to_ns(static_cast<std::int32_t>(sec),
-                  static_cast<std::int64_t>(static_cast<std::int32_t>(frac)) * (nano_ ? 1 : 1000));
+  r.ts_ns = pcap_ts(sec, frac, swapped_, nano_);
   r.link_type = link_type_;
   r.interface_id = 0;
   cur_ += kRecordHeader + caplen;
