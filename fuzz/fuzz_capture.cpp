@@ -6,7 +6,6 @@
 // side: the same frames and the same end, except where libpcap gives up on a pcapng file the
 // mapped reader reads on (another link type or snapshot length, another byte order) and on
 // damaged gzip data (zlib's error against libpcap's I/O error).
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,32 +17,11 @@
 #include "ddpscope/capture/feed.h"
 #include "fuzz_input.h"
 
-namespace {
-
 using namespace ddpscope;
 
-int memory_file() {
-  static const int fd = memfd_create("ddpscope-fuzz-capture", 0);
-  return fd;
-}
-
-bool write_all(int fd, const std::uint8_t* data, std::size_t size) {
-  if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0) return false;
-  while (size > 0) {
-    const ssize_t n = write(fd, data, size);
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const int fd = memory_file();
+  const int fd = fuzz::input_as_file("ddpscope-fuzz-capture", data, size);
   DDPSCOPE_FUZZ_CHECK(fd >= 0);
-  DDPSCOPE_FUZZ_CHECK(write_all(fd, data, size));
   std::string error;
   auto reader = capture::CaptureReader::open("/proc/self/fd/" + std::to_string(fd), error);
   if (!reader) {

@@ -51,6 +51,10 @@ inline std::uint32_t touch(ByteView v) {
   return sum;
 }
 
+// The input as a file (a memfd named `name`, rewritten for each input), for harnesses that read
+// captures by path; -1 when it cannot be written.
+int input_as_file(const char* name, const std::uint8_t* data, std::size_t size);
+
 // Aborts with a message: a broken invariant is a crash for libFuzzer and for the replay test.
 [[noreturn]] void invariant_failed(const char* what, const char* file, int line);
 

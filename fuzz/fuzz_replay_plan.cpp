@@ -5,7 +5,6 @@
 // live ones (some cut short, some with an octet changed, some left out): labels, ULP identity,
 // picks, comparisons, the rewritten Sends. Beyond "no crash, no hang": the regions stay within
 // the cap asked for and every pick names a live message there is.
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -25,22 +24,6 @@ using namespace ddpscope;
 
 constexpr std::uint64_t kMaxRegionOctets = std::uint64_t{16} << 20;  // per plan, here
 constexpr std::size_t kMaxStreams = 8;
-
-int memory_file() {
-  static const int fd = memfd_create("ddpscope-fuzz-replay-plan", 0);
-  return fd;
-}
-
-bool write_all(int fd, const std::uint8_t* data, std::size_t size) {
-  if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0) return false;
-  while (size > 0) {
-    const ssize_t n = write(fd, data, size);
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 void touch_text(const std::string& s) {
   fuzz::touch(ByteView(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()));
@@ -116,9 +99,8 @@ void drive(const StreamModel& sm, session::ReplaySide side,
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const int fd = memory_file();
+  const int fd = fuzz::input_as_file("ddpscope-fuzz-replay-plan", data, size);
   DDPSCOPE_FUZZ_CHECK(fd >= 0);
-  DDPSCOPE_FUZZ_CHECK(write_all(fd, data, size));
   std::string error;
   auto reader = capture::CaptureReader::open("/proc/self/fd/" + std::to_string(fd), error);
   if (!reader) return 0;
