@@ -501,11 +501,10 @@ def test_passes_agree(ts, args):
           f"{sorted(at_end.elements())} are reported at the end of the capture")
 
 
-def test_fuzz(ts, args):
+def fuzz_seeds(ts, args, seeds):
     cap = ts.stage(args.capture)
-    # Light, medium and heavy corruption (probability per octet), two seeds each: as many
-    # tshark runs as one rate with six seeds took (CI time).
-    runs = [(rate, seed) for rate in ("0.005", "0.02", "0.1") for seed in (1, 2)]
+    # Light, medium and heavy corruption (probability per octet) for each seed.
+    runs = [(rate, seed) for rate in ("0.005", "0.02", "0.1") for seed in seeds]
     for rate, seed in runs:
         out = os.path.join(ts.tmp, f"fuzz-{rate}-{seed}-{os.path.basename(cap)}")
         subprocess.run([EDITCAP, "-E", rate, "--seed", str(seed), cap, out], check=True,
@@ -516,6 +515,16 @@ def test_fuzz(ts, args):
             check("Malformed Packet: iWARP" not in p.stdout,
                   f"rate {rate} seed {seed}: the plugin threw while drawing")
         ts.run(["-r", out, "-q", "-z", "ddpscope,stat"])
+
+
+def test_fuzz(ts, args):
+    """The suite's slice (<sample>.fuzz): seed 1 at the three rates."""
+    fuzz_seeds(ts, args, (1,))
+
+
+def test_fuzz_more(ts, args):
+    """The slow tier's (<sample>.fuzz_more, label slow): seeds 2 and 3 at the three rates."""
+    fuzz_seeds(ts, args, (2, 3))
 
 
 def test_stats(ts, args):
@@ -1194,6 +1203,7 @@ TESTS = {
     "findings_match": test_findings_match,
     "passes_agree": test_passes_agree,
     "fuzz": test_fuzz,
+    "fuzz_more": test_fuzz_more,
     "stats": test_stats,
     "decode_as": test_decode_as,
     "wins_over_port": test_wins_over_port,
