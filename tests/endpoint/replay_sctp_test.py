@@ -160,7 +160,10 @@ class ReplaySctp(unittest.TestCase):
         client_llp = self.client_llp() if llp is None else llp
         server = start("replay", pcap, "--side", "server", "--wait-ms", 1500, "--peer",
                        f"127.0.0.1:{port}", *server_llp, *server_extra)
-        self.assertIn("waiting for the live client", server.stdout.readline())
+        first = server.stdout.readline()
+        if first.startswith("== stream"):  # several streams: each is headed by its number
+            first = server.stdout.readline()
+        self.assertIn("waiting for the live client", first)
         client = run("replay", pcap, "--side", "client", "--wait-ms", 1000, "--peer",
                      f"127.0.0.1:{port}", *client_llp, *client_extra, timeout=60)
         out, _ = server.communicate(timeout=60)
@@ -168,13 +171,20 @@ class ReplaySctp(unittest.TestCase):
 
     def test_nvmeof_capture_over_sctp(self):
         """The RDMA CM private data (the queue's QID) goes in the Session Initiate/Accept: both
-        replays name the admin queue's commands as over MPA, and find no difference."""
-        out, rc, client = self.nvme_pair()
+        replays of the whole session (the admin queue, then the I/O queue on a new association
+        with the live controller's ID in its Connect) name its commands as over MPA, and find
+        no difference."""
+        out, rc, client = self.nvme_pair(server_extra=["--all-streams"],
+                                         client_extra=["--all-streams"])
         self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
         self.assertEqual(rc, 0, out)
+        self.assertIn("NVMe-oF controller ID 0x1 (the live controller's) goes into this "
+                      "stream's Connect", client.stdout)
         for text in (out, client.stdout):
-            self.assertIn("ULP: nvme-rdma", text)
-            self.assertIn(" 0 differences", text)
+            self.assertIn("ULP: nvme-rdma (stream 0)", text)
+            self.assertIn("ULP: nvme-rdma (stream 1)", text)
+            self.assertIn("57 captured messages replayed, 0 differences", text)
+            self.assertIn("18 captured messages replayed, 0 differences", text)
             self.assertRegex(text, r"setup: the captured MPA (Request|Reply) becomes a DDP Stream "
                                    r"Enhanced Session (Initiate|Accept) with its 32 octets of "
                                    r"private data")
