@@ -267,6 +267,10 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
       std::fflush(stdout);
     }
     loop.run_until(established, a.timeout_s * 1000);
+    // One connection per stream: the client's next one (a whole session's next stream) must
+    // not land in this listener's backlog while this stream runs. TCP resets it when the
+    // listener closes and the client retries; usrsctp leaves such an association hanging.
+    loop.stop_listening();
   }
   if (!established() || closed) {
     out.diff(result, 0, "handshake", "",
