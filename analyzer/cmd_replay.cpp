@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // `ddpscope replay CAPTURE --stream-index N --side client|server --peer HOST:PORT`: replays one
-// side of a captured stream against a live peer over the userspace endpoint. The MPA handshake is
-// repeated with the captured parameters; that side's messages are re-sent (Sends verbatim;
-// RDMA Writes, Read Requests and atomics with the peer's STags and TOs remapped through its
-// advertisements, compared with the captured peer's at the same message positions); the live
+// side of a captured stream against a live peer over the userspace endpoint, on either LLP
+// (--llp mpa|sctp, whichever the capture used: the DDP/RDMAP plan does not depend on it). The
+// connection setup is repeated with the captured parameters (an MPA Request/Reply becomes SCTP's
+// Session Initiate/Accept and back, replay_session_config); that side's messages are re-sent (Sends
+// verbatim; RDMA Writes, Read Requests and atomics with the peer's STags and TOs remapped through
+// its advertisements, compared with the captured peer's at the same message positions); the live
 // peer's Read Requests are answered from regions registered under the captured STags and
 // filled with the captured data. Each message the live peer sends is compared with the
 // capture's, in order: sequence, sizes, data, Terminates.
@@ -41,6 +43,10 @@ struct ReplayArgs {
   bool json = false;
   std::vector<std::string> ignore;
   std::string fault;  // tests only: "skip:N" or "corrupt:N" (our script message N)
+  LlpFlags llp;
+  session::Llp target_llp() const {
+    return llp.llp == "sctp" ? session::Llp::sctp : session::Llp::mpa;
+  }
 };
 
 // Everything one stream's replay found, for the text lines and --json.
@@ -51,7 +57,8 @@ struct StreamResult {
   nlohmann::json differences = nlohmann::json::array();
   nlohmann::json timing = nlohmann::json::array();
   nlohmann::json skipped = nlohmann::json::array();
-  std::optional<std::uint16_t> nvme_cntlid;  // what the live controller assigned
+  nlohmann::json setup = nlohmann::json::array();  // what of the captured setup changed LLP
+  std::optional<std::uint16_t> nvme_cntlid;        // what the live controller assigned
   bool connected = false;
 };
 
@@ -98,12 +105,20 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
   const auto side = client ? session::ReplaySide::client : session::ReplaySide::server;
   std::string err;
   // 2. The handshake parameters of our side.
-  auto cfg = session::replay_session_config(sm, side);
+  const session::Llp llp = a.target_llp();
+  auto cfg = session::replay_session_config(sm, side, llp);
   if (!cfg) {
-    std::cerr << "replay: stream " << stream_index << " has no MPA "
-              << (client ? "Request" : "Reply") << "\n";
+    const bool sctp = sm.llp == Llp::sctp;
+    std::cerr << "replay: stream " << stream_index << " has no "
+              << (sctp ? (client ? "Session Initiate" : "Session Accept")
+                       : (client ? "MPA Request" : "MPA Reply"))
+              << " in the capture: no connection setup to repeat\n";
     return 2;
   }
+  // Printed once connected (a listening replay's first line says it waits).
+  const std::vector<std::string> notes = session::replay_setup_notes(sm, side, llp);
+  for (const std::string& note : notes)
+    result.setup.push_back(note);
   std::string host;
   std::uint16_t port = 0;
   if (!endpoint::split_host_port(a.peer, host, port)) {
@@ -147,6 +162,7 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
 
   // 4. The live connection.
   endpoint::Loop loop(mem);
+  if (!apply_llp_flags(loop, a.llp, "replay")) return 2;
   std::vector<Bytes> recvs(64, Bytes(plan->max_send));
   std::deque<session::LiveMessage> live;
   endpoint::Connection* conn = nullptr;
@@ -251,23 +267,37 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
       std::fflush(stdout);
     }
     loop.run_until(established, a.timeout_s * 1000);
+    // One connection per stream: the client's next one (a whole session's next stream) must
+    // not land in this listener's backlog while this stream runs. TCP resets it when the
+    // listener closes and the client retries; usrsctp leaves such an association hanging.
+    loop.stop_listening();
   }
   if (!established() || closed) {
-    out.diff(result, 0, "handshake", "", "the live peer did not reach Full Operation Phase");
+    out.diff(result, 0, "handshake", "",
+             llp == session::Llp::sctp
+                 ? "the live peer did not accept the DDP Stream session (RFC 5043 §6)"
+                 : "the live peer did not reach Full Operation Phase");
     return 1;
   }
   result.connected = true;
   const auto& neg = conn->session().negotiated();
   {
     char line[160];
-    std::snprintf(line, sizeof line, "connected: rev %u, CRC %s, peer-to-peer %s, RTR %s",
-                  neg.revision, neg.crc ? "on" : "off", neg.peer_to_peer ? "yes" : "no",
-                  std::string(session::to_string(neg.rtr)).c_str());
+    if (llp == session::Llp::sctp)
+      std::snprintf(line, sizeof line, "connected over %s: peer-to-peer %s, RTR %s",
+                    loop.transport_name().c_str(), neg.peer_to_peer ? "yes" : "no",
+                    std::string(session::to_string(neg.rtr)).c_str());
+    else
+      std::snprintf(line, sizeof line, "connected: rev %u, CRC %s, peer-to-peer %s, RTR %s",
+                    neg.revision, neg.crc ? "on" : "off", neg.peer_to_peer ? "yes" : "no",
+                    std::string(session::to_string(neg.rtr)).c_str());
     out.print(line);
+    for (const std::string& note : notes)
+      out.print("setup: " + note);
     if (!plan->ulp.empty())
       out.print("ULP: " + plan->ulp + " (stream " + std::to_string(stream_index) + ")");
   }
-  if (sm.revision && neg.revision != *sm.revision)
+  if (llp == session::Llp::mpa && sm.revision && neg.revision != *sm.revision)
     out.diff(
         result, 0, "handshake", "",
         "revision " + std::to_string(neg.revision) + ", captured " + std::to_string(*sm.revision));
@@ -441,7 +471,9 @@ int run_replay(const ReplayArgs& a) {
   if (a.all_streams) {
     wanted.clear();
     for (const StreamModel& sm : model.streams)
-      if (sm.dirs[0].mpa_frame || sm.dirs[1].mpa_frame) wanted.push_back(sm.id);
+      if (session::captured_setup(sm, session::ReplaySide::client) ||
+          session::captured_setup(sm, session::ReplaySide::server))
+        wanted.push_back(sm.id);
   }
   for (std::uint32_t i : wanted) {
     if (i >= model.streams.size()) {
@@ -480,13 +512,17 @@ int run_replay(const ReplayArgs& a) {
                                                           : nlohmann::json()},
                        {"differences", result.differences},
                        {"skipped", result.skipped},
+                       {"setup", result.setup},
                        {"timing", result.timing}});
     rc = std::max(rc, r);
     if (r == 2) break;
   }
   if (a.json) {
-    nlohmann::json j = {
-        {"capture", a.capture}, {"side", a.side}, {"streams", streams}, {"differences", total}};
+    nlohmann::json j = {{"capture", a.capture},
+                        {"side", a.side},
+                        {"llp", a.llp.llp},
+                        {"streams", streams},
+                        {"differences", total}};
     std::cout << j.dump(2) << "\n";
   }
   return rc;
@@ -504,7 +540,8 @@ void add_replay_command(CLI::App& app, std::function<int()>& run) {
                  "the stream's number in the analyzer's report (\"stream\": N; default 0); "
                  "repeated: those streams, one after another in captured order");
   sc->add_flag("--all-streams", a->all_streams,
-               "replay every stream with an MPA handshake, in captured order");
+               "replay every stream with an MPA handshake or SCTP session setup, in captured "
+               "order");
   // One meaning per option name across commands: --stream is an endpoint (IP:PORT) in analyze
   // and the GUI. Here the old spelling of the number is refused by name, before other checks.
   sc->add_option_function<std::string>(
@@ -536,6 +573,7 @@ void add_replay_command(CLI::App& app, std::function<int()>& run) {
         "--ignore", a->ignore,
         "a ULP field not to compare, besides the defaults: " + fields.substr(0, fields.size() - 2))
       ->check(CLI::IsMember(names));
+  add_llp_flags(sc, a->llp);
   sc->add_option("--fault", a->fault, "")->group("");  // tests: skip:N or corrupt:N
   sc->callback([a, &run] { run = [a] { return run_replay(*a); }; });
 }

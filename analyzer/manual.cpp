@@ -172,7 +172,8 @@ void write_man_page(std::ostream& out, const CLI::App& app, std::string_view ver
              "over TCP (RFC 5044, RFC 6581), DDP placement and delivery (RFC 5041) and RDMAP "
              "operations (RFC 5040, RFC 7306). Every rule broken is a typed finding with a "
              "stable code (see FINDINGS). It also runs a userspace iWARP endpoint over TCP "
-             "(rping, endpoint), replays a captured side against a live peer (replay) and "
+             "or SCTP (rping, endpoint), replays a captured side against a live peer over either "
+             "LLP (replay) and "
              "generates synthetic captures (synth).")
       << "\n"
       << ".SH OPTIONS\n";

@@ -115,8 +115,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (stream >= model.streams.size()) continue;
     const auto messages = a->take_messages();
     for (const auto side : {session::ReplaySide::client, session::ReplaySide::server}) {
-      DDPSCOPE_FUZZ_CHECK(session::replay_session_config(model.streams[stream], side) ||
-                          !model.streams[stream].dirs[static_cast<int>(side)].mpa_frame);
+      const StreamModel& sm = model.streams[stream];
+      DDPSCOPE_FUZZ_CHECK(session::replay_session_config(sm, side) ||
+                          !sm.dirs[static_cast<int>(side)].mpa_frame);
+      // Either LLP's replay of either LLP's capture: a config exactly when the setup is there.
+      for (const auto llp : {session::Llp::mpa, session::Llp::sctp}) {
+        const bool has = session::captured_setup(sm, side).has_value();
+        DDPSCOPE_FUZZ_CHECK(session::replay_session_config(sm, side, llp).has_value() == has);
+        (void)session::replay_setup_notes(sm, side, llp);
+      }
       drive(model.streams[stream], side, messages, static_cast<std::uint32_t>(size) + stream);
     }
   }

@@ -16,6 +16,7 @@
 #include "ddpscope/ulp/rping.h"
 #include "ddpscope/ulp/smbdirect.h"
 #include "hostile/hostile_builders.h"
+#include "unit/sctp_builders.h"
 
 namespace ddpscope::session {
 namespace {
@@ -239,6 +240,118 @@ TEST(ReplaySessionConfig, NoFrameNoConfig) {
   ASSERT_EQ(m.streams.size(), 1u);
   EXPECT_TRUE(replay_session_config(m.streams[0], ReplaySide::client));
   EXPECT_FALSE(replay_session_config(m.streams[0], ReplaySide::server));
+}
+
+// Over the other LLP (issue 41): the DDP/RDMAP plan is the same, only the setup message changes.
+TEST(ReplaySessionConfig, MpaCaptureOverSctpKeepsPrivateDataAndWordDropsCrcAndMarkers) {
+  Capture c;
+  auto req = frame(wire::MpaFrameKind::request, wire::MpaEnhancedPd{true, false, 8, true, false, 4},
+                   text("hello"));
+  req.markers = true;
+  c.handshake(req, frame(wire::MpaFrameKind::reply,
+                         wire::MpaEnhancedPd{true, false, 4, true, false, 8}, text("hi")));
+  const Model& m = c.finish();
+  const auto client = replay_session_config(m.streams[0], ReplaySide::client, Llp::sctp);
+  ASSERT_TRUE(client);
+  EXPECT_EQ(client->llp, Llp::sctp);
+  EXPECT_FALSE(client->mpa.crc);
+  EXPECT_FALSE(client->mpa.markers);
+  EXPECT_TRUE(client->mpa.enhanced);
+  EXPECT_TRUE(client->mpa.peer_to_peer);
+  EXPECT_EQ(client->mpa.ird, 8);
+  EXPECT_EQ(client->mpa.ord, 4);
+  EXPECT_EQ(client->mpa.rtr_types, rtr_offer::write);
+  EXPECT_EQ(client->mpa.private_data, text("hello"));
+  const auto notes = replay_setup_notes(m.streams[0], ReplaySide::client, Llp::sctp);
+  ASSERT_EQ(notes.size(), 4u);
+  EXPECT_EQ(notes[0],
+            "the captured MPA Request becomes a DDP Stream Enhanced Session Initiate with its 5 "
+            "octets of private data and the IRD/ORD/RTR word (RFC 5043 §6, RFC 6581 §8)");
+  EXPECT_NE(notes[1].find("no MPA CRC"), std::string::npos);
+  EXPECT_NE(notes[2].find("no MPA markers"), std::string::npos);
+  EXPECT_NE(notes[3].find("revision is not compared"), std::string::npos);
+  const auto server = replay_session_config(m.streams[0], ReplaySide::server, Llp::sctp);
+  ASSERT_TRUE(server);
+  EXPECT_EQ(server->role, Role::responder);
+  EXPECT_EQ(server->mpa.private_data, text("hi"));
+  // Over MPA, as captured: nothing to say.
+  EXPECT_TRUE(replay_setup_notes(m.streams[0], ReplaySide::client, Llp::mpa).empty());
+  EXPECT_TRUE(replay_session_config(m.streams[0], ReplaySide::client)->mpa.crc);
+}
+
+// An SCTP capture: Enhanced Session Initiate / Accept with private data, the Write RTR, a Send.
+struct SctpCapture {
+  SctpCapture() : assoc(an) {
+    an.set_observer(&assembler);
+    assoc.setup();
+    wire::MpaEnhancedPd offer;
+    offer.peer_to_peer = true;
+    offer.ird = 8;
+    offer.ord = 4;
+    offer.zero_length_write_rtr = true;
+    assoc.session(0, wire::ddp_session_fn::enhanced_initiate, text("hello"), offer);
+    wire::MpaEnhancedPd answer = offer;
+    std::swap(answer.ird, answer.ord);
+    assoc.session(1, wire::ddp_session_fn::enhanced_accept, text("hi"), answer);
+    assoc.message(0, sctptest::ulpdu(wire::tagged_header(Opcode::rdma_write, 0, 0, true), {}));
+    assoc.send(0, 1, text("first"));
+    an.finish();
+  }
+  Analyzer an;
+  MessageAssembler assembler{0};
+  sctptest::Association assoc;
+};
+
+TEST(ReplaySessionConfig, SctpCaptureOverEitherLlp) {
+  SctpCapture c;
+  const StreamModel& sm = c.an.model().streams.at(0);
+  ASSERT_EQ(sm.llp, ddpscope::Llp::sctp);
+  const auto setup = captured_setup(sm, ReplaySide::client);
+  ASSERT_TRUE(setup);
+  EXPECT_EQ(setup->llp, Llp::sctp);
+  EXPECT_FALSE(setup->revision);
+  EXPECT_EQ(Bytes(setup->ulp_private_data.begin(), setup->ulp_private_data.end()), text("hello"));
+  for (const Llp llp : {Llp::sctp, Llp::mpa}) {
+    const auto client = replay_session_config(sm, ReplaySide::client, llp);
+    ASSERT_TRUE(client);
+    EXPECT_EQ(client->llp, llp);
+    EXPECT_EQ(client->mpa.revision, 2);  // the enhanced word's
+    EXPECT_FALSE(client->mpa.crc);
+    EXPECT_TRUE(client->mpa.enhanced);
+    EXPECT_TRUE(client->mpa.peer_to_peer);
+    EXPECT_EQ(client->mpa.ird, 8);
+    EXPECT_EQ(client->mpa.ord, 4);
+    EXPECT_EQ(client->mpa.rtr_types, rtr_offer::write);
+    EXPECT_EQ(client->mpa.private_data, text("hello"));
+    const auto server = replay_session_config(sm, ReplaySide::server, llp);
+    ASSERT_TRUE(server);
+    EXPECT_EQ(server->mpa.private_data, text("hi"));
+    EXPECT_EQ(server->mpa.ird, 4);
+  }
+  EXPECT_TRUE(replay_setup_notes(sm, ReplaySide::client, Llp::sctp).empty());
+  const auto notes = replay_setup_notes(sm, ReplaySide::server, Llp::mpa);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0],
+            "the captured DDP Stream Enhanced Session Accept becomes an MPA rev 2 Reply with its 2 "
+            "octets of private data and the IRD/ORD/RTR word, without CRC or markers (RFC 5044 "
+            "§7.1, RFC 6581 §5)");
+  // The plan: the RTR belongs to the setup, the Send is the script.
+  std::string err;
+  auto plan = make_replay_plan(sm, ReplaySide::client, c.assembler.take_messages(), err);
+  ASSERT_TRUE(plan) << err;
+  ASSERT_EQ(plan->script.size(), 1u);
+  EXPECT_EQ(plan->script[0].data, text("first"));
+}
+
+TEST(ReplaySessionConfig, SctpStreamWithoutItsSetupHasNoConfig) {
+  Analyzer an;
+  sctptest::Association a(an);
+  a.send(0, 7, text("mid"));
+  an.finish();
+  const StreamModel& sm = an.model().streams.at(0);
+  EXPECT_FALSE(captured_setup(sm, ReplaySide::client));
+  EXPECT_FALSE(replay_session_config(sm, ReplaySide::client, Llp::sctp));
+  EXPECT_FALSE(replay_session_config(sm, ReplaySide::server, Llp::mpa));
 }
 
 // ------------------------------------------------------------------ the plan

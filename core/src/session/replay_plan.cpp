@@ -147,19 +147,51 @@ void MessageAssembler::on_pdu(const PduEvent& p) {
 // Session configuration
 // ---------------------------------------------------------------------------------------------
 
-std::optional<SessionConfig> replay_session_config(const StreamModel& stream, ReplaySide side) {
-  const auto& frame = stream.dirs[static_cast<int>(side)].mpa_frame;
+std::optional<CapturedSetup> captured_setup(const StreamModel& stream, ReplaySide side) {
+  const int d = static_cast<int>(side);
+  CapturedSetup s;
+  if (stream.llp == ddpscope::Llp::sctp) {
+    // The side's first Initiate (client) or Accept (server) among the stream's session control
+    // messages; a Reject opens no session to replay.
+    if (!stream.sctp) return std::nullopt;
+    const auto want =
+        side == ReplaySide::client ? wire::DdpSessionKind::initiate : wire::DdpSessionKind::accept;
+    for (const SctpSessionRecord& r : stream.sctp->session) {
+      if (r.direction != d || r.message.kind() != want) continue;
+      s.llp = Llp::sctp;
+      s.enhanced = r.message.enhanced_pd;
+      s.ulp_private_data = r.message.ulp_private_data();
+      return s;
+    }
+    return std::nullopt;
+  }
+  const auto& frame = stream.dirs[d].mpa_frame;
   if (!frame) return std::nullopt;
+  s.revision = frame->revision;
+  s.crc = frame->crc;
+  s.markers = frame->markers;
+  s.enhanced = frame->enhanced_pd;
+  s.ulp_private_data = frame->ulp_private_data();
+  return s;
+}
+
+std::optional<SessionConfig> replay_session_config(const StreamModel& stream, ReplaySide side,
+                                                   Llp llp) {
+  const auto setup = captured_setup(stream, side);
+  if (!setup) return std::nullopt;
   SessionConfig cfg;
+  cfg.llp = llp;
   cfg.role = side == ReplaySide::client ? Role::initiator : Role::responder;
-  cfg.mpa.revision = frame->revision;
-  cfg.mpa.crc = frame->crc;
-  cfg.mpa.markers = frame->markers;
-  cfg.mpa.enhanced = frame->enhanced_pd.has_value();
-  const ByteView upd = frame->ulp_private_data();
-  cfg.mpa.private_data.assign(upd.begin(), upd.end());
-  if (frame->enhanced_pd) {
-    const wire::MpaEnhancedPd& e = *frame->enhanced_pd;
+  const bool mpa = llp == Llp::mpa;
+  // RFC 6581 §5: the enhanced word needs revision 2, the revision an SCTP capture's replay
+  // over MPA takes.
+  cfg.mpa.revision = setup->revision.value_or(2);
+  cfg.mpa.crc = mpa && setup->crc;
+  cfg.mpa.markers = mpa && setup->markers;
+  cfg.mpa.enhanced = setup->enhanced.has_value();
+  cfg.mpa.private_data.assign(setup->ulp_private_data.begin(), setup->ulp_private_data.end());
+  if (setup->enhanced) {
+    const wire::MpaEnhancedPd& e = *setup->enhanced;
     cfg.mpa.ird = e.ird;
     cfg.mpa.ord = e.ord;
     cfg.mpa.peer_to_peer = e.peer_to_peer;
@@ -171,6 +203,31 @@ std::optional<SessionConfig> replay_session_config(const StreamModel& stream, Re
     cfg.mpa.peer_to_peer = false;
   }
   return cfg;
+}
+
+std::vector<std::string> replay_setup_notes(const StreamModel& stream, ReplaySide side, Llp llp) {
+  std::vector<std::string> notes;
+  const auto setup = captured_setup(stream, side);
+  if (!setup || setup->llp == llp) return notes;
+  const bool client = side == ReplaySide::client;
+  const bool enhanced = setup->enhanced.has_value();
+  std::string pd = std::to_string(setup->ulp_private_data.size()) + " octets of private data";
+  if (enhanced) pd += " and the IRD/ORD/RTR word";
+  if (llp == Llp::sctp) {
+    notes.push_back(std::string("the captured MPA ") + (client ? "Request" : "Reply") +
+                    " becomes a DDP Stream " + (enhanced ? "Enhanced " : "") + "Session " +
+                    (client ? "Initiate" : "Accept") + " with its " + pd +
+                    " (RFC 5043 §6, RFC 6581 §8)");
+    if (setup->crc) notes.emplace_back("no MPA CRC over SCTP: SCTP's CRC32c covers each message");
+    if (setup->markers) notes.emplace_back("no MPA markers over SCTP");
+    notes.emplace_back("the MPA revision is not compared: SCTP has none");
+  } else {
+    notes.push_back(std::string("the captured DDP Stream ") + (enhanced ? "Enhanced " : "") +
+                    "Session " + (client ? "Initiate" : "Accept") + " becomes an MPA rev 2 " +
+                    (client ? "Request" : "Reply") + " with its " + pd +
+                    ", without CRC or markers (RFC 5044 §7.1, RFC 6581 §5)");
+  }
+  return notes;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,15 +261,13 @@ std::optional<ReplayPlan> make_replay_plan(const StreamModel& stream, ReplaySide
   UlpStreamDecoders captured(*plan.decoders_);
   plan.live_decoders_ = std::make_shared<UlpStreamDecoders>(*plan.decoders_);
   if (!stream.mid_stream) {
+    // The RDMA CM private data of the MPA Request and Reply, or of SCTP's Session Initiate and
+    // Accept: whichever LLP the capture used, the ULP reads the same octets.
     UlpSetup setup;
-    if (stream.dirs[0].mpa_frame) {
-      const ByteView pd = stream.dirs[0].mpa_frame->ulp_private_data();
-      setup.request = Bytes(pd.begin(), pd.end());
-    }
-    if (stream.dirs[1].mpa_frame) {
-      const ByteView pd = stream.dirs[1].mpa_frame->ulp_private_data();
-      setup.reply = Bytes(pd.begin(), pd.end());
-    }
+    if (const auto c = captured_setup(stream, ReplaySide::client))
+      setup.request = Bytes(c->ulp_private_data.begin(), c->ulp_private_data.end());
+    if (const auto r = captured_setup(stream, ReplaySide::server))
+      setup.reply = Bytes(r->ulp_private_data.begin(), r->ulp_private_data.end());
     setup.initiator = stream.client;
     setup.responder = stream.server;
     captured.setup(setup);

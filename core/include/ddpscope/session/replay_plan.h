@@ -2,8 +2,8 @@
 // Replaying one side of a captured stream against a live peer: the half without I/O. From the
 // analyzer's view of a capture it builds
 //  - the stream's RDMAP messages, assembled from their DDP segments (MessageAssembler);
-//  - the SessionConfig that repeats the side's captured MPA Request or Reply
-//    (replay_session_config);
+//  - the SessionConfig that repeats the side's captured MPA Request or Reply, or SCTP Session
+//    Initiate or Accept, on either LLP (replay_session_config);
 //  - the plan the host walks (make_replay_plan): the messages to send and to expect, in capture
 //    order, the regions to register under the captured STags with the contents the live peer
 //    must find there, and the comparison of each live message with the captured one.
@@ -83,12 +83,33 @@ class MessageAssembler final : public AnalysisObserver {
   std::vector<CapturedMessage> messages_;
 };
 
-// The connection parameters of `side` as its captured MPA Request (client) or Reply (server)
-// gave them (RFC 5044 §7.1, RFC 6581 §5): revision, CRC, markers, the ULP's private data and,
-// with the enhanced word, IRD, ORD, peer-to-peer and the RTR types. A replayed responder whose
-// word names no RTR type accepts a zero-length Write. nullopt when the capture has no such frame.
-// `pd` is left 0: the host allocates it.
-std::optional<SessionConfig> replay_session_config(const StreamModel& stream, ReplaySide side);
+// What one side's captured connection setup said, over either LLP: its MPA Request (client) or
+// Reply (server) (RFC 5044 §7.1, RFC 6581 §5), or over SCTP its DDP Stream Session Initiate or
+// Accept (RFC 5043 §6, RFC 6581 §8), which carry the same private data and enhanced word but no
+// revision, CRC or markers. nullopt when the capture has no such message.
+struct CapturedSetup {
+  Llp llp = Llp::mpa;                    // the LLP it was captured on
+  std::optional<std::uint8_t> revision;  // MPA only
+  bool crc = false, markers = false;     // MPA only
+  std::optional<wire::MpaEnhancedPd> enhanced;
+  ByteView ulp_private_data;  // the RDMA CM's part, after the word (a view into `stream`)
+};
+std::optional<CapturedSetup> captured_setup(const StreamModel& stream, ReplaySide side);
+
+// The connection parameters of `side` as its captured setup gave them, for a replay on `llp`:
+// the ULP's private data and, with the enhanced word, IRD, ORD, peer-to-peer and the RTR types,
+// whichever LLP the capture and the replay use (the DDP/RDMAP plan does not depend on it).
+// Over MPA also the revision, CRC and markers of a captured MPA frame (an SCTP capture's
+// replay: revision 2, no CRC, no markers); over SCTP none of them (SCTP's CRC32c covers every
+// message, RFC 4960 §6.8; DDP messages map onto user messages, RFC 5043 §4, so nothing to mark).
+// A replayed responder whose word names no RTR type accepts a zero-length Write. nullopt when
+// the capture has no setup of `side`. `pd` is left 0: the host allocates it.
+std::optional<SessionConfig> replay_session_config(const StreamModel& stream, ReplaySide side,
+                                                   Llp llp = Llp::mpa);
+// What of the captured setup of `side` does not carry over as captured to a replay on `llp`,
+// one line each (empty when the replay repeats it as captured): the setup message it becomes,
+// and the captured CRC, markers and revision that the other LLP has no place for.
+std::vector<std::string> replay_setup_notes(const StreamModel& stream, ReplaySide side, Llp llp);
 
 // The identity of a ULP command or completion on one stream: the ULP's own id (NVMe CID, iSER
 // ITT, RPC XID, SMB2 MessageId) and how many earlier messages of the same kind and direction
