@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_wire fuzz_engine fuzz_frame fuzz_capture fuzz_ulp fuzz_sctp fuzz_esp)
+[ ${#targets[@]} -gt 0 ] ||
+  targets=(fuzz_wire fuzz_engine fuzz_frame fuzz_capture fuzz_ulp fuzz_sctp fuzz_esp fuzz_replay_plan)
 
 if [ -n "${DDPSCOPE_FUZZ_DIR:-}" ]; then
   out="$DDPSCOPE_FUZZ_DIR"
@@ -28,8 +29,8 @@ fi
 mkdir -p "$out/artifacts" "$out/logs"
 summary="$out/summary.txt"
 # Targets run side by side, one per core (DDPSCOPE_FUZZ_JOBS overrides): each still gets its
-# SECONDS_PER_TARGET on a core of its own, so on two cores seven targets take four rounds
-# instead of seven, with the same executions per target.
+# SECONDS_PER_TARGET on a core of its own, so on two cores eight targets take four rounds
+# instead of eight, with the same executions per target.
 jobs_max="${DDPSCOPE_FUZZ_JOBS:-$(nproc)}"
 [ "$jobs_max" -ge 1 ] 2>/dev/null || jobs_max=1
 
