@@ -70,7 +70,7 @@ for t in "${targets[@]}"; do
 done
 wait
 
-printf '%-14s %8s %12s %10s %8s %8s\n' target seconds executions exec/s cov corpus >"$summary"
+printf '%-16s %8s %12s %10s %8s %8s\n' target seconds executions exec/s cov corpus >"$summary"
 status=0
 for t in "${targets[@]}"; do
   log="$out/logs/$t.log"
@@ -79,7 +79,7 @@ for t in "${targets[@]}"; do
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   corpus=$(find "$out/corpus/$t" -type f | wc -l)
-  printf '%-14s %8s %12s %10s %8s %8s\n' "$t" "$seconds" "${execs:-?}" "${rate:-?}" \
+  printf '%-16s %8s %12s %10s %8s %8s\n' "$t" "$seconds" "${execs:-?}" "${rate:-?}" \
     "${cov:-?}" "$corpus" >>"$summary"
   if [ "$rc" != 0 ] || grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:' "$log"; then
     echo "[fuzz/run.sh] $t FAILED (exit $rc); log: $log" >&2
