@@ -41,7 +41,7 @@ target_flags() {
     # times than the entropic schedule's threshold (default 255) libFuzzer searches its list of
     # rare features one by one; early in a run that list is long, and the search was 60 % of
     # the target's CPU time (the harness 13 %). At 32 the list stays short: 1.6x the executions
-    # per CPU second over 20,000 executions, 2.0-2.4x over 45 s, coverage the same after as
+    # per CPU second over 20,000 executions, 1.6-2.5x over 45 s, coverage the same after as
     # many executions and higher after as much time (bench/RESULTS.md, issue 39).
     fuzz_engine) echo -entropic_feature_frequency_threshold=32 ;;
   esac
