@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_wire fuzz_engine fuzz_frame fuzz_capture fuzz_ulp fuzz_sctp fuzz_esp)
+[ ${#targets[@]} -gt 0 ] ||
+  targets=(fuzz_wire fuzz_engine fuzz_frame fuzz_capture fuzz_ulp fuzz_sctp fuzz_esp fuzz_replay_plan)
 
 if [ -n "${DDPSCOPE_FUZZ_DIR:-}" ]; then
   out="$DDPSCOPE_FUZZ_DIR"
@@ -28,19 +29,33 @@ fi
 mkdir -p "$out/artifacts" "$out/logs"
 summary="$out/summary.txt"
 # Targets run side by side, one per core (DDPSCOPE_FUZZ_JOBS overrides): each still gets its
-# SECONDS_PER_TARGET on a core of its own, so on two cores seven targets take four rounds
-# instead of seven, with the same executions per target.
+# SECONDS_PER_TARGET on a core of its own, so on two cores eight targets take four rounds
+# instead of eight, with the same executions per target.
 jobs_max="${DDPSCOPE_FUZZ_JOBS:-$(nproc)}"
 [ "$jobs_max" -ge 1 ] 2>/dev/null || jobs_max=1
 
+# libFuzzer flags of one target beyond those every target gets.
+target_flags() {
+  case "$1" in
+    # A fuzz_engine input reaches 800-2,600 coverage features, and for every one seen fewer
+    # times than the entropic schedule's threshold (default 255) libFuzzer searches its list of
+    # rare features one by one; early in a run that list is long, and the search was 60 % of
+    # the target's CPU time (the harness 13 %). At 32 the list stays short: 1.6x the executions
+    # per CPU second over 20,000 executions, 1.6-2.5x over 45 s, coverage the same after as
+    # many executions and higher after as much time (bench/RESULTS.md, issue 39).
+    fuzz_engine) echo -entropic_feature_frequency_threshold=32 ;;
+  esac
+}
+
 fuzz_one() {  # TARGET: its log in $out/logs/TARGET.log, its exit code in TARGET.rc
-  local t="$1" rc=0
+  local t="$1" rc=0 flags
   local inputs=("$out/corpus/$t" "fuzz/corpus/$t")
   [ -d "fuzz/regressions/$t" ] && inputs+=("fuzz/regressions/$t")
+  read -ra flags <<<"$(target_flags "$t")"
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" UBSAN_OPTIONS="print_stacktrace=1" \
     nice "$out/fuzz/$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
-    -max_len=65536 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" "${inputs[@]}" \
-    >"$out/logs/$t.log" 2>&1 || rc=$?
+    -max_len=65536 -print_final_stats=1 "${flags[@]}" -artifact_prefix="$out/artifacts/$t-" \
+    "${inputs[@]}" >"$out/logs/$t.log" 2>&1 || rc=$?
   echo "$rc" >"$out/logs/$t.rc"
 }
 
@@ -55,7 +70,7 @@ for t in "${targets[@]}"; do
 done
 wait
 
-printf '%-14s %8s %12s %10s %8s %8s\n' target seconds executions exec/s cov corpus >"$summary"
+printf '%-16s %8s %12s %10s %8s %8s\n' target seconds executions exec/s cov corpus >"$summary"
 status=0
 for t in "${targets[@]}"; do
   log="$out/logs/$t.log"
@@ -64,7 +79,7 @@ for t in "${targets[@]}"; do
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   corpus=$(find "$out/corpus/$t" -type f | wc -l)
-  printf '%-14s %8s %12s %10s %8s %8s\n' "$t" "$seconds" "${execs:-?}" "${rate:-?}" \
+  printf '%-16s %8s %12s %10s %8s %8s\n' "$t" "$seconds" "${execs:-?}" "${rate:-?}" \
     "${cov:-?}" "$corpus" >>"$summary"
   if [ "$rc" != 0 ] || grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:' "$log"; then
     echo "[fuzz/run.sh] $t FAILED (exit $rc); log: $log" >&2
