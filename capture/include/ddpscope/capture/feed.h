@@ -98,6 +98,10 @@ struct FeedOptions {
   // frames reach the analysis in the same order and the result is the same, bit for bit. One
   // difference: after a stop by `progress` the reader (and the layer) have read ahead (up to the
   // queue's frames), so the reader's next frame is not the one after the last fed.
+  // An analyzer with shards (Analyzer::shards() > 1) is fed by 1 + shards() threads whatever
+  // this says: this one reads, decodes, runs the layer and numbers the events (the hooks above
+  // run here), each shard's thread analyses its streams, with a queue of batches per shard
+  // (together within the caps below); finish() merges on this thread.
   unsigned threads = 1;
   // Runs on every frame before the analysis does (see FrameLayer); not owned. With threads >= 2
   // it runs on the reader thread (ESP decryption, the costliest part of an ESP capture, then
