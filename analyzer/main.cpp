@@ -270,7 +270,7 @@ int analyze(const AnalyzeArgs& a) {
     if (trace)
       std::cerr << "ddpscope: " << analyzer.shards() << " engine(s)"
                 << (analyzer.unsharded_reason().empty() ? ""
-                                                         : " (" + analyzer.unsharded_reason() + ")")
+                                                        : " (" + analyzer.unsharded_reason() + ")")
                 << (analyzer.exact() ? "" : "; analysed again by one: " + analyzer.inexact_reason())
                 << "\n";
     if (analyzer.exact()) break;

@@ -268,8 +268,7 @@ inline constexpr std::uint64_t kFinishConns = UINT64_MAX;
 // chunks that never move.
 class PageLog {
  public:
-  explicit PageLog(std::size_t cap)
-      : chunks_((cap + kChunk - 1) / kChunk) {}
+  explicit PageLog(std::size_t cap) : chunks_((cap + kChunk - 1) / kChunk) {}
   void push(const Stamp& s) {
     const std::size_t n = size_.load(std::memory_order_relaxed);
     auto& chunk = chunks_[n / kChunk];
@@ -341,14 +340,14 @@ class ShardPageGate final : public PageGate {
 struct ShardState {
   ShardState(std::size_t page_cap, const std::vector<const PageLog*>& all)
       : log(page_cap), gate(stamp, page_cap, log, all) {}
-  Stamp stamp;                          // what is being analysed
-  std::vector<Stamp> finding_stamps;    // of each finding kept, in Model::findings order
-  std::vector<Stamp> stream_stamps;     // of each stream's creation, by its (local) id
-  std::vector<Stamp> assoc_stamps;      // of each SCTP association's creation
-  std::set<RegionKey> touched;          // shadow buffers the analysis looked up or created
-  std::set<net::Address> ensured;       // hosts given the regions file's ownerless regions
-  bool regions_capped = false;          // a buffer was not created (max_regions)
-  std::size_t pending_peak = 0;         // the budgets shared by all streams: the most asked
+  Stamp stamp;                        // what is being analysed
+  std::vector<Stamp> finding_stamps;  // of each finding kept, in Model::findings order
+  std::vector<Stamp> stream_stamps;   // of each stream's creation, by its (local) id
+  std::vector<Stamp> assoc_stamps;    // of each SCTP association's creation
+  std::set<RegionKey> touched;        // shadow buffers the analysis looked up or created
+  std::set<net::Address> ensured;     // hosts given the regions file's ownerless regions
+  bool regions_capped = false;        // a buffer was not created (max_regions)
+  std::size_t pending_peak = 0;       // the budgets shared by all streams: the most asked
   std::size_t resync_peak = 0;
   std::size_t sctp_held_peak = 0;
   std::vector<std::uint32_t> named_streams;  // other streams a finding's text may name
@@ -371,10 +370,10 @@ struct Analyzer::Impl {
   std::vector<const PageLog*> page_logs;
   std::vector<std::unique_ptr<Impl>> shards;
   std::unique_ptr<ShardState> shard;  // set in the facade's engine and in each shard
-  std::uint64_t seq = 0;               // the facade's last event number
-  bool exact = true;                   // the merge is the one engine's model
+  std::uint64_t seq = 0;              // the facade's last event number
+  bool exact = true;                  // the merge is the one engine's model
   std::string inexact_reason;
-  std::string unsharded_reason;        // why more shards were asked than run
+  std::string unsharded_reason;  // why more shards were asked than run
   void make_shards(unsigned n);
   void finish_shards();  // each shard's finish(), then the merge into `model`
   void merge_shards_with(std::size_t stream_count,

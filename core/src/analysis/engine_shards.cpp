@@ -132,12 +132,10 @@ void Analyzer::Impl::finish_shards() {
     std::sort(refs.begin(), refs.end());
     return refs;
   };
-  const auto streams = order([](Impl& e) -> const std::vector<Stamp>& {
-    return e.shard->stream_stamps;
-  });
-  const auto assocs_order = order([](Impl& e) -> const std::vector<Stamp>& {
-    return e.shard->assoc_stamps;
-  });
+  const auto streams =
+      order([](Impl& e) -> const std::vector<Stamp>& { return e.shard->stream_stamps; });
+  const auto assocs_order =
+      order([](Impl& e) -> const std::vector<Stamp>& { return e.shard->assoc_stamps; });
   for (auto& e : shards) {
     e->shard->finish_conn.assign(e->shard->stream_stamps.size(), 0);
     e->shard->finish_assoc.assign(e->shard->assoc_stamps.size(), 0);
@@ -149,8 +147,7 @@ void Analyzer::Impl::finish_shards() {
   // The end of input is where one engine's last TCP or SCTP frame left it.
   const Impl* last = nullptr;
   for (auto& e : shards)
-    if (e->shard->last_seq && (!last || e->shard->last_seq > last->shard->last_seq))
-      last = e.get();
+    if (e->shard->last_seq && (!last || e->shard->last_seq > last->shard->last_seq)) last = e.get();
   for (auto& e : shards) {
     if (last) {
       e->cur_frame = last->cur_frame;
@@ -226,7 +223,8 @@ void Analyzer::Impl::merge_shards_with(std::size_t stream_count,
     inexact("the shards' messages pass max_message_records");
   if (history + lim.retransmission_history > lim.max_history_total)
     inexact("the shards' retransmission histories may pass max_history_total");
-  if (pending > lim.max_pending_total) inexact("the shards' held octets may pass max_pending_total");
+  if (pending > lim.max_pending_total)
+    inexact("the shards' held octets may pass max_pending_total");
   if (resync > lim.max_resync_total) inexact("the shards' resync octets may pass max_resync_total");
   if (sctp_held > lim.max_pending_total)
     inexact("the shards' held SCTP octets may pass max_pending_total");
