@@ -266,7 +266,13 @@ int analyze(const AnalyzeArgs& a) {
       feed_options.on_frame = [&octets](const capture::Frame& f) { octets += f.data.size(); };
     }
     // Everything before damage in the file is analysed; the damage is a finding.
-    capture::feed(*reader, analyzer, feed_options);
+    const capture::FeedResult fed = capture::feed(*reader, analyzer, feed_options);
+    if (trace && !fed.shard_cpu_s.empty()) {
+      std::cerr << "ddpscope: CPU seconds: reader " << fed.reader_cpu_s << ", shards";
+      for (double s : fed.shard_cpu_s)
+        std::cerr << " " << s;
+      std::cerr << "\n";
+    }
     if (trace)
       std::cerr << "ddpscope: " << analyzer.shards() << " engine(s)"
                 << (analyzer.unsharded_reason().empty() ? ""

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ddpscope/capture/feed.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -285,6 +287,12 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
 // counters and the notes tied to no stream go to the analyzer's facade here); each frame of a
 // stream, and each receiver drop, goes to its shard's thread through that shard's queue of
 // batches. After the last frame the shards' threads end, and finish() merges on this thread.
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
 struct ShardBatch {
   struct Item {
     std::uint64_t event;
@@ -313,6 +321,7 @@ FeedResult feed_sharded(CaptureReader& reader, Analyzer& analyzer, const FeedOpt
     BatchPtr filling;
     std::exception_ptr failure;
     std::thread thread;
+    double cpu_s = 0;
   };
   std::vector<std::unique_ptr<Lane>> lanes;
   for (unsigned i = 0; i < n; ++i)
@@ -332,6 +341,7 @@ FeedResult feed_sharded(CaptureReader& reader, Analyzer& analyzer, const FeedOpt
           }
           lane.empty.try_push(std::move(b));
         }
+        lane.cpu_s = thread_cpu_seconds();
       } catch (...) {
         lane.failure = std::current_exception();
         lane.full.close();
@@ -442,8 +452,11 @@ FeedResult feed_sharded(CaptureReader& reader, Analyzer& analyzer, const FeedOpt
     throw;
   }
   stop_all();
-  for (auto& l : lanes)
+  for (auto& l : lanes) {
     if (l->failure) std::rethrow_exception(l->failure);
+    result.shard_cpu_s.push_back(l->cpu_s);
+  }
+  result.reader_cpu_s = thread_cpu_seconds();
   if (result.cancelled) return result;
   result.error = reader.error();
   if (!result.error.empty()) analyzer.note_truncated_file(result.last_frame, result.error);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ddpscope/analysis/analyzer.h"
 #include "ddpscope/capture/file_reader.h"
@@ -118,6 +119,10 @@ struct FeedResult {
   std::uint64_t last_frame = 0;  // number of the last complete frame fed; 0 when none was
   std::string error;             // the reader's error when the file did not end cleanly
   bool cancelled = false;        // stopped by FeedOptions::progress
+  // A sharded feed: the CPU seconds of the reading thread (reader, decode, layer, routing) and
+  // of each shard's thread, for the scaling figures (bench/RESULTS.md, issue 43).
+  double reader_cpu_s = 0;
+  std::vector<double> shard_cpu_s;
 };
 
 // Feeds the frames `reader` has left to `analyzer` until the end of the file, a read error or
