@@ -197,8 +197,8 @@ int analyze(const AnalyzeArgs& a) {
   // ESP keys: a bad or partial SA file is a usage error naming its line.
   // Always there: without keys it still reports ESP traffic it cannot analyse (esp.unknown-spi).
   std::unique_ptr<esp::EspLayer> esp_layer;
+  esp::EspOptions eo;
   {
-    esp::EspOptions eo;
     eo.require_esp = a.require_esp;
     eo.require_confidentiality = a.esp_policy == "confidentiality";
     std::string err;
@@ -212,47 +212,81 @@ int analyze(const AnalyzeArgs& a) {
         std::cerr << "ddpscope: --xfrm " << err << "\n";
         return kExitUsage;
       }
-    esp_layer = std::make_unique<esp::EspLayer>(std::move(eo));
+    esp_layer = std::make_unique<esp::EspLayer>(eo);
     if (!esp_layer->error().empty()) {
       std::cerr << "ddpscope: " << esp_layer->error() << "\n";
       return kExitUsage;
     }
   }
-  Analyzer analyzer(opt);
-  if (!a.regions.empty()) analyzer.add_regions(regions.regions);
-  std::string err;
-  capture::ReaderKind reader_kind = capture::ReaderKind::automatic;
-  capture::parse_reader_kind(a.reader, reader_kind);  // checked by the option
-  auto reader = capture::CaptureReader::open(a.file, err, reader_kind);
-  if (!reader) {
-    std::cerr << "ddpscope: " << err << "\n";
-    return kExitUsage;
-  }
-  if (!a.filter.empty() && !reader->set_filter(a.filter, err)) {
-    std::cerr << "ddpscope: " << err << "\n";
-    return kExitUsage;
-  }
-  Progress progress(a.quiet, reader->file_size());
-  capture::FeedOptions feed_options;
-  // Two threads or more: reading and frame decoding on one, the analysis on this one. The
-  // report is the same as with one.
-  feed_options.threads = a.threads.value_or(cores_available());
-  feed_options.layer = esp_layer.get();
-  // The queue's cap in frames, for tests that want it to fill quickly (cli.threads).
-  if (const char* q = std::getenv("DDPSCOPE_PIPELINE_FRAMES"))
-    feed_options.pipeline_frames = std::max(1ul, std::strtoul(q, nullptr, 10));
+  // --threads N: the reader on one thread; N == 2: the analysis on another; N >= 3: N - 1
+  // engines (shards), each on its share of the streams, merged into the same report
+  // (Analyzer's sharded constructor). A merge that cannot vouch for itself (streams of two
+  // shards sharing an STag, a budget of all streams the shards may pass together: exact() is
+  // false) is not reported: the capture is read again and analysed by one engine, beside the
+  // reader. Not sharded: standard input (it cannot be read again), the timing model (one
+  // engine's), --require-esp (its check reads the streams before the end of input).
+  const unsigned threads = a.threads.value_or(cores_available());
+  const bool can_reread = a.file != "-";
+  unsigned shards = threads >= 3 && can_reread && !a.require_esp ? threads - 1 : 1;
+  const bool trace = std::getenv("DDPSCOPE_SHARD_TRACE") != nullptr;  // why, on stderr
+  std::unique_ptr<Analyzer> analyzer_ptr;
+  std::unique_ptr<capture::CaptureReader> reader;
   std::uint64_t octets = 0;  // captured octets read, for input of unknown size
-  if (progress.enabled()) {
-    feed_options.progress_every = 1024;
-    feed_options.progress = [&](const capture::FeedProgress& at) {
-      progress.update(at, octets);
-      return true;
-    };
-    feed_options.on_frame = [&octets](const capture::Frame& f) { octets += f.data.size(); };
+  std::optional<Progress> progress;
+  for (;;) {
+    analyzer_ptr = std::make_unique<Analyzer>(opt, shards);
+    Analyzer& analyzer = *analyzer_ptr;
+    if (!a.regions.empty()) analyzer.add_regions(regions.regions);
+    std::string err;
+    capture::ReaderKind reader_kind = capture::ReaderKind::automatic;
+    capture::parse_reader_kind(a.reader, reader_kind);  // checked by the option
+    reader = capture::CaptureReader::open(a.file, err, reader_kind);
+    if (!reader) {
+      std::cerr << "ddpscope: " << err << "\n";
+      return kExitUsage;
+    }
+    if (!a.filter.empty() && !reader->set_filter(a.filter, err)) {
+      std::cerr << "ddpscope: " << err << "\n";
+      return kExitUsage;
+    }
+    progress.emplace(a.quiet, reader->file_size());
+    capture::FeedOptions feed_options;
+    feed_options.threads = threads;
+    feed_options.layer = esp_layer.get();
+    // The queue's cap in frames, for tests that want it to fill quickly (cli.threads).
+    if (const char* q = std::getenv("DDPSCOPE_PIPELINE_FRAMES"))
+      feed_options.pipeline_frames = std::max(1ul, std::strtoul(q, nullptr, 10));
+    octets = 0;
+    if (progress->enabled()) {
+      feed_options.progress_every = 1024;
+      feed_options.progress = [&](const capture::FeedProgress& at) {
+        progress->update(at, octets);
+        return true;
+      };
+      feed_options.on_frame = [&octets](const capture::Frame& f) { octets += f.data.size(); };
+    }
+    // Everything before damage in the file is analysed; the damage is a finding.
+    const capture::FeedResult fed = capture::feed(*reader, analyzer, feed_options);
+    if (trace && !fed.shard_cpu_s.empty()) {
+      std::cerr << "ddpscope: CPU seconds: reader " << fed.reader_cpu_s << ", shards";
+      for (double s : fed.shard_cpu_s)
+        std::cerr << " " << s;
+      std::cerr << "\n";
+    }
+    if (trace)
+      std::cerr << "ddpscope: " << analyzer.shards() << " engine(s)"
+                << (analyzer.unsharded_reason().empty() ? ""
+                                                        : " (" + analyzer.unsharded_reason() + ")")
+                << (analyzer.exact() ? "" : "; analysed again by one: " + analyzer.inexact_reason())
+                << "\n";
+    if (analyzer.exact()) break;
+    // Again, from the start, with one engine (and a fresh ESP layer: it counts what it saw).
+    shards = 1;
+    progress->clear();
+    esp_layer = std::make_unique<esp::EspLayer>(eo);
   }
-  // Everything before damage in the file is analysed; the damage is a finding.
-  capture::feed(*reader, analyzer, feed_options);
-  progress.clear();
+  Analyzer& analyzer = *analyzer_ptr;
+  progress->clear();
   const Model& m = analyzer.model();
   if (m.finding_counts[static_cast<std::size_t>(FindingId::esp_unknown_spi)])
     std::cerr << "ddpscope: ESP packets without a key were not analysed (esp.unknown-spi); pass "
@@ -296,6 +330,7 @@ int analyze(const AnalyzeArgs& a) {
               << std::strerror(errno ? errno : EIO) << "\n";
     return kExitUsage;
   }
+  std::string err;
   if (!a.export_dir.empty() && !report::export_shadow_buffers(m, a.export_dir, err)) {
     std::cerr << "ddpscope: " << err << "\n";
     return kExitUsage;
@@ -415,8 +450,10 @@ int main(int argc, char** argv) {
   an->add_flag("-q,--quiet", aa.quiet,
                "no progress line (shown on stderr only when it is a terminal)");
   an->add_option("--threads", aa.threads,
-                 "threads: 1 reads, decodes and analyses on one; 2 or more read and decode on "
-                 "one while another analyses (same report); default: the cores available")
+                 "threads: 1 reads, decodes and analyses on one; 2 reads and decodes on one "
+                 "while another analyses; N >= 3 reads on one and analyses on N - 1, the "
+                 "streams spread over them (the same report: streams sharing an STag are "
+                 "analysed again on one); default: the cores available")
       ->check(CLI::Range(1u, 1024u));
   add_reader_option(an, aa.reader);
 

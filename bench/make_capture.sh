@@ -12,17 +12,22 @@
 #   esp    the write shape in ESP tunnel mode, AES-GCM-16 with a 128-bit key (RFC 4106): the ESP
 #          layer's cost (decryption with the keys synth writes to OUT.esp_sa, given to analyze
 #          with --esp-sa).
-#   bench/make_capture.sh DDPSCOPE_BIN SIZE_MB OUT.pcap [SHAPE]
+# CONNS (default 1) spreads the same operations over that many connections between the same two
+# hosts (client ports 40001, 40002, ...), taking turns one operation each; each connection
+# advertises its own region and uses its own STags (one rping per connection, as a multi-queue
+# ULP registers memory per queue): what `analyze --threads N` shards across its engines.
+#   bench/make_capture.sh DDPSCOPE_BIN SIZE_MB OUT.pcap [SHAPE] [CONNS]
 set -euo pipefail
 ddpscope="${1:?usage: make_capture.sh DDPSCOPE_BIN SIZE_MB OUT.pcap [SHAPE]}"
 size_mb="${2:?}"
 out="${3:?}"
 shape="${4:-write}"
+conns="${5:-1}"
 scenario="$(mktemp)"
 trap 'rm -f "$scenario"' EXIT
-python3 - "$size_mb" "$shape" > "$scenario" <<'PY'
+python3 - "$size_mb" "$shape" "$conns" > "$scenario" <<'PY'
 import json, sys
-mb, shape = int(sys.argv[1]), sys.argv[2]
+mb, shape, conns = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 ops = [{"op": "advertise_rping", "from": "client", "buf": "0x10000000", "rkey": "0x100", "size": 1 << 30}]
 revision = 2
 esp = shape == "esp"
@@ -49,10 +54,21 @@ elif shape == "small":
                     "pattern": "counter", "seed": i & 255})
 else:
     sys.exit(f"unknown shape {shape!r} (write, reuse, small, esp)")
+if conns > 1:
+    # Operation i on connection i % conns, its STags moved by 0x1000 per connection.
+    def restag(op, c):
+        op = dict(op, connection=c)
+        for k in ("rkey", "stag", "sink_stag", "source_stag"):
+            if k in op:
+                op[k] = hex(int(op[k], 16) + 0x1000 * c)
+        return op
+    ops = ([restag(ops[0], c) for c in range(conns)] +
+           [restag(op, i % conns) for i, op in enumerate(ops[1:])])
 doc = {"name": "bench-" + sys.argv[2], "description": "benchmark, shape " + sys.argv[2],
-       "connections": [{"client": {"ip": "10.0.0.1", "port": 40001, "mss": 1460},
+       "connections": [{"client": {"ip": "10.0.0.1", "port": 40001 + c, "mss": 1460},
                         "server": {"ip": "10.0.0.2", "port": 4791, "mss": 1460},
-                        "mpa": {"revision": revision, "enhanced": revision == 2, "crc": True}}],
+                        "mpa": {"revision": revision, "enhanced": revision == 2, "crc": True}}
+                       for c in range(conns)],
        "operations": ops}
 if esp:
     doc["esp"] = {"mode": "tunnel", "encryption": "aes-gcm-16", "key_bits": 128}

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ddpscope/capture/feed.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -280,9 +282,193 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
   return result;
 }
 
+// A sharded analysis (Analyzer with shards(), `analyze --threads N` for N >= 3): this thread
+// reads, decodes, runs the layer and numbers every frame and note in capture order (the frame
+// counters and the notes tied to no stream go to the analyzer's facade here); each frame of a
+// stream, and each receiver drop, goes to its shard's thread through that shard's queue of
+// batches. After the last frame the shards' threads end, and finish() merges on this thread.
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+struct ShardBatch {
+  struct Item {
+    std::uint64_t event;
+    std::uint64_t number;  // the fed frame's (FrameLayer::replace: its own)
+    std::int64_t ts_ns;
+    net::FrameDecode decoded;  // views into `octets`
+    // A receiver drop (FrameLayer notes) in place of a frame, when set.
+    std::optional<std::pair<net::Endpoint, net::Endpoint>> receiver_drop;
+  };
+  std::vector<std::uint8_t> octets;  // reserved once, never grows past its capacity
+  std::vector<Item> items;
+};
+
+FeedResult feed_sharded(CaptureReader& reader, Analyzer& analyzer, const FeedOptions& options) {
+  const unsigned n = analyzer.shards();
+  constexpr std::size_t kBatches = 4;
+  // The queues' caps are shared by the shards: as much in flight as with one engine.
+  const std::size_t frames_per_batch =
+      std::max<std::size_t>(options.pipeline_frames / (kBatches + 2) / n, 16);
+  const std::size_t octets_per_batch =
+      std::max<std::size_t>(options.pipeline_octets / (kBatches + 2) / n, 64u << 10);
+  using BatchPtr = std::unique_ptr<ShardBatch>;
+  struct Lane {
+    Lane() : full(kBatches), empty(kBatches + 2) {}
+    BoundedQueue<BatchPtr> full, empty;
+    BatchPtr filling;
+    std::exception_ptr failure;
+    std::thread thread;
+    double cpu_s = 0;
+  };
+  std::vector<std::unique_ptr<Lane>> lanes;
+  for (unsigned i = 0; i < n; ++i)
+    lanes.push_back(std::make_unique<Lane>());
+  for (unsigned i = 0; i < n; ++i) {
+    Lane& lane = *lanes[i];
+    lane.thread = std::thread([&analyzer, &lane, i] {
+      try {
+        BatchPtr b;
+        while (lane.full.pop(b)) {
+          for (const ShardBatch::Item& it : b->items) {
+            if (it.receiver_drop)
+              analyzer.note_receiver_drop_shard(i, it.event, it.receiver_drop->first,
+                                                it.receiver_drop->second);
+            else
+              analyzer.feed_shard(i, it.event, it.number, it.ts_ns, it.decoded);
+          }
+          lane.empty.try_push(std::move(b));
+        }
+        lane.cpu_s = thread_cpu_seconds();
+      } catch (...) {
+        lane.failure = std::current_exception();
+        lane.full.close();
+        lane.empty.close();
+      }
+    });
+  }
+  auto start = [&](Lane& lane, std::size_t at_least) {
+    BatchPtr& b = lane.filling;
+    if (!lane.empty.try_pop(b) || !b) b = std::make_unique<ShardBatch>();
+    b->items.clear();
+    b->octets.clear();
+    const std::size_t want = std::max(octets_per_batch, at_least);
+    if (b->octets.capacity() < want || b->octets.capacity() > 4 * want) {
+      std::vector<std::uint8_t>().swap(b->octets);
+      b->octets.reserve(want);
+    }
+    b->items.reserve(frames_per_batch);
+  };
+  // False when the shard's thread has stopped (it failed).
+  auto ship = [&](Lane& lane) {
+    if (!lane.filling || lane.filling->items.empty()) return true;
+    return lane.full.push(std::move(lane.filling));
+  };
+  auto stop_all = [&] {
+    for (auto& l : lanes) {
+      if (l->thread.joinable()) {
+        l->full.close();
+        l->empty.close();
+        l->thread.join();
+      }
+    }
+  };
+  auto room = [&](Lane& lane, std::size_t octets) {
+    if (!lane.filling) {
+      start(lane, octets);
+      return true;
+    }
+    ShardBatch& b = *lane.filling;
+    if (b.items.size() < frames_per_batch && b.octets.size() + octets <= b.octets.capacity())
+      return true;
+    if (!ship(lane)) return false;
+    start(lane, octets);
+    return true;
+  };
+
+  FeedResult result;
+  bool stopped = false;  // a shard's thread failed
+  try {
+    const std::uint64_t every = std::max<std::uint64_t>(options.progress_every, 1);
+    std::uint64_t until_progress = every;
+    Frame frame;
+    HeldNotes notes;
+    while (!stopped && reader.next(frame)) {
+      if (options.on_frame) options.on_frame(frame);
+      net::FrameDecode decoded = net::decode_frame(frame.link_type, frame.data, frame.wire_length);
+      const Frame* replaced = layer_replace(options.layer, frame, decoded, notes);
+      // The layer's notes of this frame, before it.
+      for (Batch::Note& note : notes.held) {
+        if (!note.receiver_drop) {
+          analyzer.note_finding(note.id, note.frame, std::move(note.message));
+          continue;
+        }
+        const auto& [from, to] = *note.receiver_drop;
+        const std::uint64_t event = analyzer.next_event();
+        Lane& lane = *lanes[Analyzer::shard_of(from, to, n)];
+        if (!room(lane, 0)) {
+          stopped = true;
+          break;
+        }
+        lane.filling->items.push_back({event, 0, 0, {}, std::make_pair(from, to)});
+      }
+      notes.held.clear();
+      if (stopped) break;
+      const Frame& fed = replaced ? *replaced : frame;
+      if (replaced) decoded = net::decode_frame(fed.link_type, fed.data, fed.wire_length);
+      const std::uint64_t event = analyzer.next_event();
+      analyzer.count_frame(fed.data.size(), decoded);
+      const unsigned s = Analyzer::shard_of(decoded, n);
+      if (s != Analyzer::kNoShard) {
+        Lane& lane = *lanes[s];
+        if (!room(lane, fed.data.size())) {
+          stopped = true;
+          break;
+        }
+        ShardBatch& b = *lane.filling;
+        const std::size_t offset = b.octets.size();
+        b.octets.insert(b.octets.end(), fed.data.begin(), fed.data.end());
+        net::rebase(decoded, fed.data.data(), b.octets.data() + offset);
+        b.items.push_back({event, fed.number, fed.ts_ns, std::move(decoded), std::nullopt});
+      }
+      ++result.frames;
+      result.last_frame = frame.number;
+      if (!options.progress || --until_progress != 0) continue;
+      until_progress = every;
+      const FeedProgress at{result.frames, result.last_frame, reader.bytes_read(),
+                            reader.file_size()};
+      if (!options.progress(at)) {
+        result.cancelled = true;
+        break;
+      }
+    }
+    if (!result.cancelled)
+      for (auto& l : lanes)
+        if (!ship(*l)) stopped = true;
+  } catch (...) {
+    stop_all();
+    throw;
+  }
+  stop_all();
+  for (auto& l : lanes) {
+    if (l->failure) std::rethrow_exception(l->failure);
+    result.shard_cpu_s.push_back(l->cpu_s);
+  }
+  result.reader_cpu_s = thread_cpu_seconds();
+  if (result.cancelled) return result;
+  result.error = reader.error();
+  if (!result.error.empty()) analyzer.note_truncated_file(result.last_frame, result.error);
+  if (options.layer) options.layer->finish(analyzer);
+  analyzer.finish();
+  return result;
+}
+
 }  // namespace
 
 FeedResult feed(CaptureReader& reader, Analyzer& analyzer, const FeedOptions& options) {
+  if (analyzer.shards() > 1) return feed_sharded(reader, analyzer, options);
   if (options.threads <= 1) return feed_one_thread(reader, analyzer, options);
   return feed_pipelined(reader, analyzer, options);
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -247,11 +248,138 @@ struct ConnectionKey {
   auto operator<=>(const ConnectionKey&) const = default;
 };
 
+// ---- sharded analysis (engine_shards.cpp) ---------------------------------------------------
+// `ddpscope analyze --threads N` runs N - 1 engines, each on the streams Analyzer::shard_of
+// gives it, and merges their models into the one engine's (analyzer.h, "sharded"). What one
+// engine decides from the whole capture is ordered by Stamps: the place in capture order of the
+// event an engine was analysing (a frame or a note, numbered by the host), or of the step of
+// finish() (kFinishSctp, kFinishConns with the global index of the association or stream).
+struct Stamp {
+  std::uint64_t major = 0;
+  std::uint64_t minor = 0;
+  auto operator<=>(const Stamp&) const = default;
+};
+inline constexpr std::uint64_t kFinishSctp = UINT64_MAX - 1;
+inline constexpr std::uint64_t kFinishConns = UINT64_MAX;
+
+// The Stamps of the pages of content one shard retained, in its order: the one retention cap
+// (Limits::payload_retention) is shared in capture order. Written by its shard's thread, read
+// by the others' (count_before) while it grows: published through an atomic size, stored in
+// chunks that never move.
+class PageLog {
+ public:
+  explicit PageLog(std::size_t cap) : chunks_((cap + kChunk - 1) / kChunk) {}
+  void push(const Stamp& s) {
+    const std::size_t n = size_.load(std::memory_order_relaxed);
+    auto& chunk = chunks_[n / kChunk];
+    if (!chunk) chunk = std::make_unique<Stamp[]>(kChunk);
+    chunk[n % kChunk] = s;
+    size_.store(n + 1, std::memory_order_release);
+  }
+  std::size_t size() const { return size_.load(std::memory_order_acquire); }
+  const Stamp& at(std::size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+  // Entries published with a Stamp before `s` (the log is in Stamp order).
+  std::size_t count_before(const Stamp& s) const {
+    std::size_t lo = 0, hi = size();
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (at(mid) < s)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
+
+ private:
+  static constexpr std::size_t kChunk = 4096;
+  std::vector<std::unique_ptr<Stamp[]>> chunks_;
+  std::atomic<std::size_t> size_{0};
+};
+
+// The retention cap of a shard: a page is retained unless at least `cap` pages are known to be
+// retained before it in capture order (its own shard's, and what the others have published
+// with an earlier Stamp). Another shard may still be behind, so a page may be retained that one
+// engine would not have; the merge finds those (the first `cap` pages of all logs in Stamp order
+// are the one engine's), drops them, and takes the analysis as inexact if new content was
+// compared with one (`compared_max`).
+class ShardPageGate final : public PageGate {
+ public:
+  ShardPageGate(const Stamp& stamp, std::size_t cap, PageLog& own,
+                const std::vector<const PageLog*>& all)
+      : stamp_(stamp), cap_(cap), own_(own), all_(all) {}
+  std::uint32_t admit() override {
+    if (!open()) return 0;
+    own_.push(stamp_);
+    return static_cast<std::uint32_t>(own_.size());
+  }
+  bool open() override {
+    std::size_t n = own_.size();
+    if (n >= cap_) return false;
+    std::size_t upper = n;  // every published page, whatever its Stamp
+    for (const PageLog* l : all_)
+      if (l != &own_) upper += l->size();
+    if (upper < cap_) return true;
+    for (const PageLog* l : all_)
+      if (l != &own_) n += l->count_before(stamp_);
+    return n < cap_;
+  }
+  void compared(std::uint32_t ordinal) override {
+    if (ordinal > compared_max) compared_max = ordinal;
+  }
+  std::uint32_t compared_max = 0;
+
+ private:
+  const Stamp& stamp_;
+  std::size_t cap_;
+  PageLog& own_;
+  const std::vector<const PageLog*>& all_;
+};
+
+// What an engine that is one shard of a sharded analysis keeps for the merge.
+struct ShardState {
+  ShardState(std::size_t page_cap, const std::vector<const PageLog*>& all)
+      : log(page_cap), gate(stamp, page_cap, log, all) {}
+  Stamp stamp;                        // what is being analysed
+  std::vector<Stamp> finding_stamps;  // of each finding kept, in Model::findings order
+  std::vector<Stamp> stream_stamps;   // of each stream's creation, by its (local) id
+  std::vector<Stamp> assoc_stamps;    // of each SCTP association's creation
+  std::set<RegionKey> touched;        // shadow buffers the analysis looked up or created
+  std::set<net::Address> ensured;     // hosts given the regions file's ownerless regions
+  bool regions_capped = false;        // a buffer was not created (max_regions)
+  std::size_t pending_peak = 0;       // the budgets shared by all streams: the most asked
+  std::size_t resync_peak = 0;
+  std::size_t sctp_held_peak = 0;
+  std::vector<std::uint32_t> named_streams;  // other streams a finding's text may name
+  // finish(): the global index of each association and stream, by local index.
+  std::vector<std::uint64_t> finish_assoc, finish_conn;
+  std::uint64_t last_seq = 0;  // the event of the last TCP or SCTP frame fed (cur_frame's)
+  PageLog log;
+  ShardPageGate gate;
+};
+
 struct Analyzer::Impl {
   explicit Impl(AnalyzerOptions o);
 
   AnalyzerOptions options;
   std::vector<std::unique_ptr<AdvertisementDecoder>> advertisers;
+  // ---- sharded (engine_shards.cpp) ----
+  // The facade's engine of a sharded analysis holds the shards (before `model`: the merged
+  // model's shadow pages live in the shards' arenas) and analyses no frame itself: it counts
+  // frames, keeps the notes tied to no stream, and after finish() the merged model.
+  std::vector<const PageLog*> page_logs;
+  std::vector<std::unique_ptr<Impl>> shards;
+  std::unique_ptr<ShardState> shard;  // set in the facade's engine and in each shard
+  std::uint64_t seq = 0;              // the facade's last event number
+  bool exact = true;                  // the merge is the one engine's model
+  std::string inexact_reason;
+  std::string unsharded_reason;  // why more shards were asked than run
+  void make_shards(unsigned n);
+  void finish_shards();  // each shard's finish(), then the merge into `model`
+  void merge_shards_with(std::size_t stream_count,
+                         const std::vector<std::vector<std::uint32_t>>& to_global);
+  // A TCP or SCTP frame into a shard's engine (on_frame less the counters).
+  inline void on_stream_frame(std::uint64_t frame, std::int64_t ts, const net::FrameDecode& d);
   Model model;
   AnalysisObserver* observer = nullptr;
   // Shared by every connection's reassemblers: declared before `conns`, which return their

@@ -58,6 +58,7 @@ std::size_t Analyzer::Impl::association_for(std::uint64_t frame, const net::Sctp
     a->ep = {src, dst};
     a->over_udp = dg.over_udp;
     assocs.push_back(std::move(a));
+    if (shard) shard->assoc_stamps.push_back(shard->stamp);
     it = assoc_index.emplace(key, assocs.size() - 1).first;
   }
   dir = same_endpoint(src, assocs[it->second]->ep[0]) ? 0 : 1;
@@ -284,6 +285,7 @@ void Analyzer::Impl::sctp_data(SctpAssociation& a, std::size_t ai, int dir, cons
   const std::size_t cost = h.data.size() + SctpDirection::kHeldOverhead;
   sd.ahead_bytes += cost;
   sctp_held_total += cost;
+  if (shard) shard->sctp_held_peak = std::max(shard->sctp_held_peak, sctp_held_total);
   if (sd.ahead_bytes > options.limits.reassembly_window) {
     // The hole is not filled within the window: capture loss.
     sctp_gap_to(a, dir, lowest_ahead(sd)->first, slice.frame);
@@ -422,6 +424,7 @@ void Analyzer::Impl::sctp_deliver(SctpAssociation& a, std::size_t ai, int dir,
       m.data.insert(m.data.end(), chunk.data.begin(), chunk.data.end());
       sd.ahead_bytes += chunk.data.size();
       sctp_held_total += chunk.data.size();
+      if (shard) shard->sctp_held_peak = std::max(shard->sctp_held_peak, sctp_held_total);
       if (m.slices.size() < 4096) m.slices.push_back(chunk.slice);
     }
   }
@@ -486,6 +489,7 @@ Connection* Analyzer::Impl::sctp_stream(SctpAssociation& a, std::size_t ai, std:
   }
   model.streams.push_back(std::move(sm));
   conns.push_back(std::move(c));
+  if (shard) shard->stream_stamps.push_back(shard->stamp);
   a.streams.emplace(stream_id, conns.size() - 1);
   return conns.back().get();
 }
@@ -606,6 +610,7 @@ void Analyzer::Impl::sctp_message(SctpAssociation& a, std::size_t ai, int dir,
   const std::size_t cost = m.data.size() + SctpDirection::kHeldOverhead;
   st.d[sdir].held_bytes += cost;
   sctp_held_total += cost;
+  if (shard) shard->sctp_held_peak = std::max(shard->sctp_held_peak, sctp_held_total);
   const std::uint64_t first_frame = m.slices.empty() ? cur_frame : m.slices.front().frame;
   SctpOrderedMessage om{std::move(m), std::move(sc), allowed_early, first_frame};
   const auto verdict = st.d[sdir].order.push(
@@ -824,6 +829,7 @@ void Analyzer::Impl::sctp_segment(Connection& c, int dir, SctpOrderedMessage& om
 void Analyzer::Impl::sctp_finish() {
   for (std::size_t ai = 0; ai < assocs.size(); ++ai) {
     SctpAssociation& a = *assocs[ai];
+    if (shard) shard->stamp = Stamp{kFinishSctp, shard->finish_assoc[ai]};
     for (int dir = 0; dir < 2; ++dir) {
       SctpDirection& sd = a.d[dir];
       while (!sd.ahead.empty()) {

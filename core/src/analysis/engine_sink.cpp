@@ -57,6 +57,9 @@ class Analyzer::Impl::ShadowView final : public rdmap::SinkMemory {
     facts_.length = bounds ? b->length : std::nullopt;
     const bool scoped = b->stream && b->stream_scoped;
     facts_.stream = scoped ? std::optional<std::uint64_t>(*b->stream) : std::nullopt;
+    // A finding may name that stream (ddp.tagged.stag-wrong-stream): its number in the text.
+    if (scoped && *b->stream != stream_ && e_.shard) [[unlikely]]
+      e_.shard->named_streams.push_back(*b->stream);
     facts_.scope = scoped ? std::string_view(b->origin) : std::string_view();
     facts_.pd = b->pd;
     facts_.access = b->access;
@@ -120,6 +123,7 @@ void Analyzer::Impl::conflicting_placement(const Connection& c, const Ctx& ctx,
   const Consequence loss = w.stream < conns.size() && w.direction <= 1
                                ? conns[w.stream]->ds(w.direction).last_loss
                                : Consequence::none;
+  if (w.stream != c.stream && shard) shard->named_streams.push_back(w.stream);
   report(FindingId::ddp_tagged_conflicting_placement, ctx, std::move(msg), loss);
 }
 
@@ -583,6 +587,8 @@ void Analyzer::Impl::abandon(Connection& c, int dir, std::uint64_t delivery_id) 
 }
 
 ShadowBuffer* Analyzer::Impl::lookup_region(const RegionKey& key) {
+  if (shard) [[unlikely]]
+    shard->touched.insert(key);
   ShadowBuffer* b = model.memory.find(key);
   if (b != nullptr) last_region = b;
   return b;
@@ -601,8 +607,13 @@ bool Analyzer::Impl::learned_elsewhere_and_ended(const ShadowBuffer& b,
 }
 
 ShadowBuffer* Analyzer::Impl::region_for(Connection& c, int dir, const RegionKey& key) {
+  if (shard) [[unlikely]]
+    shard->touched.insert(key);
   ShadowBuffer* b = model.memory.get_or_create(key, options.limits.max_regions);
-  if (!b) limit_reached("max_regions", Ctx{c.stream, dir, cur_frame, {}});
+  if (!b) {
+    if (shard) shard->regions_capped = true;
+    limit_reached("max_regions", Ctx{c.stream, dir, cur_frame, {}});
+  }
   return b;
 }
 

@@ -51,6 +51,7 @@ std::size_t Analyzer::Impl::report(FindingId id, const Ctx& ctx, std::string mes
   f.terminate = term;
   f.consequence_of = consequence;
   model.findings.push_back(std::move(f));
+  if (shard) shard->finding_stamps.push_back(shard->stamp);
   const std::size_t idx = model.findings.size() - 1;
   if (cur_ev) {
     cur_ev->findings.push_back(idx);
@@ -140,6 +141,7 @@ Connection* Analyzer::Impl::connection_for(std::uint64_t frame, std::int64_t ts,
     }
     model.streams.push_back(std::move(sm));
     conns.push_back(std::move(c));
+    if (shard) shard->stream_stamps.push_back(shard->stamp);
     it = conn_index.emplace(key, conns.size() - 1).first;
   }
   last_key = key;
@@ -299,6 +301,10 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
     history_capped = true;
     limit_reached("max_history_total", Ctx{c.stream, dir, frame, {}});
   }
+  if (shard) [[unlikely]] {
+    shard->pending_peak = std::max<std::size_t>(shard->pending_peak, pending_total + held());
+    shard->resync_peak = std::max<std::size_t>(shard->resync_peak, resync_total + resyncing());
+  }
   if (pending_total + held() > options.limits.max_pending_total) {
     // Every direction may hold a window: past the global cap, this one stops waiting for
     // its holes (they become gaps).
@@ -367,6 +373,7 @@ void Analyzer::Impl::finish() {
   sctp_finish();  // chunks still held past a hole: gaps, then delivered (engine_sctp.cpp)
   for (auto& cp : conns) {
     Connection& c = *cp;
+    if (shard) shard->stamp = Stamp{kFinishConns, shard->finish_conn[c.stream]};
     const StreamModel& sm = model.streams[c.stream];
     if (sm.state == StreamState::not_iwarp || sm.state == StreamState::unknown) continue;
     if (c.llp == Llp::sctp) {
@@ -398,7 +405,10 @@ void Analyzer::Impl::add_regions(std::span<const RegionSpec> regions) {
 void Analyzer::Impl::install_region(const RegionSpec& r, const net::Address& owner) {
   ShadowBuffer* b =
       model.memory.get_or_create(RegionKey{owner, r.stag}, options.limits.max_regions);
-  if (!b) return;
+  if (!b) {
+    if (shard) shard->regions_capped = true;
+    return;
+  }
   b->source = RegionSource::regions_file;
   b->origin = r.origin.empty() ? "regions file" : r.origin;
   b->base = r.base;
@@ -422,6 +432,8 @@ std::optional<std::uint32_t> Analyzer::Impl::protection_domain_of(const net::End
 
 // Regions without an owner: installed for a host the first time that host is seen.
 void Analyzer::Impl::ensure_ownerless_regions(const net::Address& host) {
+  if (shard) [[unlikely]]
+    shard->ensured.insert(host);
   for (const auto& r : user_regions) {
     if (r.owner) continue;
     if (!model.memory.find(RegionKey{host, r.stag})) install_region(r, host);

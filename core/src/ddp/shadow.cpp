@@ -172,6 +172,36 @@ const ShadowBuffer* ShadowMemory::find(const RegionKey& key) const {
   return it == buffers_.end() ? nullptr : &it->second;
 }
 
+std::uint64_t ShadowBuffer::drop_pages_after(std::uint32_t last) {
+  std::uint64_t dropped = 0;
+  for (auto it = pages_.begin(); it != pages_.end();) {
+    if (it->second.ordinal > last) {
+      it = pages_.erase(it);
+      dropped += kPage;
+    } else {
+      ++it;
+    }
+  }
+  retained_ -= dropped;
+  last_page_.set = false;
+  return dropped;
+}
+
+bool ShadowMemory::adopt(ShadowBuffer&& b) {
+  const RegionKey key = b.key;
+  if (buffers_.count(key)) return false;
+  retained_ += b.retained_;
+  buffers_.emplace(key, std::move(b));
+  return true;
+}
+
+std::map<RegionKey, ShadowBuffer> ShadowMemory::release_buffers() {
+  std::map<RegionKey, ShadowBuffer> out;
+  out.swap(buffers_);
+  retained_ = 0;
+  return out;
+}
+
 ShadowBuffer* ShadowMemory::get_or_create(const RegionKey& key, std::size_t max) {
   if (auto* b = find(key)) return b;
   if (buffers_.size() >= max) return nullptr;
@@ -228,7 +258,8 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
 
   // Content: compare with what is retained, then keep the new octets while the cap allows.
   std::uint64_t changed = 0;
-  if (n > 0 && buf.pages_.empty() && retained_ + kPage > retention_cap_) {
+  if (n > 0 && buf.pages_.empty() &&
+      (gate_ ? !gate_->open() : retained_ + kPage > retention_cap_)) {
     r.content_dropped = true;  // nothing of this region is retained, and nothing more can be
   } else {
     changed = place_content(buf, range.begin, content.first(n), r);
@@ -266,6 +297,11 @@ void ShadowMemory::check_in_flight(ShadowBuffer& buf, const PlacedRange& range, 
     if (lo >= hi) continue;
     std::vector<bool> known;
     const Bytes have = buf.read(lo, static_cast<std::size_t>(hi - lo), &known);
+    if (gate_) {
+      for (auto it = buf.pages_.lower_bound(lo / kPage);
+           it != buf.pages_.end() && it->first <= (hi - 1) / kPage; ++it)
+        gate_->compared(it->second.ordinal);
+    }
     bool differs = false;
     for (std::uint64_t p = lo; p < hi; ++p) {
       const std::size_t i = static_cast<std::size_t>(p - range.begin);
@@ -364,13 +400,15 @@ std::uint64_t ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin
               : last.at->first + 1 == page ? std::next(last.at)
                                            : pages.lower_bound(page);
     if (at == pages.end() || at->first != page) {
-      if (retained_ + kPage > retention_cap_) {
+      std::uint32_t ordinal = 0;
+      if (gate_ ? (ordinal = gate_->admit()) == 0 : retained_ + kPage > retention_cap_) {
         r.content_dropped = true;
         continue;
       }
       // A new page: written once, its placed octets one run.
       at = pages.emplace_hint(at, std::piecewise_construct, std::forward_as_tuple(page),
                               std::forward_as_tuple(ShadowBuffer::Page::Unset{}));
+      at->second.ordinal = ordinal;
       retained_ += kPage;
       buf.retained_ += kPage;
       auto& pg = at->second;
@@ -380,8 +418,13 @@ std::uint64_t ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin
       set_valid(pg, in_page, chunk);
     } else if (auto& pg = at->second; pg.valid_count == kPage) {
       // Memory holds the latest, as the sink's would.
+      if (gate_) gate_->compared(pg.ordinal);
       changed += copy_counting_changes(pg.data.data() + in_page, src, chunk);
     } else {
+      // Placed octets met (a run meeting [in_page, in_page + chunk), or any bitmap page).
+      if (gate_ && (pg.valid || (pg.run_begin < in_page + chunk &&
+                                 in_page < std::size_t{pg.run_begin} + pg.valid_count)))
+        gate_->compared(pg.ordinal);
       changed += count_changed(pg, in_page, src, chunk);
       std::memcpy(pg.data.data() + in_page, src, chunk);
       set_valid(pg, in_page, chunk);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ddpscope/analysis/analyzer.h"
 #include "ddpscope/capture/file_reader.h"
@@ -98,6 +99,10 @@ struct FeedOptions {
   // frames reach the analysis in the same order and the result is the same, bit for bit. One
   // difference: after a stop by `progress` the reader (and the layer) have read ahead (up to the
   // queue's frames), so the reader's next frame is not the one after the last fed.
+  // An analyzer with shards (Analyzer::shards() > 1) is fed by 1 + shards() threads whatever
+  // this says: this one reads, decodes, runs the layer and numbers the events (the hooks above
+  // run here), each shard's thread analyses its streams, with a queue of batches per shard
+  // (together within the caps below); finish() merges on this thread.
   unsigned threads = 1;
   // Runs on every frame before the analysis does (see FrameLayer); not owned. With threads >= 2
   // it runs on the reader thread (ESP decryption, the costliest part of an ESP capture, then
@@ -114,6 +119,10 @@ struct FeedResult {
   std::uint64_t last_frame = 0;  // number of the last complete frame fed; 0 when none was
   std::string error;             // the reader's error when the file did not end cleanly
   bool cancelled = false;        // stopped by FeedOptions::progress
+  // A sharded feed: the CPU seconds of the reading thread (reader, decode, layer, routing) and
+  // of each shard's thread, for the scaling figures (bench/RESULTS.md, issue 43).
+  double reader_cpu_s = 0;
+  std::vector<double> shard_cpu_s;
 };
 
 // Feeds the frames `reader` has left to `analyzer` until the end of the file, a read error or

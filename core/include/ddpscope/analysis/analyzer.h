@@ -62,6 +62,26 @@ struct AnalyzerOptions {
 class Analyzer {
  public:
   explicit Analyzer(AnalyzerOptions options = {});
+  // A sharded analysis (`ddpscope analyze --threads N`): `shards` engines, each analysing the
+  // streams shard_of() gives it, merged by finish() into the model one engine builds from the
+  // same input, byte for byte in every report. What is shared by the streams is kept so: stream
+  // numbers, the order of findings and the findings cap (Limits::max_findings), frame counters,
+  // the notes tied to no stream, the shadow buffers of every engine, the payload retention cap
+  // (in capture order across the engines). What only one engine can decide in capture order is
+  // checked after the fact, and when the merge cannot vouch for it, exact() is false and the
+  // host analyses the capture again with one engine (the reasons: inexact_reason()): a shadow
+  // buffer (owner host, STag) looked up by streams of two shards, a budget shared by all streams
+  // (max_streams, max_regions, max_message_records, max_pending_total, max_history_total,
+  // max_resync_total) that the shards' sum may pass, new content compared with a retained page
+  // one engine would not have retained, a finding that names a stream renumbered by the merge,
+  // findings dropped past max_findings that the merge would have needed. Not sharded (shards()
+  // is 1, unsharded_reason() says why): with the timing model or message records on.
+  //
+  // Threads: a shard's calls (feed_shard, note_receiver_drop_shard) from one thread at a time,
+  // the others (next_event, count_frame, the note_* below, finish, model) from one more; shards
+  // run side by side. Fed from one thread, feed_decoded() and note_receiver_drop() do both.
+  // Before finish(), model() holds only the frame counters and the notes tied to no stream.
+  Analyzer(AnalyzerOptions options, unsigned shards);
   ~Analyzer();
   Analyzer(const Analyzer&) = delete;
   Analyzer& operator=(const Analyzer&) = delete;
@@ -106,6 +126,30 @@ class Analyzer {
 
   const Model& model() const;
   const AnalyzerOptions& options() const;
+
+  // ---- sharded (see the constructor) ----
+  unsigned shards() const;
+  const std::string& unsharded_reason() const;
+  static constexpr unsigned kNoShard = UINT32_MAX;
+  // The shard of a decoded frame's stream: both directions of a TCP connection, every stream of
+  // an SCTP association (and a new connection on a reused 4-tuple) go to one shard. kNoShard:
+  // a frame of no stream (not TCP or SCTP, malformed, unsupported), only counted.
+  static unsigned shard_of(const net::FrameDecode& decoded, unsigned shards);
+  static unsigned shard_of(const net::Endpoint& a, const net::Endpoint& b, unsigned shards);
+  // Numbers the next event in capture order (a frame or a note): its number for feed_shard() and
+  // note_receiver_drop_shard(). The note_* calls above number their own.
+  std::uint64_t next_event();
+  // A frame's captured octets and decode status in the model's counters (every frame, once).
+  void count_frame(std::size_t captured, const net::FrameDecode& decoded);
+  // Event `event`, a TCP or SCTP frame of shard `shard`'s streams (the analysis feed_decoded()
+  // does past the counters).
+  void feed_shard(unsigned shard, std::uint64_t event, std::uint64_t frame, std::int64_t ts_ns,
+                  const net::FrameDecode& decoded);
+  void note_receiver_drop_shard(unsigned shard, std::uint64_t event, const net::Endpoint& from,
+                                const net::Endpoint& to);
+  // After finish(): whether the merged model is the one engine's (always, unsharded).
+  bool exact() const;
+  const std::string& inexact_reason() const;
   // The timing model, when AnalyzerOptions::timing asked for one (else nullptr).
   const Timing* timing() const;
 

@@ -155,6 +155,19 @@ class ShadowBuffer {
   // Returns the octets (0 where unknown) and sets known[i].
   Bytes read(std::uint64_t to, std::size_t len, std::vector<bool>* known = nullptr) const;
   std::uint64_t bytes_retained() const { return retained_; }
+  // Drops the retained pages whose PageGate ordinal is past `last` (content the gate admitted
+  // but a one-engine analysis would not have retained: analysis/shards.h); their octets stay
+  // placed, their content becomes unknown. Returns the octets dropped.
+  std::uint64_t drop_pages_after(std::uint32_t last);
+  // Every stream number it holds (the buffer's, its placements' and writers') through `map`.
+  template <typename Map>
+  void renumber_streams(const Map& map) {
+    if (stream) stream = map(*stream);
+    for (auto& r : ranges_)
+      r.stream = map(r.stream);
+    for (auto& f : in_flight_)
+      f.writer.stream = map(f.writer.stream);
+  }
 
   // Buffer reuse (see the rule at the top): placements that put new content over octets of a
   // delivered message, and how many octets changed. Not capped with ranges().
@@ -177,6 +190,8 @@ class ShadowBuffer {
     std::unique_ptr<PageBits> valid;  // while partly placed, other than in one run
     std::uint32_t valid_count = 0;
     std::uint32_t run_begin = 0;  // without `valid`, while 0 < valid_count < 4096
+    // With a PageGate: the page's place in the gate's order of retained pages (1-based).
+    std::uint32_t ordinal = 0;
     Page() : data{} {}
     // `data` left as it is: for a page whose every octet is written at once (place_content).
     struct Unset {};
@@ -185,7 +200,8 @@ class ShadowBuffer {
         : data(o.data),
           valid(o.valid ? std::make_unique<PageBits>(*o.valid) : nullptr),
           valid_count(o.valid_count),
-          run_begin(o.run_begin) {}
+          run_begin(o.run_begin),
+          ordinal(o.ordinal) {}
     Page& operator=(const Page& o) {
       if (this != &o) *this = Page(o);
       return *this;
@@ -240,6 +256,24 @@ class ShadowBuffer {
   std::uint64_t retained_ = 0;
 };
 
+// Who decides whether a new page of content is retained, in place of ShadowMemory's own cap
+// (set_retention_cap): a sharded analysis (analysis/shards.h), whose engines share one cap in the
+// order of the whole capture. Each retained page gets an ordinal from admit(); every placement
+// that compares new content with a page's placed octets reports the page's ordinal to
+// compared(), so that a page admitted in error can be found to have mattered.
+class PageGate {
+ public:
+  // A new page is wanted: its ordinal (1, 2, ...) if it is retained, 0 if not.
+  virtual std::uint32_t admit() = 0;
+  // Whether admit() might retain a page now (false: it certainly would not).
+  virtual bool open() = 0;
+  // Placed octets of the page with this ordinal were compared with new content.
+  virtual void compared(std::uint32_t ordinal) = 0;
+
+ protected:
+  ~PageGate() = default;
+};
+
 struct PlaceResult {
   std::uint64_t new_bytes = 0;  // octets not placed before
   bool overlap = false;
@@ -269,6 +303,14 @@ class ShadowMemory {
 
   void set_retention_cap(std::size_t bytes) { retention_cap_ = bytes; }
   void set_range_cap(std::size_t n) { range_cap_ = n; }
+  // Not owned; nullptr (the default): the retention cap decides.
+  void set_page_gate(PageGate* gate) { gate_ = gate; }
+  // Moves `b` in (keyed by b.key; its pages stay with the arena they came from, which must
+  // outlive this memory). False when a buffer of that key is here already (`b` unchanged).
+  bool adopt(ShadowBuffer&& b);
+  // Moves every buffer out (for adopt() into another memory); this memory keeps its arena.
+  std::map<RegionKey, ShadowBuffer> release_buffers();
+  std::size_t size() const { return buffers_.size(); }
   ShadowBuffer* find(const RegionKey& key);
   const ShadowBuffer* find(const RegionKey& key) const;
   // Creates the buffer if needed (returns nullptr when `max` buffers already exist).
@@ -305,6 +347,7 @@ class ShadowMemory {
   std::size_t retention_cap_ = 64u << 20;
   std::size_t range_cap_ = 1u << 16;
   std::uint64_t retained_ = 0;
+  PageGate* gate_ = nullptr;
 };
 
 }  // namespace ddpscope
