@@ -42,7 +42,7 @@ bool PduDetail::empty() const {
   return !reqrep && fpdu.empty() && markers.empty() && marker_offsets.empty() && !leading_marker &&
          !framing_resumed && !resumed_after_gap && resync_skipped == 0 && !read_request &&
          !terminate && !atomic_request && !atomic_response && !immediate_data && !response_frame &&
-         !response_time_ns && answered_by.empty();  // Terminate names come with a Terminate
+         answered_by.empty();  // Terminate names come with a Terminate
 }
 
 const PduDetail& PduRecord::more() const {
@@ -238,80 +238,20 @@ void CaptureState::on_finding(std::size_t /*finding_index*/) {
   // Collected in order after each feed from Model::findings, which holds every finding.
 }
 
-void CaptureState::link_response(PduRecord& response) {
-  const std::optional<std::uint64_t>& req_frame = response.analysis.request_frame;
-  if (!req_frame) return;
-  const FrameRecord* rec = frame(*req_frame);
-  if (rec == nullptr) return;
-  auto try_link = [&](std::uint32_t idx) {
-    PduRecord& req = pdus_[idx];
-    if (req.stream != response.stream || req.direction == response.direction) return false;
-    if (!req.detail || (!req.detail->read_request && !req.detail->atomic_request)) return false;
-    if (req.detail->response_frame) return false;
-    req.detail->response_frame = response.completed_frame;
-    req.detail->response_time_ns = response.ts_ns - req.ts_ns;
-    return true;
-  };
-  for (std::uint32_t idx : rec->pdus_complete) {
-    if (try_link(idx)) return;
-  }
-  for (std::uint32_t idx : rec->pdus_continued) {
-    if (try_link(idx)) return;
-  }
-}
-
-namespace {
-
-// Whether `req` can be the request of operation `op`: its stream, the requester's direction, a
-// message of the operation's kind, not yet linked to an answer of that kind.
-bool may_request(const PduRecord& req, const OperationRecord& op,
-                 const std::deque<OperationRecord>& ops) {
-  if (req.stream != op.stream || req.direction != op.direction || !req.ddp) return false;
-  const PduDetail& d = req.more();
-  switch (op.kind) {
-    case OpKind::rdma_read:
-    case OpKind::rdma_read_first:
-      if (!d.read_request) return false;
-      break;
-    case OpKind::atomic:
-      if (!d.atomic_request) return false;
-      break;
-    default: {
-      if (req.ddp->control.tagged) return false;
-      const auto opcode =
-          static_cast<wire::Opcode>(wire::RdmapControl::from_byte(req.ddp->rsvd_ulp0).opcode);
-      if (opcode != wire::Opcode::send && opcode != wire::Opcode::send_se &&
-          opcode != wire::Opcode::send_invalidate && opcode != wire::Opcode::send_se_invalidate)
-        return false;
-      if (!req.ddp->control.last) return false;
-      break;
-    }
-  }
-  return std::none_of(d.answered_by.begin(), d.answered_by.end(), [&](std::uint32_t i) {
-    return ops[i].kind == op.kind || (is_ulp_kind(ops[i].kind) && is_ulp_kind(op.kind));
-  });
-}
-
-}  // namespace
-
-// The request's PDU in the operation's request frame: the first that may be it (requests of one
-// kind in one frame are answered in order: the ORQ for Reads and Atomics, RFC 5040 §5.2, RFC
-// 7306; ULP commands in one frame answered out of order are linked in frame order).
-void CaptureState::link_request(std::uint32_t operation) {
+// The request core paired the operation with (the ORQ for Reads and Atomics, RFC 5040 §5.2, RFC
+// 7306; a ULP command by its identifier): its record is named by core's PduEvent::id, which
+// observers see before the answer's.
+PduRecord* CaptureState::link_request(std::uint32_t operation, std::uint64_t request_pdu) {
+  if (request_pdu >= record_of_pdu_.size() || record_of_pdu_[request_pdu] == 0) return nullptr;
+  PduRecord& req = pdus_[record_of_pdu_[request_pdu] - 1];
+  if (!req.detail) req.detail = std::make_unique<PduDetail>();
+  req.detail->answered_by.push_back(operation);
+  // iwarp.rdmap.response_in: the first PDU that answered the Read (its first Response segment)
+  // or the Atomic.
   const OperationRecord& op = operations_[operation];
-  const FrameRecord* rec = frame(op.request_frame);
-  if (rec == nullptr) return;
-  auto try_link = [&](std::uint32_t idx) {
-    PduRecord& req = pdus_[idx];
-    if (!may_request(req, op, operations_)) return false;
-    if (!req.detail) req.detail = std::make_unique<PduDetail>();
-    req.detail->answered_by.push_back(operation);
-    return true;
-  };
-  for (std::uint32_t idx : rec->pdus_complete)
-    if (try_link(idx)) return;
-  for (std::uint32_t idx : rec->pdus_continued)
-    if (try_link(idx)) return;
+  if (!is_ulp_kind(op.kind) && !req.detail->response_frame)
+    req.detail->response_frame = op.response_frame;
+  return &req;
 }
 
 // True when the PDU's octets are exactly those of its only slice in the frame being fed, so
@@ -417,12 +357,15 @@ void CaptureState::on_pdu(const PduEvent& e) {
     operations_.push_back(r);
     answered.push_back(at);
     if (!finished_) frame_mut(current_frame_).operations_learnt.push_back(arena_, at);
-    link_request(at);
+    if (const PduRecord* req = link_request(at, o.request_pdu))
+      operations_[at].request_frame = req->completed_frame;
   }
   p.operations = keep(answered);
 
   const auto index = static_cast<std::uint32_t>(pdus_.size());
-  link_response(p);
+  if (e.id >= record_of_pdu_.size())
+    record_of_pdu_.resize(std::max<std::size_t>(e.id + 1, 2 * record_of_pdu_.size()));
+  record_of_pdu_[e.id] = index + 1;
   frame_mut(p.completed_frame).pdus_complete.push_back(arena_, index);
   for (const FrameSlice& s : p.slices) {
     if (s.frame == p.completed_frame) continue;

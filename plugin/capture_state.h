@@ -44,11 +44,12 @@ struct PduDetail {
   std::optional<wire::AtomicRequest> atomic_request;
   std::optional<wire::AtomicResponse> atomic_response;
   std::optional<std::uint64_t> immediate_data;
-  // Forward link filled when the answer arrives (Read/Atomic Request -> first response).
+  // Forward link filled when the answer arrives (Read/Atomic Request -> the frame of its first
+  // answering PDU, iwarp.rdmap.response_in): from answered_by.
   std::optional<std::uint64_t> response_frame;
-  std::optional<std::int64_t> response_time_ns;
-  // Operations (CaptureState::operation) whose request this PDU is, linked when their answer
-  // arrived: a Read Request's rdma-read-first and rdma-read, an Atomic Request's, a ULP command's.
+  // Operations (CaptureState::operation) whose request this PDU is, as core paired them
+  // (CompletedOperation::request_pdu), linked when their answer arrived: a Read Request's
+  // rdma-read-first and rdma-read, an Atomic Request's, a ULP command's.
   std::vector<std::uint32_t> answered_by;
   // Terminate names, computed once on the first pass (the drawing code builds no C++ strings).
   std::string term_layer_name, term_etype_name, term_code_name;
@@ -59,11 +60,14 @@ struct PduDetail {
 };
 
 // An operation a PDU answered: core's CompletedOperation (the timing model's pairing and
-// latency), with the frame whose PDU answered it.
+// latency), with the frames where the plugin draws its request and its answer.
 struct OperationRecord {
   OpKind kind = OpKind::rdma_read;
   int direction = 0;  // the requester's
   std::uint32_t stream = 0;
+  // The frame the request's PDU is drawn in (its completed_frame): where its response_in is.
+  // Core's CompletedOperation::request_frame is the request's first octet's frame, the same
+  // unless the request spans frames (then the first is a continuation, drawn without it).
   std::uint64_t request_frame = 0;
   std::uint64_t response_frame = 0;  // the answering PDU's completed_frame (drawn there)
   std::uint64_t ns = 0;
@@ -255,8 +259,9 @@ class CaptureState final : private AnalysisObserver {
   bool in_current_payload(const PduEvent& pdu) const;
   void collect_new_findings();
   void index_new_streams();
-  void link_response(PduRecord& response);
-  void link_request(std::uint32_t operation);
+  // The request's record of an operation core paired (CompletedOperation::request_pdu), linked
+  // to it; nullptr when core's PDU has no record.
+  PduRecord* link_request(std::uint32_t operation, std::uint64_t request_pdu);
   const std::string* intern(std::string text);
   // A copy of `v` in the arena (empty: no copy).
   template <class T>
@@ -272,6 +277,9 @@ class CaptureState final : private AnalysisObserver {
   std::pmr::deque<PduRecord> pdus_{&arena_};
   std::deque<SessionControlRecord> sctp_sessions_;
   std::deque<OperationRecord> operations_;
+  // Per core PduEvent::id, 1 + the index of its record in pdus_ (0: none yet). Held FPDUs'
+  // provisional records have no id.
+  std::vector<std::uint32_t> record_of_pdu_;
   std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> sctp_session_index_;
   // The frames' records, and per frame number 1 + its record's index (0: none): Wireshark numbers
   // frames 1, 2, 3, ... A deque: growing never moves a record (the tap holds pointers).

@@ -42,12 +42,6 @@ FIELDS = sorted(set([ULP_KIND] + [f for link in LINKS for f in link]))
 # and the analyzer with the sample's keys drops too (esp.icv-mismatch); the CLI's Read
 # completes with its retransmission (frame 16), the plugin's with frame 13.
 COUNTS_ONLY = {"esp-icv-retransmit"}
-# Known gap (issue 42, to fix in plugin/capture_state.cpp link_request): in siw-timing-read-loss
-# a segment carries 27 whole Read Requests and the start of a 28th whose rest was lost before
-# the capture point; core times that Read from the frame it began in, but the plugin does not
-# find the PDU there to draw its response_in. The answer's request_in and every time and
-# count are still checked; only that back link is reported, not failed.
-LINKS_KNOWN_GAP = {"siw-timing-read-loss"}
 # A PDU drawn in its own frame after a later frame released it, or flushed at the end.
 LATE_PDU = ["iwarp.mpa.released_in", "iwarp.mpa.end_of_capture"]
 # tshark -z ddpscope,srt rows: index, name (may hold spaces), calls, min, max, avg, sum (s).
@@ -129,9 +123,12 @@ def values(row, field):
     return [v for v in row[field].split("|") if v]
 
 
-def check_links(rows, known_gap=False):
+def check_links(rows):
     """Every answer names its request's frame, whose request names the answer's frame back (a
-    Read Response segment that is both first and last answers two operations of one request)."""
+    Read Response segment that is both first and last answers two operations of one request).
+    The request's frame is where its PDU is drawn: for a request whose octets span frames (in
+    siw-timing-read-loss a segment carries 27 Read Requests and the start of a 28th whose rest
+    was lost and sent again), the frame that completed it, not the one of its first octet."""
     n = 0
     for frame, r in rows.items():
         reads = max(len(values(r, "iwarp.rdmap.read.rtt")),
@@ -146,9 +143,6 @@ def check_links(rows, known_gap=False):
                 continue
             for a in answers:
                 back = values(rows.get(int(a), {resp_in: ""}), resp_in)
-                if known_gap and str(frame) not in back:
-                    print(f"known gap: frame {frame} answers frame {a}, whose {resp_in} is {back}")
-                    continue
                 pt.check(str(frame) in back, f"frame {frame} answers frame {a}, whose {resp_in} "
                          f"is {back}")
                 n += 1
@@ -172,7 +166,7 @@ def test_srt_agree(ts, args):
 
     two = ts.fields(cap, FIELDS + LATE_PDU, ["-2"] + tshark_extra)
     compare("fields (tshark -2)", summary(field_samples(two)), want, tolerance)
-    links = check_links(two, os.path.basename(args.capture)[:-5] in LINKS_KNOWN_GAP)
+    links = check_links(two)
     # One pass: the same on every frame, but for PDUs drawn in a frame printed before they were
     # known (held behind a hole a later frame declared capture loss or filled, flushed at the
     # end of the capture): none or fewer there.

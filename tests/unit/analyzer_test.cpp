@@ -1397,8 +1397,16 @@ TEST(AnalyzerTiming, AReadIsTimedToItsFirstAndLastResponseSegment) {
 struct OperationEvents final : AnalysisObserver {
   std::vector<std::pair<std::uint64_t, CompletedOperation>> seen;  // (PDU number, operation)
   std::uint64_t pdus = 0;
+  std::vector<std::uint64_t> ids;                // PduEvent::id, in the order handed over
+  std::vector<std::uint64_t> read_requests;      // ids of the events that carried a Read Request
+  std::vector<std::size_t> read_request_slices;  // and how many segments each spans
   void on_pdu(const PduEvent& e) override {
     ++pdus;
+    ids.push_back(e.id);
+    if (e.read_request) {
+      read_requests.push_back(e.id);
+      read_request_slices.push_back(e.slices.size());
+    }
     for (const auto& o : e.operations)
       seen.emplace_back(pdus, o);
   }
@@ -1425,6 +1433,58 @@ TEST(AnalyzerTiming, EachAnswerCarriesTheOperationsItAnswered) {
   const LatencySample& s = a.timing()->operations().at({0, OpKind::rdma_read, 0}).slowest.at(0);
   EXPECT_EQ(s.ns, events.seen[1].second.ns);
   EXPECT_EQ(s.request_frame, events.seen[1].second.request_frame);
+}
+
+// The pairing is core's: an answer names its request's own PDU (PduEvent::id), so a host that
+// keeps PDUs (the plugin) links the two without matching requests itself.
+TEST(AnalyzerTiming, EachAnswerNamesItsRequestsPdu) {
+  Conn c = one_read();
+  Analyzer a(timing_on());
+  OperationEvents events;
+  a.set_observer(&events);
+  c.run(a, c.segments());
+  EXPECT_EQ(events.ids, (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
+  ASSERT_EQ(events.read_requests, (std::vector<std::uint64_t>{2}));
+  ASSERT_EQ(events.seen.size(), 2u);
+  EXPECT_EQ(events.seen[0].second.request_pdu, 2u);
+  EXPECT_EQ(events.seen[1].second.request_pdu, 2u);
+}
+
+// Two Read Requests sent together, the second cut across two segments (siw-timing-read-loss has
+// this shape: a segment of 27 Requests and the start of a 28th): each answer names the Request
+// the ORQ pairs it with, the second's by the PDU completed in the later segment while its
+// request frame stays that of its first octet.
+TEST(AnalyzerTiming, AnAnswerNamesItsRequestAcrossSegments) {
+  Conn c;
+  c.handshake();
+  Bytes rr1, rr2;
+  ByteWriter w1(rr1), w2(rr2);
+  wire::encode_read_request({0x200, 0x9000, 100, 0x300, 0x1000}, w1);
+  wire::encode_read_request({0x201, 0xA000, 100, 0x301, 0x2000}, w2);
+  const std::size_t first = c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 1, 0, true), rr1);
+  const std::size_t second = c.fpdu(0, Conn::untagged(Opcode::read_request, 1, 2, 0, true), rr2);
+  const Bytes r = pattern(100, 5);
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x200, 0x9000, true), r);
+  c.fpdu(1, Conn::tagged(Opcode::read_response, 0x201, 0xA000, true), r);
+  // Cut the client's stream inside the second Request (the handshake is one segment a side).
+  const std::size_t mss = (second - first) + (second - first) / 2;
+  auto segs = c.segments(std::max<std::size_t>(mss, 64));
+  Analyzer a(timing_on());
+  OperationEvents events;
+  a.set_observer(&events);
+  c.run(a, segs);
+  ASSERT_EQ(events.read_requests.size(), 2u);
+  EXPECT_EQ(events.read_request_slices, (std::vector<std::size_t>{1, 2}));
+  std::vector<std::pair<OpKind, std::uint64_t>> got;
+  for (const auto& [n, o] : events.seen)
+    if (o.kind == OpKind::rdma_read) got.emplace_back(o.kind, o.request_pdu);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].second, events.read_requests[0]);
+  EXPECT_EQ(got[1].second, events.read_requests[1]);
+  const auto& slow = a.timing()->operations().at({0, OpKind::rdma_read, 0}).slowest;
+  ASSERT_EQ(slow.size(), 2u);
+  // Both Requests' first octets came in one frame: core's request frame is the same for both.
+  EXPECT_EQ(slow[0].request_frame, slow[1].request_frame);
 }
 
 TEST(AnalyzerTiming, WithoutTimingNoOperationIsReported) {

@@ -411,6 +411,7 @@ struct Analyzer::Impl {
   std::uint64_t cur_frame = 0;
   std::int64_t cur_ts = 0;
   PduEvent* cur_ev = nullptr;
+  std::uint64_t next_pdu_id = 0;  // PduEvent::id of the next event framed
   // A PDU's message lists (SegmentAnalysis) get the storage of the PDU before, handed back once
   // observers have seen it: a Send completes and delivers a message, two allocations a PDU.
   std::vector<std::size_t> spare_completed, spare_delivered;

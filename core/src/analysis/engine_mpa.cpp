@@ -148,6 +148,7 @@ void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
   StreamModel& sm = model.streams[c.stream];
   PduEvent ev;
   lend_message_lists(ev);
+  if (p.kind != RawPdu::Kind::not_mpa) ev.id = next_pdu_id++;
   ev.stream = c.stream;
   ev.direction = dir;
   ev.stream_offset = p.stream_offset;

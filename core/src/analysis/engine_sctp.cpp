@@ -797,6 +797,7 @@ void Analyzer::Impl::sctp_segment(Connection& c, int dir, SctpOrderedMessage& om
   ev.stream = c.stream;
   ev.direction = dir;
   ev.kind = PduKind::fpdu;
+  ev.id = next_pdu_id++;
   ev.llp = Llp::sctp;
   ev.sctp_stream_id = sm.sctp->stream_id;
   ev.raw = m.data;

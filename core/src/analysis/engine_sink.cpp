@@ -196,7 +196,8 @@ void Analyzer::Impl::timing_placed(std::uint32_t stream, int dir, const PduEvent
       const LatencySample s =
           timing->completion(OpKind::rdma_read_first, c.stream, 1 - dir, step.read->frame,
                              step.read->ts_ns, cur_frame, cur_ts);
-      ev.operations.push_back({OpKind::rdma_read_first, 1 - dir, s.request_frame, s.ns, {}, {}});
+      ev.operations.push_back(
+          {OpKind::rdma_read_first, 1 - dir, s.request_frame, step.read->pdu, s.ns, {}, {}});
     }
   }
   if (m.record != kNoIndex) {
@@ -247,7 +248,8 @@ void Analyzer::Impl::timing_placed(std::uint32_t stream, int dir, const PduEvent
       const LatencySample s =
           timing->completion(OpKind::rdma_read, c.stream, 1 - dir, step.read->frame,
                              step.read->ts_ns, cur_frame, cur_ts);
-      ev.operations.push_back({OpKind::rdma_read, 1 - dir, s.request_frame, s.ns, {}, {}});
+      ev.operations.push_back(
+          {OpKind::rdma_read, 1 - dir, s.request_frame, step.read->pdu, s.ns, {}, {}});
     }
     c.ds(1 - dir).sink.read_answered(step.read->req);  // the responder's IRQ entry is done
   }
@@ -320,6 +322,7 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
         o.req = *step.read_request;
         o.frame = ctx.frame;
         o.ts_ns = cur_ts;
+        o.pdu = ev.id;
         if (!peer.sink.read_requested(o))
           limit_reached("max_outstanding_reads", Ctx{c.stream, dir, ctx.frame, {}});
         if (timing) {
@@ -358,6 +361,7 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
         a.request_id = step.atomic_request->request_id;
         a.frame = ctx.frame;
         a.ts_ns = cur_ts;
+        a.pdu = ev.id;
         if (!peer.sink.atomic_requested(a))
           limit_reached("max_outstanding_atomics", Ctx{c.stream, dir, ctx.frame, {}});
         if (timing) timing->request(OpKind::atomic, c.stream, dir);
@@ -373,7 +377,8 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
           const LatencySample s =
               timing->completion(OpKind::atomic, c.stream, 1 - dir, step.atomic->frame,
                                  step.atomic->ts_ns, cur_frame, cur_ts);
-          ev.operations.push_back({OpKind::atomic, 1 - dir, s.request_frame, s.ns, {}, {}});
+          ev.operations.push_back(
+              {OpKind::atomic, 1 - dir, s.request_frame, step.atomic->pdu, s.ns, {}, {}});
         }
       }
       return;

@@ -205,6 +205,7 @@ void Analyzer::Impl::ulp_command(Connection& c, int dir, const Ctx& ctx, std::si
   t.operation = cmd.operation.empty() ? cmd.name : cmd.operation;
   t.frame = ctx.frame;
   t.ts_ns = cur_ts;
+  t.pdu = cur_ev ? cur_ev->id : 0;
   t.direction = dir;
   t.transfer_length = cmd.transfer_length;
   t.partial = cmd.partial;
@@ -277,7 +278,7 @@ void Analyzer::Impl::ulp_complete(Connection& c, int /*dir*/, PduEvent& ev, cons
     const OpKind kind = op_kind_of_ulp(advertisers[decoder]->name());
     const LatencySample s =
         timing->completion(kind, c.stream, t.direction, t.frame, t.ts_ns, cur_frame, cur_ts);
-    ev.operations.push_back({kind, t.direction, s.request_frame, s.ns, t.operation, t.name});
+    ev.operations.push_back({kind, t.direction, s.request_frame, t.pdu, s.ns, t.operation, t.name});
   }
   const Consequence lost = t.lost;
   const bool with_invalidate =

@@ -41,6 +41,7 @@ struct UlpCommandTrack {
   std::string operation;    // UlpCommand::operation (the name when it gave none)
   std::uint64_t frame = 0;  // the frame that advertised it
   std::int64_t ts_ns = 0;   // its capture time (the timing model's request time)
+  std::uint64_t pdu = 0;    // PduEvent::id of the Send's segment that completed it
   int direction = 0;        // the direction that sent it
   std::vector<UlpRegionTrack> regions;
   std::optional<std::uint64_t> transfer_length;

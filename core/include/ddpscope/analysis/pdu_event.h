@@ -62,11 +62,17 @@ struct SegmentAnalysis : SegmentFacts {
 
 // An operation whose answer this PDU completed, as the timing model paired and timed it (only
 // with AnalyzerOptions::timing): hosts that show response times per PDU take them from here.
+// The pairing is core's alone (the ORQ for Reads and Atomics, RFC 5040 §5.2, RFC 7306 §4; the
+// ULP's outstanding commands by their identifier): `request_pdu` names the request's own PDU, so
+// a host that keeps PDUs links answer and request without matching them again.
 struct CompletedOperation {
   OpKind kind = OpKind::rdma_read;
   int direction = 0;                // the requester's
   std::uint64_t request_frame = 0;  // LatencySample::request_frame
-  std::uint64_t ns = 0;             // LatencySample::ns
+  // PduEvent::id of the request: the Read or Atomic Request, or the last DDP segment of the
+  // Send that carried the ULP command. Handed to observers before this answer's event.
+  std::uint64_t request_pdu = 0;
+  std::uint64_t ns = 0;  // LatencySample::ns
   // ULP kinds: the command's operation without its identifiers ("NVMe Read", "SCSI READ(10)",
   // UlpCommand::operation) and its full name ("NVMe Read cid 12 nsid 1").
   std::string operation, command;
@@ -74,6 +80,10 @@ struct CompletedOperation {
 
 // One PDU as the engine framed it, handed to observers (the plugin keeps these per frame).
 struct PduEvent {
+  // The analyzer's number for this PDU: 0, 1, 2, ... in the order the engine framed them (an
+  // event framed while another was analysed, the other direction's after an MPA Reply, is
+  // handed to observers before that one). What CompletedOperation::request_pdu names.
+  std::uint64_t id = 0;
   std::uint32_t stream = 0;
   int direction = 0;
   // fpdu: one DDP segment. Over MPA an FPDU; over SCTP (llp sctp) one PPID 16 user message,

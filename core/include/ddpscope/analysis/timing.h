@@ -10,8 +10,9 @@
 //
 // Latency is capture time: from the frame whose arrival completed a request (where the engine
 // recognises it) to the frame whose arrival completed its answer (its first segment for
-// rdma-read-first). A request's frame number is that of its first octet (what the plugin
-// shows as "request in"); an answer's is the completing frame (a hole filled late, it is the
+// rdma-read-first). A request's frame number is that of its first octet (the plugin's "request
+// in" names the frame it draws the request's PDU in, the one that completed it: the same unless
+// the request spans frames); an answer's is the completing frame (a hole filled late, it is the
 // frame that filled it). A capture taken at one host sees that host's view of the round trip.
 #pragma once
 

@@ -64,6 +64,7 @@ struct PendingAtomic {
   std::uint32_t request_id = 0;
   std::uint64_t frame = 0;  // analysis
   std::int64_t ts_ns = 0;   // analysis
+  std::uint64_t pdu = 0;    // analysis: the request's PduEvent::id
   std::uint64_t wr_id = 0;  // endpoint
 };
 

@@ -67,6 +67,7 @@ struct OutstandingRead {
   // What the host keeps with it.
   std::uint64_t frame = 0;  // analysis: the request's frame
   std::int64_t ts_ns = 0;   // analysis: the request's time
+  std::uint64_t pdu = 0;    // analysis: the request's PduEvent::id
   std::uint64_t wr_id = 0;  // endpoint: the work request
   bool rtr = false;         // endpoint: the zero-length Read RTR (no completion)
 };
