@@ -55,17 +55,18 @@ FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const Feed
   return result;
 }
 
-// Frames read and decoded by the reader thread, in file order. `octets` holds their captured
-// bytes (and those of the frames a layer put in their place); it is reserved once and never grows
-// past its capacity, so the views of `decoded` (into it) stay valid while the batch travels.
+// Frames read and decoded by the reader thread, in file order. `octets` holds the captured
+// bytes of those the reader does not keep valid (CaptureReader::frames_stay_valid: a mapped
+// file's frames are used where they lie) and of the frames a layer put in their place; it is
+// reserved once and never grows past its capacity, so the views into it (`data`, `decoded`'s)
+// stay valid while the batch travels.
 struct Batch {
   struct Item {
     std::uint64_t number;
     std::int64_t ts_ns;
     std::uint32_t link_type;
     std::uint32_t wire_length;
-    std::size_t offset;
-    std::size_t size;
+    ByteView data;  // the frame's captured octets: in the mapped file or in `octets`
     // What is decoded and fed: the frame itself, or the one the layer put in its place
     // (FrameLayer::replace, its octets after the frame's), under its own number and time.
     std::uint64_t fed_number;
@@ -195,32 +196,37 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
         net::FrameDecode decoded =
             net::decode_frame(frame.link_type, frame.data, frame.wire_length);
         const Frame* replaced = layer_replace(options.layer, frame, decoded, notes);
-        const std::size_t n = frame.data.size();
+        const bool in_place = reader.frames_stay_valid();
+        const std::size_t n = in_place ? 0 : frame.data.size();
         const std::size_t m = replaced ? replaced->data.size() : 0;
         if (b->items.size() >= frames_per_batch ||
             b->octets.size() + n + m > b->octets.capacity()) {
           if (!ship()) return;  // the engine stopped
           start(n + m);
         }
-        const std::size_t offset = b->octets.size();
-        b->octets.insert(b->octets.end(), frame.data.begin(), frame.data.end());
+        ByteView own = frame.data;
+        if (!in_place) {
+          const std::size_t offset = b->octets.size();
+          b->octets.insert(b->octets.end(), frame.data.begin(), frame.data.end());
+          own = ByteView(b->octets.data() + offset, n);
+        }
         for (Batch::Note& note : notes.held)
           b->notes.push_back(std::move(note));
         notes.held.clear();
-        const std::size_t replaced_offset = b->octets.size();
-        if (replaced)
-          b->octets.insert(b->octets.end(), replaced->data.begin(), replaced->data.end());
         const Frame& fed = replaced ? *replaced : frame;
-        const ByteView data(b->octets.data() + (replaced ? replaced_offset : offset),
-                            replaced ? m : n);
-        // The decode's views move to the batch's copy (a replacing frame is decoded there).
-        if (replaced)
+        ByteView data = own;
+        if (replaced) {
+          // The replacing frame is the layer's: copied, and decoded in the copy.
+          const std::size_t replaced_offset = b->octets.size();
+          b->octets.insert(b->octets.end(), replaced->data.begin(), replaced->data.end());
+          data = ByteView(b->octets.data() + replaced_offset, m);
           decoded = net::decode_frame(fed.link_type, data, fed.wire_length);
-        else
-          net::rebase(decoded, frame.data.data(), data.data());
+        } else if (!in_place) {
+          net::rebase(decoded, frame.data.data(), data.data());  // views to the batch's copy
+        }
         b->items.push_back(Batch::Item{frame.number, frame.ts_ns, frame.link_type,
-                                       frame.wire_length, offset, n, fed.number, fed.ts_ns,
-                                       data.size(), b->notes.size(), std::move(decoded)});
+                                       frame.wire_length, own, fed.number, fed.ts_ns, data.size(),
+                                       b->notes.size(), std::move(decoded)});
       }
       if (!b->items.empty()) ship();
     } catch (...) {
@@ -242,8 +248,7 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
     while (!result.cancelled && full.pop(b)) {
       std::size_t note = 0;
       for (const Batch::Item& it : b->items) {
-        const ByteView data(b->octets.data() + it.offset, it.size);
-        const Frame frame{it.number, it.ts_ns, it.link_type, data, it.wire_length, 0};
+        const Frame frame{it.number, it.ts_ns, it.link_type, it.data, it.wire_length, 0};
         if (options.on_frame) options.on_frame(frame);
         for (; note < it.notes_end; ++note) {
           Batch::Note& n = b->notes[note];
