@@ -86,8 +86,8 @@ struct Batch {
           fed_size(fed_size),
           notes_end(notes_end),
           decoded(std::move(decoded)) {}
-    // A frame fed as it is and used where it lies: decoded into the item itself (the decode is
-    // ~200 octets with a string, a move each frame is measurable).
+    // A frame used where it lies: decoded into the item itself (the decode is ~200 octets with
+    // a string, a move each frame is measurable).
     Item(const Frame& frame, std::size_t notes_end)
         : number(frame.number),
           ts_ns(frame.ts_ns),
@@ -218,13 +218,38 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
       Frame frame;
       HeldNotes notes;
       while (reader.next(frame)) {
-        if (options.layer == nullptr && reader.frames_stay_valid()) {
-          // No layer and no copy: nothing of the batch's octets is needed, nothing to rebase.
+        if (reader.frames_stay_valid()) {
+          // Used where it lies: decoded into its item, nothing copied or rebased unless a layer
+          // puts another frame in its place.
           if (b->items.size() >= frames_per_batch) {
             if (!ship()) return;  // the engine stopped
             start(0);
           }
-          b->items.emplace_back(frame, b->notes.size());
+          Batch::Item* it = &b->items.emplace_back(frame, b->notes.size());
+          const Frame* replaced = layer_replace(options.layer, frame, it->decoded, notes);
+          if (replaced == nullptr && notes.held.empty()) continue;
+          const std::size_t m = replaced ? replaced->data.size() : 0;
+          if (b->octets.size() + m > b->octets.capacity()) {
+            Batch::Item moved = std::move(b->items.back());
+            b->items.pop_back();
+            if (!ship()) return;
+            start(m);
+            it = &b->items.emplace_back(std::move(moved));
+          }
+          for (Batch::Note& note : notes.held)
+            b->notes.push_back(std::move(note));
+          notes.held.clear();
+          it->notes_end = b->notes.size();
+          if (replaced) {
+            // The replacing frame is the layer's: copied, and decoded in the copy.
+            const std::size_t offset = b->octets.size();
+            b->octets.insert(b->octets.end(), replaced->data.begin(), replaced->data.end());
+            const ByteView data(b->octets.data() + offset, m);
+            it->fed_number = replaced->number;
+            it->fed_ts_ns = replaced->ts_ns;
+            it->fed_size = m;
+            it->decoded = net::decode_frame(replaced->link_type, data, replaced->wire_length);
+          }
           continue;
         }
         net::FrameDecode decoded =

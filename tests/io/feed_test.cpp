@@ -329,6 +329,32 @@ TEST_P(Feed, ALayerIsAskedOnlyAboutTheFramesItWants) {
   EXPECT_EQ(findings_of(an.model()), reference_findings(p));
 }
 
+// Frames used where they lie (a mapped file) with a layer's copies that fill a batch's octets
+// before its frame count: the frame whose copy does not fit moves to the next batch.
+TEST(FeedInPlace, ALayersCopyThatDoesNotFitMovesItsFrameToTheNextBatch) {
+  const fs::path p = write_file(".pcap", sample());
+  auto r = open(p);
+  ASSERT_TRUE(r);
+  Analyzer an;
+  CopyingLayer layer;
+  FeedOptions o;
+  o.threads = 2;
+  o.pipeline_frames = 6 * 100;  // 100 frames a batch
+  o.pipeline_octets = 6 * 150;  // 150 octets: two or three copies
+  o.layer = &layer;
+  std::vector<std::uint64_t> seen;
+  o.on_frame = [&](const Frame& f) { seen.push_back(f.number); };
+  const FeedResult fed = feed(*r, an, o);
+  const std::size_t frames = record_offsets(sample()).size();
+  EXPECT_EQ(fed.frames, frames);
+  ASSERT_EQ(seen.size(), frames);
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i], i + 1);
+  }
+  EXPECT_GT(layer.asked.size(), 3u);
+  EXPECT_EQ(findings_of(an.model()), reference_findings(p));
+}
+
 // What the analysis and on_frame see of a file, for comparing two ways of feeding it.
 struct FedView {
   std::vector<std::tuple<std::string, std::uint64_t, std::string>> findings;
@@ -375,7 +401,9 @@ TEST(FeedInPlace, EverySampleTheSameAsCopiedFrames) {
     auto r = CaptureReader::open(e.path().string(), error, ReaderKind::mapped);
     if (!r) continue;  // a file only libpcap reads
     Frame f;
-    if (r->next(f)) EXPECT_TRUE(r->frames_stay_valid()) << e.path();
+    if (r->next(f)) {
+      EXPECT_TRUE(r->frames_stay_valid()) << e.path();
+    }
     ++files;
     const FedView in_place = feed_view(e.path(), ReaderKind::mapped, 2);
     EXPECT_GT(in_place.frames, 0u) << e.path();
