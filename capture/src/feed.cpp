@@ -305,8 +305,8 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
     while (!result.cancelled && full.pop(b)) {
       std::size_t note = 0;
       for (const Batch::Item& it : b->items) {
-        const Frame frame{it.number, it.ts_ns, it.link_type, it.data, it.wire_length, 0};
-        if (options.on_frame) options.on_frame(frame);
+        if (options.on_frame)
+          options.on_frame(Frame{it.number, it.ts_ns, it.link_type, it.data, it.wire_length, 0});
         for (; note < it.notes_end; ++note) {
           Batch::Note& n = b->notes[note];
           if (n.receiver_drop)
