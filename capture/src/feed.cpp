@@ -57,17 +57,18 @@ FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const Feed
   return result;
 }
 
-// Frames read and decoded by the reader thread, in file order. `octets` holds their captured
-// bytes (and those of the frames a layer put in their place); it is reserved once and never grows
-// past its capacity, so the views of `decoded` (into it) stay valid while the batch travels.
+// Frames read and decoded by the reader thread, in file order. `octets` holds the captured
+// bytes of those the reader does not keep valid (CaptureReader::frames_stay_valid: a mapped
+// file's frames are used where they lie) and of the frames a layer put in their place; it is
+// reserved once and never grows past its capacity, so the views into it (`data`, `decoded`'s)
+// stay valid while the batch travels.
 struct Batch {
   struct Item {
     std::uint64_t number;
     std::int64_t ts_ns;
     std::uint32_t link_type;
     std::uint32_t wire_length;
-    std::size_t offset;
-    std::size_t size;
+    ByteView data;  // the frame's captured octets: in the mapped file or in `octets`
     // What is decoded and fed: the frame itself, or the one the layer put in its place
     // (FrameLayer::replace, its octets after the frame's), under its own number and time.
     std::uint64_t fed_number;
@@ -75,6 +76,31 @@ struct Batch {
     std::size_t fed_size;
     std::size_t notes_end;  // the layer's notes of the items up to this one: notes[0, end)
     net::FrameDecode decoded;
+    Item(const Frame& own, const Frame& fed, ByteView own_data, std::size_t fed_size,
+         std::size_t notes_end, net::FrameDecode&& decoded)
+        : number(own.number),
+          ts_ns(own.ts_ns),
+          link_type(own.link_type),
+          wire_length(own.wire_length),
+          data(own_data),
+          fed_number(fed.number),
+          fed_ts_ns(fed.ts_ns),
+          fed_size(fed_size),
+          notes_end(notes_end),
+          decoded(std::move(decoded)) {}
+    // A frame used where it lies: decoded into the item itself (the decode is ~200 octets with
+    // a string, a move each frame is measurable).
+    Item(const Frame& frame, std::size_t notes_end)
+        : number(frame.number),
+          ts_ns(frame.ts_ns),
+          link_type(frame.link_type),
+          wire_length(frame.wire_length),
+          data(frame.data),
+          fed_number(frame.number),
+          fed_ts_ns(frame.ts_ns),
+          fed_size(frame.data.size()),
+          notes_end(notes_end),
+          decoded(net::decode_frame(frame.link_type, frame.data, frame.wire_length)) {}
   };
   struct Note {
     FindingId id;
@@ -194,35 +220,72 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
       Frame frame;
       HeldNotes notes;
       while (reader.next(frame)) {
+        if (reader.frames_stay_valid()) {
+          // Used where it lies: decoded into its item, nothing copied or rebased unless a layer
+          // puts another frame in its place.
+          if (b->items.size() >= frames_per_batch) {
+            if (!ship()) return;  // the engine stopped
+            start(0);
+          }
+          Batch::Item* it = &b->items.emplace_back(frame, b->notes.size());
+          const Frame* replaced = layer_replace(options.layer, frame, it->decoded, notes);
+          if (replaced == nullptr && notes.held.empty()) continue;
+          const std::size_t m = replaced ? replaced->data.size() : 0;
+          if (b->octets.size() + m > b->octets.capacity()) {
+            Batch::Item moved = std::move(b->items.back());
+            b->items.pop_back();
+            if (!ship()) return;
+            start(m);
+            it = &b->items.emplace_back(std::move(moved));
+          }
+          for (Batch::Note& note : notes.held)
+            b->notes.push_back(std::move(note));
+          notes.held.clear();
+          it->notes_end = b->notes.size();
+          if (replaced) {
+            // The replacing frame is the layer's: copied, and decoded in the copy.
+            const std::size_t offset = b->octets.size();
+            b->octets.insert(b->octets.end(), replaced->data.begin(), replaced->data.end());
+            const ByteView data(b->octets.data() + offset, m);
+            it->fed_number = replaced->number;
+            it->fed_ts_ns = replaced->ts_ns;
+            it->fed_size = m;
+            it->decoded = net::decode_frame(replaced->link_type, data, replaced->wire_length);
+          }
+          continue;
+        }
         net::FrameDecode decoded =
             net::decode_frame(frame.link_type, frame.data, frame.wire_length);
         const Frame* replaced = layer_replace(options.layer, frame, decoded, notes);
-        const std::size_t n = frame.data.size();
+        const bool in_place = reader.frames_stay_valid();
+        const std::size_t n = in_place ? 0 : frame.data.size();
         const std::size_t m = replaced ? replaced->data.size() : 0;
         if (b->items.size() >= frames_per_batch ||
             b->octets.size() + n + m > b->octets.capacity()) {
           if (!ship()) return;  // the engine stopped
           start(n + m);
         }
-        const std::size_t offset = b->octets.size();
-        b->octets.insert(b->octets.end(), frame.data.begin(), frame.data.end());
+        ByteView own = frame.data;
+        if (!in_place) {
+          const std::size_t offset = b->octets.size();
+          b->octets.insert(b->octets.end(), frame.data.begin(), frame.data.end());
+          own = ByteView(b->octets.data() + offset, n);
+        }
         for (Batch::Note& note : notes.held)
           b->notes.push_back(std::move(note));
         notes.held.clear();
-        const std::size_t replaced_offset = b->octets.size();
-        if (replaced)
-          b->octets.insert(b->octets.end(), replaced->data.begin(), replaced->data.end());
         const Frame& fed = replaced ? *replaced : frame;
-        const ByteView data(b->octets.data() + (replaced ? replaced_offset : offset),
-                            replaced ? m : n);
-        // The decode's views move to the batch's copy (a replacing frame is decoded there).
-        if (replaced)
+        ByteView data = own;
+        if (replaced) {
+          // The replacing frame is the layer's: copied, and decoded in the copy.
+          const std::size_t replaced_offset = b->octets.size();
+          b->octets.insert(b->octets.end(), replaced->data.begin(), replaced->data.end());
+          data = ByteView(b->octets.data() + replaced_offset, m);
           decoded = net::decode_frame(fed.link_type, data, fed.wire_length);
-        else
-          net::rebase(decoded, frame.data.data(), data.data());
-        b->items.push_back(Batch::Item{frame.number, frame.ts_ns, frame.link_type,
-                                       frame.wire_length, offset, n, fed.number, fed.ts_ns,
-                                       data.size(), b->notes.size(), std::move(decoded)});
+        } else if (!in_place) {
+          net::rebase(decoded, frame.data.data(), data.data());  // views to the batch's copy
+        }
+        b->items.emplace_back(frame, fed, own, data.size(), b->notes.size(), std::move(decoded));
       }
       if (!b->items.empty()) ship();
     } catch (...) {
@@ -244,9 +307,8 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
     while (!result.cancelled && full.pop(b)) {
       std::size_t note = 0;
       for (const Batch::Item& it : b->items) {
-        const ByteView data(b->octets.data() + it.offset, it.size);
-        const Frame frame{it.number, it.ts_ns, it.link_type, data, it.wire_length, 0};
-        if (options.on_frame) options.on_frame(frame);
+        if (options.on_frame)
+          options.on_frame(Frame{it.number, it.ts_ns, it.link_type, it.data, it.wire_length, 0});
         for (; note < it.notes_end; ++note) {
           Batch::Note& n = b->notes[note];
           if (n.receiver_drop)

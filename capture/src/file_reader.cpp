@@ -243,7 +243,7 @@ bool CaptureReader::open_libpcap(std::string& error) {
 // file again from the start and skips the records already handed out.
 bool CaptureReader::switch_to_libpcap() {
   const std::uint64_t skip = mapped_->records();
-  mapped_.reset();
+  retired_ = std::move(mapped_);
   std::string error;
   if (!open_libpcap(error)) {
     error_ = error;
@@ -354,6 +354,10 @@ bool CaptureReader::next(Frame& frame) {
   error_ = pcap_geterr(handle_);
   if (error_.empty()) error_ = "read error (pcap_next_ex returned " + std::to_string(rc) + ")";
   return false;
+}
+
+bool CaptureReader::frames_stay_valid() const {
+  return mapped_ && !mapped_->gzip();
 }
 
 bool CaptureReader::gzip() const {

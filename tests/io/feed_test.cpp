@@ -6,6 +6,7 @@
 #include "ddpscope/capture/feed.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -13,9 +14,11 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "ddpscope/common/crc32c.h"
 #include "ddpscope/findings/catalog.h"
 
 namespace ddpscope::capture {
@@ -324,6 +327,110 @@ TEST_P(Feed, ALayerIsAskedOnlyAboutTheFramesItWants) {
   EXPECT_EQ(layer.asked, without_payload);
   EXPECT_EQ(fed.frames, record_offsets(sample()).size());
   EXPECT_EQ(findings_of(an.model()), reference_findings(p));
+}
+
+// Frames used where they lie (a mapped file) with a layer's copies that fill a batch's octets
+// before its frame count: the frame whose copy does not fit moves to the next batch.
+TEST(FeedInPlace, ALayersCopyThatDoesNotFitMovesItsFrameToTheNextBatch) {
+  const fs::path p = write_file(".pcap", sample());
+  auto r = open(p);
+  ASSERT_TRUE(r);
+  Analyzer an;
+  CopyingLayer layer;
+  FeedOptions o;
+  o.threads = 2;
+  o.pipeline_frames = 6 * 100;  // 100 frames a batch
+  o.pipeline_octets = 6 * 150;  // 150 octets: two or three copies
+  o.layer = &layer;
+  std::vector<std::uint64_t> seen;
+  o.on_frame = [&](const Frame& f) { seen.push_back(f.number); };
+  const FeedResult fed = feed(*r, an, o);
+  const std::size_t frames = record_offsets(sample()).size();
+  EXPECT_EQ(fed.frames, frames);
+  ASSERT_EQ(seen.size(), frames);
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i], i + 1);
+  }
+  EXPECT_GT(layer.asked.size(), 3u);
+  EXPECT_EQ(findings_of(an.model()), reference_findings(p));
+}
+
+// What the analysis and on_frame see of a file, for comparing two ways of feeding it.
+struct FedView {
+  std::vector<std::tuple<std::string, std::uint64_t, std::string>> findings;
+  std::vector<std::uint64_t> counts;  // per stream direction: TCP octets, FPDUs, octets placed
+  std::uint64_t frames = 0;
+  std::uint64_t frame_octets = 0;  // the CRC32Cs of the frames on_frame saw, in order, summed up
+  bool operator==(const FedView&) const = default;
+};
+
+FedView feed_view(const fs::path& p, ReaderKind kind, unsigned threads) {
+  std::string error;
+  auto r = CaptureReader::open(p.string(), error, kind);
+  EXPECT_TRUE(r) << p << ": " << error;
+  FedView v;
+  if (!r) return v;
+  Analyzer an;
+  FeedOptions o;
+  o.threads = threads;
+  o.pipeline_frames = 6;  // a batch every frame: batches recycled many times
+  o.pipeline_octets = 4096;
+  o.on_frame = [&](const Frame& f) { v.frame_octets = v.frame_octets * 31 + crc32c(f.data); };
+  v.frames = feed(*r, an, o).frames;
+  for (const auto& f : an.model().findings)
+    v.findings.emplace_back(std::string(f.code()), f.frame, f.message);
+  for (const auto& s : an.model().streams)
+    for (const auto& d : s.dirs) {
+      v.counts.push_back(d.tcp_bytes);
+      v.counts.push_back(d.fpdus);
+      v.counts.push_back(d.bytes_placed);
+    }
+  return v;
+}
+
+// The pipeline uses a mapped file's frames where they lie (CaptureReader::frames_stay_valid)
+// instead of copying them into its batches: on every sample, what the engine and on_frame get
+// equals the copies' (libpcap's frames, copied) and the one-thread loop's.
+TEST(FeedInPlace, EverySampleTheSameAsCopiedFrames) {
+  std::size_t files = 0;
+  for (const auto& e :
+       fs::recursive_directory_iterator(fs::path(DDPSCOPE_SOURCE_DIR) / "samples")) {
+    const auto ext = e.path().extension();
+    if (ext != ".pcap" && ext != ".pcapng") continue;
+    std::string error;
+    auto r = CaptureReader::open(e.path().string(), error, ReaderKind::mapped);
+    if (!r) continue;  // a file only libpcap reads
+    Frame f;
+    if (r->next(f)) {
+      EXPECT_TRUE(r->frames_stay_valid()) << e.path();
+    }
+    ++files;
+    const FedView in_place = feed_view(e.path(), ReaderKind::mapped, 2);
+    EXPECT_GT(in_place.frames, 0u) << e.path();
+    EXPECT_EQ(in_place, feed_view(e.path(), ReaderKind::libpcap, 2)) << e.path();
+    EXPECT_EQ(in_place, feed_view(e.path(), ReaderKind::mapped, 1)) << e.path();
+  }
+  EXPECT_GT(files, 20u);
+}
+
+TEST(FeedInPlace, OnlyAMappedUncompressedFileKeepsItsFrames) {
+  const fs::path p = write_file(".pcap", sample());
+  const fs::path gp = temp_path(".pcap.gz");
+  gzFile g = gzopen(gp.string().c_str(), "wb");
+  ASSERT_NE(g, nullptr);
+  gzwrite(g, sample().data(), static_cast<unsigned>(sample().size()));
+  gzclose(g);
+  for (const auto& [path, kind, stays] :
+       {std::tuple{p, ReaderKind::mapped, true}, std::tuple{p, ReaderKind::libpcap, false},
+        std::tuple{gp, ReaderKind::mapped, false}}) {
+    std::string error;
+    auto r = CaptureReader::open(path.string(), error, kind);
+    ASSERT_TRUE(r) << error;
+    Frame f;
+    ASSERT_TRUE(r->next(f));
+    EXPECT_EQ(r->frames_stay_valid(), stays) << path << " " << r->backend();
+    EXPECT_EQ(feed_view(path, kind, 2), feed_view(p, ReaderKind::libpcap, 1)) << path;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, Feed, ::testing::Values(1u, 2u),

@@ -68,6 +68,11 @@ class CaptureReader {
   // Which parser is reading: "mapped" or "libpcap" (the mapped reader hands over to libpcap
   // mid-file at a pcapng interface whose pseudo-header libpcap rewrites).
   const char* backend() const { return mapped_ ? "mapped" : "libpcap"; }
+  // The last frame next() handed out lies in the mapped file (not in a copy the next call
+  // overwrites) and stays valid as long as this reader: true for the mapped reader on an
+  // uncompressed file. A consumer that keeps frames for later (feed's pipeline) need not copy
+  // them then.
+  bool frames_stay_valid() const;
   // Approximate read position in the file (compressed octets for gzip), for a progress bar.
   std::uint64_t bytes_read() const;
 
@@ -80,6 +85,9 @@ class CaptureReader {
                     const std::uint8_t* data);
   std::string path_;
   std::unique_ptr<detail::MappedReader> mapped_;
+  // The mapped reader once libpcap took over mid-file: its map holds the frames handed out
+  // before (frames_stay_valid), kept until this reader ends.
+  std::unique_ptr<detail::MappedReader> retired_;
   std::unique_ptr<char[]> read_buffer_;  // the FILE's stdio buffer: outlives handle_
   pcap* handle_ = nullptr;
   void* gzip_ = nullptr;  // zlib's gzFile under handle_'s FILE (closed with it), or none
