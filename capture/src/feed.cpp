@@ -57,6 +57,20 @@ FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const Feed
   return result;
 }
 
+// Empties a batch handed back for reuse (Batch, ShardBatch): its octets get room for `octets`
+// in one block, reallocated only when the old block is too small or more than four times too
+// big, so that the views into it stay valid while the batch is filled.
+template <class B>
+void reuse_batch(B& b, std::size_t octets, std::size_t frames) {
+  b.items.clear();
+  b.octets.clear();
+  if (b.octets.capacity() < octets || b.octets.capacity() > 4 * octets) {
+    std::vector<std::uint8_t>().swap(b.octets);
+    b.octets.reserve(octets);
+  }
+  b.items.reserve(frames);
+}
+
 // Frames read and decoded by the reader thread, in file order. `octets` holds the captured
 // bytes of those the reader does not keep valid (CaptureReader::frames_stay_valid: a mapped
 // file's frames are used where they lie) and of the frames a layer put in their place; it is
@@ -202,15 +216,8 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
       BatchPtr b;
       auto start = [&](std::size_t at_least) {
         if (!empty.try_pop(b) || !b) b = std::make_unique<Batch>();
-        b->items.clear();
         b->notes.clear();
-        b->octets.clear();
-        const std::size_t want = std::max(octets_per_batch, at_least);
-        if (b->octets.capacity() < want || b->octets.capacity() > 4 * want) {
-          std::vector<std::uint8_t>().swap(b->octets);
-          b->octets.reserve(want);
-        }
-        b->items.reserve(frames_per_batch);
+        reuse_batch(*b, std::max(octets_per_batch, at_least), frames_per_batch);
       };
       auto ship = [&] {
         b->bytes_read = reader.bytes_read();
@@ -414,14 +421,7 @@ FeedResult feed_sharded(CaptureReader& reader, Analyzer& analyzer, const FeedOpt
   auto start = [&](Lane& lane, std::size_t at_least) {
     BatchPtr& b = lane.filling;
     if (!lane.empty.try_pop(b) || !b) b = std::make_unique<ShardBatch>();
-    b->items.clear();
-    b->octets.clear();
-    const std::size_t want = std::max(octets_per_batch, at_least);
-    if (b->octets.capacity() < want || b->octets.capacity() > 4 * want) {
-      std::vector<std::uint8_t>().swap(b->octets);
-      b->octets.reserve(want);
-    }
-    b->items.reserve(frames_per_batch);
+    reuse_batch(*b, std::max(octets_per_batch, at_least), frames_per_batch);
   };
   // False when the shard's thread has stopped (it failed).
   auto ship = [&](Lane& lane) {

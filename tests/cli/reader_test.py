@@ -7,7 +7,11 @@ its ESP keys where it has them), each also rewritten as pcapng (editcap) and gzi
 captures cut inside a record, with a BPF filter, and through `ddpscope timing`. DDPSCOPE_READER
 picks the reader as the option does. A mismatch prints the first differing line.
 
-Usage: reader_test.py DDPSCOPE SAMPLES_DIR SHARED_CAPTURES_DIR"""
+With --slice (the sanitizer build's suite, where each run costs ten times as much): every
+capture as it is, but the gzip and pcapng rewrites only of every fifth capture and of the
+biggest; its slow tier (cli.reader.all) and the dev build's suite rewrite all.
+
+Usage: reader_test.py [--slice] DDPSCOPE SAMPLES_DIR SHARED_CAPTURES_DIR"""
 import glob
 import gzip
 import os
@@ -16,7 +20,14 @@ import subprocess
 import sys
 import tempfile
 
-ddpscope, samples, shared = sys.argv[1:4]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_util import first_diff  # noqa: E402  (tests/cli/compare_util.py)
+
+argv = sys.argv[1:]
+slice_only = argv[:1] == ["--slice"]
+if slice_only:
+    argv = argv[1:]
+ddpscope, samples, shared = argv[:3]
 failures = 0
 compared = 0
 
@@ -25,14 +36,6 @@ def run(args, env=None):
     p = subprocess.run([ddpscope, *args], stdin=subprocess.DEVNULL, capture_output=True,
                        timeout=600, env=env)
     return p.returncode, p.stdout, p.stderr
-
-
-def first_diff(a, b):
-    la, lb = a.splitlines(), b.splitlines()
-    for i, (x, y) in enumerate(zip(la, lb)):
-        if x != y:
-            return f"line {i + 1}: {x[:120]!r} vs {y[:120]!r}"
-    return f"lengths {len(la)} vs {len(lb)} lines"
 
 
 def compare(label, args, command="analyze"):
@@ -53,6 +56,7 @@ captures = sorted(glob.glob(os.path.join(samples, "**", "*.pcap*"), recursive=Tr
                   glob.glob(os.path.join(shared, "**", "*.pcap*"), recursive=True))
 if len(captures) < 10:
     sys.exit(f"only {len(captures)} captures found under {samples} and {shared}")
+biggest = max(captures, key=os.path.getsize)
 editcap = shutil.which("editcap")
 with tempfile.TemporaryDirectory() as tmp:
     for i, f in enumerate(captures):
@@ -66,6 +70,8 @@ with tempfile.TemporaryDirectory() as tmp:
         if rc not in (0, 1) or not out:
             failures += 1
             print(f"FAIL {name}: no report (exit {rc})")
+        if slice_only and i % 5 and f != biggest:
+            continue
         gz = os.path.join(tmp, f"{i}.pcap.gz")
         with open(f, "rb") as src, gzip.open(gz, "wb") as dst:
             dst.write(src.read())
@@ -75,7 +81,6 @@ with tempfile.TemporaryDirectory() as tmp:
             subprocess.run([editcap, "-F", "pcapng", f, ng], check=True, timeout=60)
             compare(name + " pcapng", ["--json", "-q", *args, ng])
 
-    biggest = max(captures, key=os.path.getsize)
     for frac in (3, 2):
         cut = os.path.join(tmp, f"cut{frac}.pcap")
         with open(biggest, "rb") as src, open(cut, "wb") as dst:

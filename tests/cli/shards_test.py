@@ -10,7 +10,11 @@ capture must merge exactly at every N >= 3 (else this test would compare one eng
 itself); how many samples were analysed again by one engine is printed. A mismatch prints the
 first differing line.
 
-Usage: shards_test.py DDPSCOPE SAMPLES_DIR SHARED_CAPTURES_DIR MAKE_CAPTURE_SH"""
+--threads-list 1,3,8 compares those thread counts only (the sanitizer build's suite, where
+each run costs ten times as much; its slow tier runs 1..8).
+
+Usage: shards_test.py [--threads-list N,N,...] DDPSCOPE SAMPLES_DIR SHARED_CAPTURES_DIR
+                      MAKE_CAPTURE_SH"""
 import concurrent.futures
 import glob
 import json
@@ -19,22 +23,23 @@ import subprocess
 import sys
 import tempfile
 
-ddpscope, samples, shared, make_capture = sys.argv[1:5]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_util import first_diff  # noqa: E402  (tests/cli/compare_util.py)
+
+argv = sys.argv[1:]
 THREADS = [str(n) for n in range(1, 9)]
+if argv[:1] == ["--threads-list"]:
+    THREADS = argv[1].split(",")
+    argv = argv[2:]
+    if THREADS[0] != "1" or len(THREADS) < 2:
+        sys.exit("--threads-list starts with 1 (the reference) and names at least one more")
+ddpscope, samples, shared, make_capture = argv[:4]
 
 
 def run(args, env=None):
     p = subprocess.run([ddpscope, "analyze", *args], stdin=subprocess.DEVNULL,
                        capture_output=True, timeout=300, env=env)
     return p.returncode, p.stdout, p.stderr
-
-
-def first_diff(a, b):
-    la, lb = a.splitlines(), b.splitlines()
-    for i, (x, y) in enumerate(zip(la, lb)):
-        if x != y:
-            return f"line {i + 1}: {x[:120]!r} vs {y[:120]!r}"
-    return f"lengths {len(la)} vs {len(lb)} lines"
 
 
 def check(label, args):
@@ -95,7 +100,7 @@ with tempfile.TemporaryDirectory() as tmp:
         n, out = check("16 connections " + (fmt[0] if fmt else "text"), [*fmt, "-q", sixteen])
         compared += n
         failures += out
-    for t in THREADS[2:]:
+    for t in [t for t in THREADS if int(t) >= 3]:
         lines = traced(["--json", "-q", sixteen], t)
         want = f"ddpscope: {int(t) - 1} engine(s)"
         if lines != [want]:

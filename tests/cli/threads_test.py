@@ -9,7 +9,10 @@ generated capture large enough that the queue between the threads fills (with a 
 frames too, through the same option the default uses). A mismatch prints the first differing
 line.
 
-Usage: threads_test.py DDPSCOPE SAMPLES_DIR SHARED_CAPTURES_DIR MAKE_CAPTURE_SH"""
+--big-mib N sets the generated capture's size (default 64; the sanitizer build's suite uses 16,
+where each run costs ten times as much: the run with a 16-frame queue still fills the queue).
+
+Usage: threads_test.py [--big-mib N] DDPSCOPE SAMPLES_DIR SHARED_CAPTURES_DIR MAKE_CAPTURE_SH"""
 import glob
 import gzip
 import os
@@ -17,7 +20,15 @@ import subprocess
 import sys
 import tempfile
 
-ddpscope, samples, shared, make_capture = sys.argv[1:5]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_util import first_diff  # noqa: E402  (tests/cli/compare_util.py)
+
+argv = sys.argv[1:]
+big_mib = 64
+if argv[:1] == ["--big-mib"]:
+    big_mib = int(argv[1])
+    argv = argv[2:]
+ddpscope, samples, shared, make_capture = argv[:4]
 failures = 0
 compared = 0
 keyed = 0
@@ -28,14 +39,6 @@ def run(args, stdin=None):
         p = subprocess.run([ddpscope, "analyze", *args], stdin=inp, capture_output=True,
                            timeout=600)
     return p.returncode, p.stdout, p.stderr
-
-
-def first_diff(a, b):
-    la, lb = a.splitlines(), b.splitlines()
-    for i, (x, y) in enumerate(zip(la, lb)):
-        if x != y:
-            return f"line {i + 1}: {x[:120]!r} vs {y[:120]!r}"
-    return f"lengths {len(la)} vs {len(lb)} lines"
 
 
 def compare(label, args, stdin=None, threads=("2",)):
@@ -94,7 +97,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # A generated capture of 64 MiB of RDMA Writes (about 47,000 frames): more than the queue
     # holds, so the reader waits on the engine; also with a queue of 16 frames.
     big = os.path.join(tmp, "big.pcap")
-    subprocess.run(["bash", make_capture, ddpscope, "64", big], check=True, timeout=600)
+    subprocess.run(["bash", make_capture, ddpscope, str(big_mib), big], check=True, timeout=600)
     compare("generated --json", ["--json", "-q", big], threads=("2", "4"))
     compare("generated text", ["-q", big])
     env_cut = os.path.join(tmp, "bigcut.pcap")
