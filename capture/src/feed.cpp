@@ -24,10 +24,29 @@ const Frame* layer_replace(FrameLayer* layer, const Frame& frame, const net::Fra
   return layer->replace(frame, notes);
 }
 
+// Calls options.progress after every `progress_every` frames fed (0 taken as 1); false when
+// it asked to stop.
+class ProgressTicker {
+ public:
+  explicit ProgressTicker(const FeedOptions& options)
+      : options_(options),
+        every_(std::max<std::uint64_t>(options.progress_every, 1)),
+        left_(every_) {}
+  bool tick(const FeedResult& result, std::uint64_t bytes_read, std::uint64_t file_size) {
+    if (!options_.progress || --left_ != 0) return true;
+    left_ = every_;
+    return options_.progress(FeedProgress{result.frames, result.last_frame, bytes_read, file_size});
+  }
+
+ private:
+  const FeedOptions& options_;
+  const std::uint64_t every_;
+  std::uint64_t left_;
+};
+
 FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const FeedOptions& options) {
   FeedResult result;
-  const std::uint64_t every = std::max<std::uint64_t>(options.progress_every, 1);
-  std::uint64_t until_progress = every;
+  ProgressTicker ticker(options);
   Frame frame;
   AnalyzerNotes notes(analyzer);
   while (reader.next(frame)) {
@@ -41,11 +60,7 @@ FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const Feed
       analyzer.feed_decoded(frame.number, frame.ts_ns, frame.data.size(), decoded);
     ++result.frames;
     result.last_frame = frame.number;
-    if (!options.progress || --until_progress != 0) continue;
-    until_progress = every;
-    const FeedProgress at{result.frames, result.last_frame, reader.bytes_read(),
-                          reader.file_size()};
-    if (!options.progress(at)) {
+    if (!ticker.tick(result, reader.bytes_read(), reader.file_size())) {
       result.cancelled = true;
       return result;
     }
@@ -302,8 +317,7 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
   });
 
   FeedResult result;
-  const std::uint64_t every = std::max<std::uint64_t>(options.progress_every, 1);
-  std::uint64_t until_progress = every;
+  ProgressTicker ticker(options);
   auto stop_reader = [&] {
     full.close();
     empty.close();
@@ -326,10 +340,7 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
         analyzer.feed_decoded(it.fed_number, it.fed_ts_ns, it.fed_size, it.decoded);
         ++result.frames;
         result.last_frame = it.number;
-        if (!options.progress || --until_progress != 0) continue;
-        until_progress = every;
-        const FeedProgress at{result.frames, result.last_frame, b->bytes_read, reader.file_size()};
-        if (!options.progress(at)) {
+        if (!ticker.tick(result, b->bytes_read, reader.file_size())) {
           result.cancelled = true;
           break;
         }
@@ -453,8 +464,7 @@ FeedResult feed_sharded(CaptureReader& reader, Analyzer& analyzer, const FeedOpt
   FeedResult result;
   bool stopped = false;  // a shard's thread failed
   try {
-    const std::uint64_t every = std::max<std::uint64_t>(options.progress_every, 1);
-    std::uint64_t until_progress = every;
+    ProgressTicker ticker(options);
     Frame frame;
     HeldNotes notes;
     while (!stopped && reader.next(frame)) {
@@ -497,11 +507,7 @@ FeedResult feed_sharded(CaptureReader& reader, Analyzer& analyzer, const FeedOpt
       }
       ++result.frames;
       result.last_frame = frame.number;
-      if (!options.progress || --until_progress != 0) continue;
-      until_progress = every;
-      const FeedProgress at{result.frames, result.last_frame, reader.bytes_read(),
-                            reader.file_size()};
-      if (!options.progress(at)) {
+      if (!ticker.tick(result, reader.bytes_read(), reader.file_size())) {
         result.cancelled = true;
         break;
       }
