@@ -42,6 +42,12 @@ void* counted_aligned(std::size_t n, std::align_val_t al) {
 }  // namespace
 
 // Every form of the global operator new, counted; every delete gives the block back to malloc.
+// These are the replacements themselves, so malloc and free are the matching pair: at -O1 GCC
+// inlines this file's operator new[] into a caller of operator delete[] and takes the free
+// below for a mismatch (-Wmismatched-new-delete, a false positive here).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 void* operator new(std::size_t n) {
   if (void* p = counted(n)) return p;
   throw std::bad_alloc();
