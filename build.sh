@@ -51,6 +51,7 @@ build() {  # build PRESET
   cmake --build --preset "$preset"
 }
 
+test_jobs=$(( $(nproc) + 1 ))
 job="${1:-sample}"
 shift || true
 case "$job" in
@@ -64,10 +65,12 @@ case "$job" in
   test)
     install_missing "${PACKAGES[@]}"
     build dev
-    ctest --preset dev -j2 --label-exclude 'slow|bench|vm|package' "$@"
+    # One test more than there are cores: the endpoint tests spend most of their time waiting
+    # on sockets and timers (on 2 cores, -j3 took the dev suite from 406 s to 362 s).
+    ctest --preset dev -j"$test_jobs" --label-exclude 'slow|bench|vm|package' "$@"
     # The same suite (less plugin and GUI, which load uninstrumented hosts) under ASan+UBSan.
     build asan
-    ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j2 --label-exclude 'slow|bench|vm|gui|plugin' "$@"
+    ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j"$test_jobs" --label-exclude 'slow|bench|vm|gui|plugin' "$@"
     # Bounded fuzzing: any crash, leak or sanitizer report fails the job.
     fuzz/run.sh 45
     ;;
@@ -78,7 +81,7 @@ case "$job" in
   asan)
     install_missing "${PACKAGES[@]}"
     build asan
-    ctest --preset asan -j2 --label-exclude 'slow|bench|vm|gui|plugin' "$@"
+    ctest --preset asan -j"$test_jobs" --label-exclude 'slow|bench|vm|gui|plugin' "$@"
     ;;
   deps)
     install_missing "${PACKAGES[@]}"
