@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "mapped_reader.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include <zlib.h>
 
@@ -118,6 +124,91 @@ std::uint16_t ld16(const std::uint8_t* p) {
   return Swapped ? __builtin_bswap16(v) : v;
 }
 
+// ---- a file cut shorter while it is mapped ------------------------------------------------
+// A read of a mapped page past the end of a file that another process truncated raises SIGBUS,
+// which would end the process. While a reader's map is live it is in this table; the handler
+// turns the faulting page and the rest of that map into zero pages (the read is retried and
+// sees zeros) and marks the map cut. The reader checks the mark after each record and stops
+// at the file's new end with an error that says so (capture.truncated-file), not a crash.
+// The handler may neither allocate nor lock: a fixed table of atomics. A SIGBUS that is not
+// about one of these maps goes to the handler that was there before (or the default action).
+struct GuardedMap {
+  std::atomic<std::uintptr_t> start{0};  // 0: the slot is free
+  std::atomic<std::size_t> size{0};
+  std::atomic<std::size_t> cut_at{SIZE_MAX};  // offset of the first page that faulted
+};
+constexpr int kGuardedMaps = 64;
+GuardedMap g_guarded[kGuardedMaps];
+struct sigaction g_previous_sigbus;
+std::uintptr_t g_page_size = 4096;
+
+void pass_on_sigbus(int sig, siginfo_t* info, void* context) {
+  const struct sigaction& prev = g_previous_sigbus;
+  if ((prev.sa_flags & SA_SIGINFO) != 0 && prev.sa_sigaction != nullptr) {
+    prev.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
+    return;
+  }
+  // As if this handler were not there: the default action, which the faulting read taken
+  // again (or a SIGBUS sent by a process, raised again) brings about.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGBUS, &dfl, nullptr);
+  if (info == nullptr || info->si_code <= 0) raise(sig);
+}
+
+void on_sigbus(int sig, siginfo_t* info, void* context) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(info != nullptr ? info->si_addr : nullptr);
+  for (GuardedMap& m : g_guarded) {
+    const std::uintptr_t start = m.start.load(std::memory_order_acquire);
+    const std::size_t size = m.size.load(std::memory_order_relaxed);
+    if (start <= 1 || addr < start || addr - start >= size) continue;
+    const std::uintptr_t page = addr & ~(g_page_size - 1);
+    void* zeros = mmap(reinterpret_cast<void*>(page), start + size - page, PROT_READ,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (zeros == MAP_FAILED) break;
+    std::size_t at = m.cut_at.load(std::memory_order_relaxed);
+    while (page - start < at &&
+           !m.cut_at.compare_exchange_weak(at, page - start, std::memory_order_release)) {
+    }
+    return;
+  }
+  pass_on_sigbus(sig, info, context);
+}
+
+// A slot for a map of `size` octets at `start`, or -1 (no slot free: unguarded, as before).
+int guard_map(const void* start, std::size_t size) {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    const long page = sysconf(_SC_PAGESIZE);
+    if (page > 0) g_page_size = static_cast<std::uintptr_t>(page);
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_previous_sigbus);
+  });
+  for (int i = 0; i < kGuardedMaps; ++i) {
+    std::uintptr_t free_slot = 0;
+    // Claimed with a placeholder (1, which the handler skips), described, then published.
+    if (!g_guarded[i].start.compare_exchange_strong(free_slot, 1, std::memory_order_acq_rel))
+      continue;
+    g_guarded[i].size.store(size, std::memory_order_relaxed);
+    g_guarded[i].cut_at.store(SIZE_MAX, std::memory_order_relaxed);
+    g_guarded[i].start.store(reinterpret_cast<std::uintptr_t>(start), std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void unguard_map(int slot) {
+  if (slot >= 0) g_guarded[slot].start.store(0, std::memory_order_release);
+}
+
 }  // namespace
 
 // zlib's streaming inflate of the mapped gzip file into `buf`; [cur_, end_) of the reader lies
@@ -156,6 +247,8 @@ std::unique_ptr<MappedReader> MappedReader::open(int fd, std::uint64_t size, std
   std::unique_ptr<MappedReader> r(new MappedReader());
   r->map_ = static_cast<const std::uint8_t*>(m);
   r->map_size_ = static_cast<std::size_t>(size);
+  r->guard_ = guard_map(m, r->map_size_);
+  r->fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // for the file's size, should it be cut short
   r->cur_ = r->map_;
   r->end_ = r->map_ + r->map_size_;
   if (r->map_[0] == 0x1f && r->map_[1] == 0x8b) {
@@ -183,7 +276,9 @@ std::unique_ptr<MappedReader> MappedReader::open(int fd, std::uint64_t size, std
 }
 
 MappedReader::~MappedReader() {
+  unguard_map(guard_);
   if (map_ != nullptr) ::munmap(const_cast<std::uint8_t*>(map_), map_size_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 std::uint64_t MappedReader::bytes_read() const {
@@ -239,6 +334,40 @@ bool MappedReader::refill(std::size_t n) {
   return static_cast<std::size_t>(end_ - cur_) >= n;
 }
 
+std::size_t MappedReader::cut_at() const {
+  return guard_ < 0 ? SIZE_MAX : g_guarded[guard_].cut_at.load(std::memory_order_acquire);
+}
+
+// How much of the map is still the file's: less than the map when the file was cut short
+// (a page past its new end faulted, or its size says so).
+std::size_t MappedReader::still_valid() const {
+  std::size_t valid = std::min(cut_at(), map_size_);
+  struct stat st;
+  if (fd_ >= 0 && fstat(fd_, &st) == 0 && static_cast<std::uint64_t>(st.st_size) < valid)
+    valid = static_cast<std::size_t>(st.st_size);
+  return valid;
+}
+
+// A record read after the map was cut, or an empty one (what the zeros past the end of a cut
+// file, in its last page, read as): it stands if the file still holds it; else reading stops.
+MappedReader::Next MappedReader::check_record(Record& r) {
+  const std::size_t valid = still_valid();
+  if (valid == map_size_) return Next::record;
+  if (!gz_ && r.data.data() + r.data.size() <= map_ + valid) return Next::record;
+  --records_;
+  return fail("");
+}
+
+std::string MappedReader::shrunk_message() const {
+  std::string now = "fewer";
+  struct stat st;
+  if (fd_ >= 0 && fstat(fd_, &st) == 0) now = std::to_string(st.st_size);
+  return "the capture file was cut short while it was read (" + now + " octets now, " +
+         std::to_string(map_size_) +
+         " when opened): the records past its new end are not read (a record that crossed it "
+         "reads zeros past it)";
+}
+
 MappedReader::Next MappedReader::failf(const char* fmt, ...) {
   char buf[256];
   va_list ap;
@@ -250,8 +379,12 @@ MappedReader::Next MappedReader::failf(const char* fmt, ...) {
 
 MappedReader::Next MappedReader::fail(std::string_view message) {
   done_ = true;
-  // Damaged compressed data is the cause of whatever the octets inflated so far lack.
-  if (gz_ && !gz_->damage.empty())
+  // A file cut short while mapped reads as zeros from there on: that is the cause of whatever
+  // damage follows. Damaged compressed data is the cause of whatever the octets inflated so far
+  // lack.
+  if (map_ != nullptr && still_valid() < map_size_)
+    error_ = shrunk_message();
+  else if (gz_ && !gz_->damage.empty())
     error_ = "error reading dump file: gzip data invalid (" + gz_->damage + ")";
   else
     error_ = std::string(message);  // may be error_ itself
@@ -293,11 +426,21 @@ bool MappedReader::open_pcap(std::string& why) {
 }
 
 MappedReader::Next MappedReader::next(Record& r) {
-  if (format_ == Format::pcap) return swapped_ ? next_pcap<true>(r) : next_pcap<false>(r);
-  for (;;) {
-    const Next got = swapped_ ? next_pcapng<true>(r) : next_pcapng<false>(r);
-    if (got != Next::again) return got;
+  Next got;
+  if (format_ == Format::pcap) {
+    got = swapped_ ? next_pcap<true>(r) : next_pcap<false>(r);
+  } else {
+    do {
+      got = swapped_ ? next_pcapng<true>(r) : next_pcapng<false>(r);
+    } while (got == Next::again);
   }
+  if (__builtin_expect(got == Next::record &&
+                           (r.data.empty() ||
+                            (guard_ >= 0 &&
+                             g_guarded[guard_].cut_at.load(std::memory_order_relaxed) != SIZE_MAX)),
+                       0))
+    return check_record(r);
+  return got;
 }
 
 // The common record: within the snapshot length and wholly in the file.

@@ -12,8 +12,12 @@
 // either byte order.
 //
 // The map is of the file's size at open: octets appended later are not read (libpcap would read
-// them), and a file cut shorter by another process while it is read ends the process with
-// SIGBUS (the kernel's answer to a read of a mapped page past the end of the file).
+// them). A file cut shorter by another process while it is read would end the process with
+// SIGBUS (the kernel's answer to a read of a mapped page past the end of the file): a handler
+// turns the rest of the map into zero pages instead, and reading stops at the file's new end
+// with an error that says the file was cut short (mapped_reader.cpp, GuardedMap). What lay in the
+// last page past the new end reads as zeros until then: a record that crossed it is handed out
+// with zeros past it, and the next one (read as empty) stops the reading.
 #pragma once
 
 #include <sys/types.h>
@@ -96,12 +100,19 @@ class MappedReader {
     return gz_ != nullptr && refill(n);
   }
   bool refill(std::size_t n);
+  // The offset of the first page past the end of a file cut short while mapped, or SIZE_MAX.
+  std::size_t cut_at() const;
+  std::size_t still_valid() const;
+  [[gnu::cold, gnu::noinline]] Next check_record(Record& r);
+  std::string shrunk_message() const;
   std::uint32_t u32(const std::uint8_t* p) const;
   std::uint16_t u16(const std::uint8_t* p) const;
 
   Format format_ = Format::pcap;
   const std::uint8_t* map_ = nullptr;  // the file's octets (compressed ones for gzip)
   std::size_t map_size_ = 0;
+  int guard_ = -1;  // the map's slot in the SIGBUS handler's table, or -1
+  int fd_ = -1;     // a duplicate of the file's descriptor: its size, should it be cut short
   const std::uint8_t* cur_ = nullptr;  // the next record (header included)
   const std::uint8_t* end_ = nullptr;  // the end of what is available from cur_
   std::unique_ptr<Inflater> gz_;       // gzip: the inflater and its sliding buffer

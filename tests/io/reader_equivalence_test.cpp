@@ -6,6 +6,7 @@
 // libpcap: pcapng with interfaces of several link types and time resolutions, sections of both
 // byte orders, every packet block type, blocks it does not know; gzip through a sliding buffer.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -620,6 +621,78 @@ TEST(ReaderEquivalence, DamagedPcapRecords) {
 }
 
 // What the mapped reader leaves to libpcap, read by it as before.
+// A file another process cuts short while it is mapped and read (issue 43): reading a page
+// past its new end raised SIGBUS and ended the process. Now the reader stops at the new end with
+// an error that says the file was cut short, and every record it handed out is the file's.
+struct CutFile {
+  Bytes file;
+  std::vector<Bytes> records;
+};
+
+CutFile records_of_1000_octets(int count) {
+  CutFile c;
+  auto le = [&](std::uint32_t v, int n) {
+    for (int i = 0; i < n; ++i)
+      c.file.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  le(0xA1B2C3D4, 4), le(2, 2), le(4, 2), le(0, 4), le(0, 4), le(65535, 4), le(147, 4);
+  for (int n = 0; n < count; ++n) {
+    Bytes data(1000);
+    for (std::size_t i = 0; i < data.size(); ++i)
+      data[i] = static_cast<std::uint8_t>(n * 7 + i * 13 + 1);  // never a page of zeros
+    le(n, 4), le(0, 4), le(1000, 4), le(1000, 4);
+    c.file.insert(c.file.end(), data.begin(), data.end());
+    c.records.push_back(std::move(data));
+  }
+  return c;
+}
+
+TEST(MappedReader, FileCutShortWhileReadStopsWithAnErrorNotSigbus) {
+  const CutFile c = records_of_1000_octets(2000);  // 2 MB: many pages past the cut
+  for (const bool compressed : {false, true}) {
+    SCOPED_TRACE(compressed ? "gzip" : "pcap");
+    const Bytes bytes = compressed ? gzip(c.file, 1) : c.file;
+    const fs::path p = write_file(temp_path(compressed ? ".pcap.gz" : ".pcap"), bytes);
+    std::string error;
+    auto reader = CaptureReader::open(p.string(), error, ReaderKind::mapped);
+    ASSERT_TRUE(reader) << error;
+    Frame f;
+    std::size_t n = 0;
+    for (; n < 100; ++n) {
+      ASSERT_TRUE(reader->next(f));
+      ASSERT_TRUE(std::equal(f.data.begin(), f.data.end(), c.records[n].begin()));
+    }
+    // Cut in the middle of a record, far behind what was read (and what gzip inflated ahead).
+    const std::uint64_t cut = bytes.size() / 2 + 500;
+    ASSERT_EQ(::truncate(p.c_str(), static_cast<off_t>(cut)), 0);
+    const std::size_t whole = (cut - 24) / 1016;  // uncompressed: the records before the cut
+    while (reader->next(f)) {
+      ASSERT_LT(n, c.records.size());
+      // Every record the file still holds is the file's. Uncompressed, the one that crosses the
+      // cut reads zeros past it (the kernel's zeros in the file's last page); gzip's inflater
+      // stops at the damage the zeros are to it.
+      if (compressed || n < whole) {
+        EXPECT_TRUE(
+            std::equal(f.data.begin(), f.data.end(), c.records[n].begin(), c.records[n].end()))
+            << "record " << n << " is not the file's";
+      }
+      ++n;
+    }
+    EXPECT_NE(reader->error().find("the capture file was cut short while it was read (" +
+                                   std::to_string(cut) + " octets now, " +
+                                   std::to_string(bytes.size()) + " when opened)"),
+              std::string::npos)
+        << reader->error();
+    EXPECT_LT(n, c.records.size());
+    // Uncompressed, every record wholly before the new end is read, and at most the one that
+    // crosses it.
+    if (!compressed) {
+      EXPECT_GE(n, whole);
+      EXPECT_LE(n, whole + 1);
+    }
+  }
+}
+
 TEST(ReaderEquivalence, FallsBackToLibpcap) {
   const fs::path sample = fs::path(DDPSCOPE_SOURCE_DIR) / "samples/synthetic/fault-msn.pcap";
   Bytes old = read_bytes(sample);
