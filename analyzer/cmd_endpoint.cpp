@@ -79,7 +79,7 @@ class ScriptRunner {
     for (auto& [name, lr] : regions_) {
       const auto& spec =
           *std::find_if(script["regions"].begin(), script["regions"].end(),
-                        [&](const json& j) { return j.value("name", "buf") == name; });
+                        [&n = name](const json& j) { return j.value("name", "buf") == n; });
       lr.stag = mem_.register_region(pd_, lr.mem, reinterpret_cast<std::uintptr_t>(lr.mem.data()),
                                      parse_access(spec.value("access", "rw")))
                     .value_or(0);
