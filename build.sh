@@ -4,8 +4,8 @@
 #   ./build.sh sample   install what the CLI needs, build the CLI alone (build/cli), analyze a
 #                       bundled sample capture
 #   ./build.sh test     install what is missing, build, run the whole test suite (ctest), then
-#                       the same suite again in an ASan+UBSan build, then every fuzz target
-#                       for 45 s (libFuzzer + ASan+UBSan, fuzz/run.sh)
+#                       the same suite again in an ASan+UBSan build (clang), then every fuzz
+#                       target of that build for 45 s (libFuzzer, fuzz/run.sh)
 # Further jobs: asan (the suite under ASan+UBSan), fuzz [SECONDS] (every fuzz target, 60 s
 # each by default), install-plugin, bench, siw-lab (real Linux
 # siw captures recorded in a qemu VM, tests/interop/lab.sh), package (the Debian packages into
@@ -68,10 +68,12 @@ case "$job" in
     # One test more than there are cores: the endpoint tests spend most of their time waiting
     # on sockets and timers (on 2 cores, -j3 took the dev suite from 406 s to 362 s).
     ctest --preset dev -j"$test_jobs" --label-exclude 'slow|bench|vm|package' "$@"
-    # The same suite (less plugin and GUI, which load uninstrumented hosts) under ASan+UBSan.
+    # The same suite (less plugin and GUI, which load uninstrumented hosts) under ASan+UBSan, in
+    # the clang tree whose fuzz targets link libFuzzer (its tests are busy: one per core).
     build asan
-    ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j"$test_jobs" --label-exclude 'slow|bench|vm|gui|plugin' "$@"
-    # Bounded fuzzing: any crash, leak or sanitizer report fails the job.
+    ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j"$(nproc)" --label-exclude 'slow|bench|vm|gui|plugin' "$@"
+    # Bounded fuzzing, the same tree's fuzz targets: any crash, leak or sanitizer report fails
+    # the job.
     fuzz/run.sh 45
     ;;
   fuzz)
@@ -81,7 +83,7 @@ case "$job" in
   asan)
     install_missing "${PACKAGES[@]}"
     build asan
-    ctest --preset asan -j"$test_jobs" --label-exclude 'slow|bench|vm|gui|plugin' "$@"
+    ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j"$(nproc)" --label-exclude 'slow|bench|vm|gui|plugin' "$@"
     ;;
   deps)
     install_missing "${PACKAGES[@]}"

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Bounded fuzzing: builds the `fuzz` preset (clang-14, libFuzzer, ASan + UBSan) and runs every
+# Bounded fuzzing: builds the fuzz targets of the `asan` tree (the `fuzz` preset: build/asan,
+# clang-14, libFuzzer, ASan + UBSan; the sanitizer test suite's tree) and runs every
 # fuzz target for SECONDS_PER_TARGET seconds (default 60), as many at once as there are cores
 # (DDPSCOPE_FUZZ_JOBS=N: N at once). Fails on any crash, leak, timeout or sanitizer report; the
-# input that caused it is left in build/fuzz/artifacts/ (copy it to fuzz/regressions/<target>/
+# input that caused it is left in build/asan/artifacts/ (copy it to fuzz/regressions/<target>/
 # once fixed).
 #   fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]
-# New inputs found go to build/fuzz/corpus/<target>/ (not into the committed seeds).
+# New inputs found go to build/asan/corpus/<target>/ (not into the committed seeds).
 # DDPSCOPE_FUZZ_DIR=DIR uses an already configured libFuzzer build directory (configured like
-# the `fuzz` preset) instead of build/fuzz, and only builds the targets in it.
+# the `asan` preset) instead of build/asan, and only builds the targets in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -21,7 +22,7 @@ if [ -n "${DDPSCOPE_FUZZ_DIR:-}" ]; then
   out="$DDPSCOPE_FUZZ_DIR"
   cmake --build "$out" --target "${targets[@]}"
 else
-  out=build/fuzz
+  out=build/asan
   cmake --preset fuzz >/dev/null
   cmake --build --preset fuzz
 fi
