@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Engine throughput benchmark (issues 12 and 19): `ddpscope analyze --json` with its default
-# options (CRC check, placement, all validation, payload retention on, as many threads as cores:
-# the figure that counts), with `--threads 1` (one core), with `--retain-mib 0`, with `--threads 2` (when `ddpscope analyze --help` lists it), the lower
-# bound of any engine on the file (bench/ddpscope_read_floor: the same reader, with and without
-# CRC32C over the frames; `dd`, the kernel's copy alone) and `tshark -q -z expert` (Wireshark's
-# built-in iWARP dissectors), on each capture shape of bench/make_capture.sh (write, reuse,
+# Engine throughput benchmark (issues 12, 19 and 43): `ddpscope analyze --json` with its default
+# options (CRC check, placement, all validation, payload retention on, as many threads as
+# cores: the figure that counts), with `--threads 1` (one core), with `--retain-mib 0`, with
+# `--threads 2` (when `ddpscope analyze --help` lists it), the lower bound of any engine on the
+# file (bench/ddpscope_read_floor: the same reader, with and without CRC32C over the frames;
+# `dd`, the kernel's copy alone), `tshark -q -z expert` (Wireshark's built-in iWARP dissectors)
+# and `cat FILE > /dev/null`, on each capture shape of bench/make_capture.sh (write, reuse,
 # small), RUNS times each, interleaved. For each it reports the minimum wall clock and minimum
 # CPU time (user + system), throughput, peak RSS, and its ratio to the reader + CRC32C floor
-# measured in the same runs. The machine this was written on is shared: the minimum of
-# interleaved runs is the figure that means something.
+# measured in the same runs; then the instructions per FPDU of the default run on a 10 MB cut
+# of the shape (callgrind; BENCH_CALLGRIND=0 leaves it out). The machine this was written on
+# is shared: the minimum of interleaved runs is the figure that means something.
 #   bench/run_bench.sh BUILD_DIR [SIZE_MB] [RUNS] [SHAPES]   (defaults 200, 3, "write reuse small";
 #   "esp" adds the write shape under ESP, analysed with its keys)
 # BENCH_CAPTURE=FILE uses an existing capture instead of generating one (one shape, named after
@@ -70,7 +72,7 @@ bench_shape() {  # shape, capture
   cat "$cap" > /dev/null  # every tool reads it from the page cache
   echo "== shape $shape: $bytes octets ($((bytes / 1048576)) MiB), $runs runs each, interleaved"
   echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-  local kinds="default threads1 retain0 threads2 tshark"
+  local kinds="default threads1 retain0 threads2 tshark cat"
   [ "$have_floor" = yes ] && kinds="$kinds floor0 floor1 dd"
   for k in $kinds; do : > "$work/$k"; done
   for ((i = 1; i <= runs; i++)); do
@@ -79,6 +81,7 @@ bench_shape() {  # shape, capture
     measure "$ddpscope" analyze "$cap" --json --retain-mib 0 "${keys[@]}" >> "$work/retain0"
     [ "$threads" = yes ] && measure "$ddpscope" analyze "$cap" --json --threads 2 "${keys[@]}" >> "$work/threads2"
     measure env HOME="$tshark_home" tshark -q -z expert "${tshark_prefs[@]}" -r "$cap" >> "$work/tshark"
+    measure cat "$cap" >> "$work/cat"
     if [ "$have_floor" = yes ]; then
       measure "$floor" "$cap" >> "$work/floor0"
       measure "$floor" "$cap" crc >> "$work/floor1"
@@ -110,11 +113,40 @@ bench_shape() {  # shape, capture
     line dd "floor: dd bs=256k"
   fi
   line tshark "tshark -q -z expert"
+  line cat "cat FILE > /dev/null"
   local dw dc tw tc
   read -r dw dc _ <<< "$(minima "$work/default")"
   read -r tw tc _ <<< "$(minima "$work/tshark")"
   printf '  ratio tshark / ddpscope default: wall %5.1fx  CPU %5.1fx\n' \
     "$(echo "$tw/$dw" | bc -l)" "$(echo "$tc/$dc" | bc -l)"
+  instructions "$shape"
+}
+
+# Instructions per FPDU (on small, a 64-octet Send: its FPDU and the ACK frame) of the default
+# `analyze --json` on a 10 MB cut of the shape, all in (both threads, start-up and the report):
+# callgrind counts instructions, not seconds, so this figure does not move with the machine's
+# load (issue 43's yardstick; bench/RESULTS.md). BENCH_CALLGRIND=0 leaves it out.
+instructions() {  # shape
+  if [ "${BENCH_CALLGRIND:-1}" = 0 ] || [ -n "${BENCH_CAPTURE:-}" ]; then return; fi
+  if ! command -v valgrind >/dev/null; then
+    echo "  instructions per FPDU: n/a (no valgrind)"
+    return
+  fi
+  local cut="$work/$1-cut10.pcap" keys=() ir fpdus
+  "$(dirname "$0")/make_capture.sh" "$ddpscope" 10 "$cut" "$1" >/dev/null
+  [ -f "${cut%.pcap}.esp_sa" ] && keys=(--esp-sa "${cut%.pcap}.esp_sa")
+  ir=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$ddpscope" analyze "$cut" \
+         --json -o /dev/null "${keys[@]}" 2>&1 | sed -n 's/.*Collected : *\([0-9]*\).*/\1/p')
+  fpdus=$("$ddpscope" analyze "$cut" --json -q "${keys[@]}" | python3 -c '
+import json, sys
+print(sum(d.get("fpdus", 0) for s in json.load(sys.stdin)["streams"] for d in s["directions"]))')
+  if [ -z "$ir" ] || [ "${fpdus:-0}" -eq 0 ]; then
+    echo "  instructions per FPDU: n/a (callgrind said nothing, or no FPDU in the cut)"
+    return
+  fi
+  printf '  instructions (callgrind, 10 MB cut, default options): %.2f M for %d FPDUs = %d a FPDU\n' \
+    "$(echo "$ir/1000000" | bc -l)" "$fpdus" "$((ir / fpdus))"
+  rm -f "$work/$1"-cut10.*
 }
 
 echo "ddpscope: $ddpscope ($("$ddpscope" --version 2>/dev/null | head -1)); threads: $threads; floor: $have_floor"
