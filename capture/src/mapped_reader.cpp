@@ -248,12 +248,14 @@ std::unique_ptr<MappedReader> MappedReader::open(int fd, std::uint64_t size, std
   r->map_ = static_cast<const std::uint8_t*>(m);
   r->map_size_ = static_cast<std::size_t>(size);
   r->guard_ = guard_map(m, r->map_size_);
+  r->release_at_ = reinterpret_cast<std::uintptr_t>(r->map_) + (8u << 20);
   r->fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // for the file's size, should it be cut short
   r->cur_ = r->map_;
   r->end_ = r->map_ + r->map_size_;
   if (r->map_[0] == 0x1f && r->map_[1] == 0x8b) {
     // RFC 1952: inflated as it is read, never whole.
     r->gz_ = std::make_unique<Inflater>();
+    r->release_at_ = UINTPTR_MAX;  // refill() releases the compressed input
     z_stream& s = r->gz_->strm;
     if (inflateInit2(&s, 15 + 16) != Z_OK) {
       why = "zlib";
@@ -287,6 +289,7 @@ std::uint64_t MappedReader::bytes_read() const {
 }
 
 bool MappedReader::refill(std::size_t n) {
+  release_behind();  // of the compressed input
   Inflater& g = *gz_;
   // Slide what is left to the front, then inflate behind it.
   const std::size_t have = static_cast<std::size_t>(end_ - cur_);
@@ -356,6 +359,29 @@ MappedReader::Next MappedReader::check_record(Record& r) {
   if (!gz_ && r.data.data() + r.data.size() <= map_ + valid) return Next::record;
   --records_;
   return fail("");
+}
+
+// The pages of the file read more than kKeepBehind ago leave the process (the kernel keeps
+// them in its page cache): a mapped file read through would otherwise count whole in the
+// process's resident memory (2.2 GB peak RSS on a 2.2 GB capture, where the 64 MiB target is
+// for everything). A frame still in the engine thread's batch that lay there is read again from
+// the file (a private, never written map: the same octets).
+void MappedReader::release_behind() {
+  // kAgain: a frame still in the engine thread's batch when its page was released faults it in
+  // again; the next releases cover that much behind the last one too.
+  constexpr std::size_t kKeepBehind = 16u << 20, kReleaseStep = 8u << 20, kAgain = 64u << 20;
+  const std::size_t at = static_cast<std::size_t>(bytes_read());
+  if (at > kKeepBehind) {
+    const std::size_t upto = (at - kKeepBehind) & ~static_cast<std::size_t>(g_page_size - 1);
+    if (upto > released_) {
+      const std::size_t from =
+          released_ > kAgain ? (released_ - kAgain) & ~static_cast<std::size_t>(g_page_size - 1)
+                             : 0;
+      ::madvise(const_cast<std::uint8_t*>(map_) + from, upto - from, MADV_DONTNEED);
+      released_ = upto;
+    }
+  }
+  if (!gz_) release_at_ = reinterpret_cast<std::uintptr_t>(cur_) + kReleaseStep;
 }
 
 std::string MappedReader::shrunk_message() const {
@@ -434,6 +460,7 @@ MappedReader::Next MappedReader::next(Record& r) {
       got = swapped_ ? next_pcapng<true>(r) : next_pcapng<false>(r);
     } while (got == Next::again);
   }
+  if (__builtin_expect(reinterpret_cast<std::uintptr_t>(cur_) >= release_at_, 0)) release_behind();
   if (__builtin_expect(got == Next::record &&
                            (r.data.empty() ||
                             (guard_ >= 0 &&

@@ -105,6 +105,7 @@ class MappedReader {
   std::size_t still_valid() const;
   [[gnu::cold, gnu::noinline]] Next check_record(Record& r);
   std::string shrunk_message() const;
+  [[gnu::cold, gnu::noinline]] void release_behind();
   std::uint32_t u32(const std::uint8_t* p) const;
   std::uint16_t u16(const std::uint8_t* p) const;
 
@@ -113,6 +114,10 @@ class MappedReader {
   std::size_t map_size_ = 0;
   int guard_ = -1;  // the map's slot in the SIGBUS handler's table, or -1
   int fd_ = -1;     // a duplicate of the file's descriptor: its size, should it be cut short
+  std::size_t released_ = 0;  // the map's pages before this offset were given back
+  // The address of cur_ at which next() runs release_behind() (uncompressed files; gzip's cur_ is
+  // in the inflate buffer, and refill() releases its input)
+  std::uintptr_t release_at_ = UINTPTR_MAX;
   const std::uint8_t* cur_ = nullptr;  // the next record (header included)
   const std::uint8_t* end_ = nullptr;  // the end of what is available from cur_
   std::unique_ptr<Inflater> gz_;       // gzip: the inflater and its sliding buffer
