@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include <zlib.h>
 
@@ -343,11 +344,16 @@ std::size_t MappedReader::cut_at() const {
 
 // How much of the map is still the file's: less than the map when the file was cut short
 // (a page past its new end faulted, or its size says so).
+// The file's size now (it may have been cut short since it was mapped), or nothing.
+std::optional<std::uint64_t> MappedReader::size_now() const {
+  struct stat st;
+  if (fd_ < 0 || fstat(fd_, &st) != 0) return std::nullopt;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
 std::size_t MappedReader::still_valid() const {
   std::size_t valid = std::min(cut_at(), map_size_);
-  struct stat st;
-  if (fd_ >= 0 && fstat(fd_, &st) == 0 && static_cast<std::uint64_t>(st.st_size) < valid)
-    valid = static_cast<std::size_t>(st.st_size);
+  if (const auto now = size_now(); now && *now < valid) valid = static_cast<std::size_t>(*now);
   return valid;
 }
 
@@ -385,9 +391,8 @@ void MappedReader::release_behind() {
 }
 
 std::string MappedReader::shrunk_message() const {
-  std::string now = "fewer";
-  struct stat st;
-  if (fd_ >= 0 && fstat(fd_, &st) == 0) now = std::to_string(st.st_size);
+  const auto size = size_now();
+  const std::string now = size ? std::to_string(*size) : "fewer";
   return "the capture file was cut short while it was read (" + now + " octets now, " +
          std::to_string(map_size_) +
          " when opened): the records past its new end are not read (a record that crossed it "

@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -102,6 +103,7 @@ class MappedReader {
   bool refill(std::size_t n);
   // The offset of the first page past the end of a file cut short while mapped, or SIZE_MAX.
   std::size_t cut_at() const;
+  std::optional<std::uint64_t> size_now() const;
   std::size_t still_valid() const;
   [[gnu::cold, gnu::noinline]] Next check_record(Record& r);
   std::string shrunk_message() const;
