@@ -147,7 +147,8 @@ int analyze(const AnalyzeArgs& a) {
   cli::apply_limits(a.limits, opt.limits);
   opt.decode_advertisements = !a.no_advert;
   opt.check_crc = !a.no_crc_check;
-  opt.message_records = false;  // no report shows them (the GUI's MSN chart does)
+  opt.message_records = false;   // no report shows them (the GUI's MSN chart does)
+  opt.placement_ranges = false;  // the reports show their counts only (the GUI shows each)
   opt.send_buffer_size = a.send_buffer;
   if (!a.sink_profile.empty()) opt.sink_profile = sink_profile_by_name(a.sink_profile);
   if (a.timing || a.timing_tables) {

@@ -142,6 +142,10 @@ struct Batch {
   std::vector<Item> items;
   std::vector<Note> notes;
   std::uint64_t bytes_read = 0;  // the reader's position when the batch was closed
+  // Captured octets of the frames used where they lie (frames_stay_valid): they count against
+  // the batch's share of pipeline_octets as copied ones do, so that the mapped file's pages the
+  // batches hold are as bounded as copies.
+  std::size_t held_octets = 0;
 };
 
 // The layer's notes of one frame, on the reader thread, until its batch is known.
@@ -229,9 +233,15 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
   std::thread producer([&] {
     try {
       BatchPtr b;
+      // Frames used where they lie in a mapped file stay in use until their batch comes back.
+      const bool held = reader.frames_stay_valid();
+      if (held) reader.hold_frames();
       auto start = [&](std::size_t at_least) {
         if (!empty.try_pop(b) || !b) b = std::make_unique<Batch>();
+        // A batch handed back was worked through, and every batch shipped before it.
+        if (held && !b->items.empty()) reader.frames_done(b->items.back().data);
         b->notes.clear();
+        b->held_octets = 0;
         reuse_batch(*b, std::max(octets_per_batch, at_least), frames_per_batch);
       };
       auto ship = [&] {
@@ -245,10 +255,11 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
         if (reader.frames_stay_valid()) {
           // Used where it lies: decoded into its item, nothing copied or rebased unless a layer
           // puts another frame in its place.
-          if (b->items.size() >= frames_per_batch) {
+          if (b->items.size() >= frames_per_batch || b->held_octets >= octets_per_batch) {
             if (!ship()) return;  // the engine stopped
             start(0);
           }
+          b->held_octets += frame.data.size();
           Batch::Item* it = &b->items.emplace_back(frame, b->notes.size());
           const Frame* replaced = layer_replace(options.layer, frame, it->decoded, notes);
           if (replaced == nullptr && notes.held.empty()) continue;
@@ -258,6 +269,7 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
             b->items.pop_back();
             if (!ship()) return;
             start(m);
+            b->held_octets += moved.data.size();
             it = &b->items.emplace_back(std::move(moved));
           }
           for (Batch::Note& note : notes.held)

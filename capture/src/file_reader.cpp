@@ -360,6 +360,15 @@ bool CaptureReader::frames_stay_valid() const {
   return mapped_ && !mapped_->gzip();
 }
 
+void CaptureReader::hold_frames() {
+  if (mapped_) mapped_->hold_records();
+}
+
+void CaptureReader::frames_done(ByteView last_done) {
+  // After a hand-over to libpcap the retired map keeps every page it still has.
+  if (mapped_) mapped_->records_done(last_done.data() + last_done.size());
+}
+
 bool CaptureReader::gzip() const {
   return mapped_ ? mapped_->gzip() : gzip_ != nullptr;
 }

@@ -249,7 +249,7 @@ std::unique_ptr<MappedReader> MappedReader::open(int fd, std::uint64_t size, std
   r->map_ = static_cast<const std::uint8_t*>(m);
   r->map_size_ = static_cast<std::size_t>(size);
   r->guard_ = guard_map(m, r->map_size_);
-  r->release_at_ = reinterpret_cast<std::uintptr_t>(r->map_) + (8u << 20);
+  r->release_at_ = reinterpret_cast<std::uintptr_t>(r->map_) + kReleaseStep;
   r->fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // for the file's size, should it be cut short
   r->cur_ = r->map_;
   r->end_ = r->map_ + r->map_size_;
@@ -290,7 +290,8 @@ std::uint64_t MappedReader::bytes_read() const {
 }
 
 bool MappedReader::refill(std::size_t n) {
-  release_behind();  // of the compressed input
+  // The compressed input inflated is done with (zlib keeps its window in its own memory).
+  if (gz_->strm.total_in >= released_ + kReleaseStep) release_before(gz_->strm.total_in);
   Inflater& g = *gz_;
   // Slide what is left to the front, then inflate behind it.
   const std::size_t have = static_cast<std::size_t>(end_ - cur_);
@@ -367,27 +368,28 @@ MappedReader::Next MappedReader::check_record(Record& r) {
   return fail("");
 }
 
-// The pages of the file read more than kKeepBehind ago leave the process (the kernel keeps
-// them in its page cache): a mapped file read through would otherwise count whole in the
-// process's resident memory (2.2 GB peak RSS on a 2.2 GB capture, where the 64 MiB target is
-// for everything). A frame still in the engine thread's batch that lay there is read again from
-// the file (a private, never written map: the same octets).
-void MappedReader::release_behind() {
-  // kAgain: a frame still in the engine thread's batch when its page was released faults it in
-  // again; the next releases cover that much behind the last one too.
-  constexpr std::size_t kKeepBehind = 16u << 20, kReleaseStep = 8u << 20, kAgain = 64u << 20;
-  const std::size_t at = static_cast<std::size_t>(bytes_read());
-  if (at > kKeepBehind) {
-    const std::size_t upto = (at - kKeepBehind) & ~static_cast<std::size_t>(g_page_size - 1);
-    if (upto > released_) {
-      const std::size_t from =
-          released_ > kAgain ? (released_ - kAgain) & ~static_cast<std::size_t>(g_page_size - 1)
-                             : 0;
-      ::madvise(const_cast<std::uint8_t*>(map_) + from, upto - from, MADV_DONTNEED);
-      released_ = upto;
-    }
+// The pages of the file wholly before `done` leave the process (the kernel keeps them in its
+// page cache): a mapped file read through would otherwise count whole in the process's resident
+// memory (2.2 GB peak RSS on a 2.2 GB capture, where the 64 MiB target is for everything). A
+// page given back that is read again (a frame still in use after all, which no caller should
+// have) is read again from the file: a private map never written holds the file's octets.
+void MappedReader::release_before(std::size_t done) {
+  const std::size_t upto = std::min(done, map_size_) & ~static_cast<std::size_t>(g_page_size - 1);
+  if (upto > released_) {
+    ::madvise(const_cast<std::uint8_t*>(map_) + released_, upto - released_, MADV_DONTNEED);
+    released_ = upto;
   }
-  if (!gz_) release_at_ = reinterpret_cast<std::uintptr_t>(cur_) + kReleaseStep;
+}
+
+void MappedReader::hold_records() {
+  held_ = true;
+  release_at_ = UINTPTR_MAX;  // records_done() releases
+}
+
+void MappedReader::records_done(const std::uint8_t* last_done) {
+  if (gz_ || !held_ || last_done < map_ || last_done > map_ + map_size_) return;
+  const auto done = static_cast<std::size_t>(last_done - map_);
+  if (done >= released_ + kReleaseStep) release_before(done);
 }
 
 std::string MappedReader::shrunk_message() const {
@@ -465,7 +467,13 @@ MappedReader::Next MappedReader::next(Record& r) {
       got = swapped_ ? next_pcapng<true>(r) : next_pcapng<false>(r);
     } while (got == Next::again);
   }
-  if (__builtin_expect(reinterpret_cast<std::uintptr_t>(cur_) >= release_at_, 0)) release_behind();
+  // Not held (hold_records): the record handed out before this one is done.
+  if (__builtin_expect(reinterpret_cast<std::uintptr_t>(cur_) >= release_at_, 0)) {
+    const std::uint8_t* in_use =
+        got == Next::record && r.data.data() >= map_ ? r.data.data() : cur_;
+    release_before(static_cast<std::size_t>(std::min(in_use, cur_) - map_));
+    release_at_ = reinterpret_cast<std::uintptr_t>(cur_) + kReleaseStep;
+  }
   if (__builtin_expect(got == Next::record &&
                            (r.data.empty() ||
                             (guard_ >= 0 &&

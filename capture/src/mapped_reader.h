@@ -62,6 +62,15 @@ class MappedReader {
   bool gzip() const { return gz_ != nullptr; }
   // Octets of the file consumed (compressed octets for gzip).
   std::uint64_t bytes_read() const;
+  // The map's pages wholly before the records in use leave the process's memory, every
+  // kReleaseStep octets read (gzip: compressed octets inflated). Unless held, a record is in use
+  // until the next call of next(); held, until records_done() names it or a later one.
+  void hold_records();
+  // Every record handed out up to the one ending at `last_done` (a pointer into a record's
+  // octets, or just past them) is no longer used. Ignored unless held; a pointer outside the
+  // map is ignored.
+  void records_done(const std::uint8_t* last_done);
+  static constexpr std::size_t kReleaseStep = 4u << 20;
 
  private:
   enum class Format { pcap, pcapng };
@@ -107,7 +116,7 @@ class MappedReader {
   std::size_t still_valid() const;
   [[gnu::cold, gnu::noinline]] Next check_record(Record& r);
   std::string shrunk_message() const;
-  [[gnu::cold, gnu::noinline]] void release_behind();
+  [[gnu::cold, gnu::noinline]] void release_before(std::size_t done);
   std::uint32_t u32(const std::uint8_t* p) const;
   std::uint16_t u16(const std::uint8_t* p) const;
 
@@ -117,6 +126,7 @@ class MappedReader {
   int guard_ = -1;  // the map's slot in the SIGBUS handler's table, or -1
   int fd_ = -1;     // a duplicate of the file's descriptor: its size, should it be cut short
   std::size_t released_ = 0;  // the map's pages before this offset were given back
+  bool held_ = false;         // hold_records() was called
   // The address of cur_ at which next() runs release_behind() (uncompressed files; gzip's cur_ is
   // in the inflate buffer, and refill() releases its input)
   std::uintptr_t release_at_ = UINTPTR_MAX;

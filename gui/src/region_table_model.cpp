@@ -79,7 +79,7 @@ QVariant RegionTableModel::data(const QModelIndex& index, int role) const {
       case ColPlaced:
         return bytesText(b.bytes_placed());
       case ColRanges:
-        return quint64(b.ranges().size() + b.ranges_dropped());
+        return quint64(b.segments());
       case ColIssues:
         return placementText(r);
     }
@@ -92,7 +92,7 @@ QVariant RegionTableModel::data(const QModelIndex& index, int role) const {
       case ColPlaced:
         return quint64(b.bytes_placed());
       case ColRanges:
-        return quint64(b.ranges().size() + b.ranges_dropped());
+        return quint64(b.segments());
       case ColIssues:
         return quint64(issues);
       case ColCommand:

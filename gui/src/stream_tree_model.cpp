@@ -141,7 +141,7 @@ void StreamTreeModel::build() {
     n.text[ColFrames] = r.first_frame ? QString::number(r.first_frame) : QString();
     n.text[ColCount] = QStringLiteral("%1 placed, %2 ranges")
                            .arg(bytesText(r.buffer->bytes_placed()))
-                           .arg(r.buffer->ranges().size() + r.buffer->ranges_dropped());
+                           .arg(r.buffer->segments());
     int parent = -1;
     if (r.stream && *r.stream < m.streams.size() && dir_nodes[*r.stream][0] >= 0) {
       n.stream = static_cast<int>(*r.stream);

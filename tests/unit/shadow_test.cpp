@@ -354,6 +354,44 @@ TEST_F(Shadow, RangeCapStopsRecordingButNotCounting) {
   EXPECT_TRUE(all_known(200, 10));
 }
 
+// `ddpscope analyze` keeps no placements (AnalyzerOptions::placement_ranges): what it reports of
+// them, their counts, and when the range cap is reached, must be what a memory keeping them has.
+TEST(ShadowRanges, CountsAndTheCapAreTheSameWithoutKeepingThePlacements) {
+  ShadowMemory kept, counted;
+  kept.set_range_cap(3);
+  counted.set_range_cap(3);
+  counted.set_keep_ranges(false);
+  ShadowBuffer* a = kept.get_or_create(key(0x100), 16);
+  ShadowBuffer* b = counted.get_or_create(key(0x100), 16);
+  struct Step {
+    std::uint64_t to;
+    std::size_t len;
+    std::uint32_t stream;
+    bool violation;
+  };
+  const Step steps[] = {{0, 10, 4, false}, {5, 10, 2, false},   {100, 4, 4, true},
+                        {8, 4, 7, false},  {200, 10, 2, false}, {0, 30, 9, true}};
+  for (const Step& st : steps) {
+    PlacedRange r = range(st.to, st.to + st.len);
+    r.stream = st.stream;
+    r.violation = st.violation;
+    const PlaceResult pa = kept.place(*a, r, pattern(st.len));
+    const PlaceResult pb = counted.place(*b, r, pattern(st.len));
+    EXPECT_EQ(pa.capped, pb.capped) << "at TO " << st.to;
+    EXPECT_EQ(pa.overlap, pb.overlap) << "at TO " << st.to;
+  }
+  EXPECT_EQ(a->ranges().size(), 3u);
+  EXPECT_TRUE(b->ranges().empty());
+  for (const ShadowBuffer* x : {a, b}) {
+    EXPECT_EQ(x->segments(), 6u);
+    EXPECT_EQ(x->ranges_dropped(), 3u);
+    EXPECT_EQ(x->violations(), 2u);  // counted past the cap too (the last one was dropped)
+    EXPECT_EQ(x->overlaps(), 2u);    // TO 5 over [0, 10), TO 8 over [0, 15)
+    EXPECT_EQ(x->placing_streams(), (std::vector<std::uint32_t>{4, 2, 7, 9}));
+    EXPECT_EQ(x->extents(), a->extents());
+  }
+}
+
 TEST_F(Shadow, AViolatingSegmentIsRecordedButPlacesNothing) {
   PlacedRange r = range(0, 10);
   r.violation = true;

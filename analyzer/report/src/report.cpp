@@ -99,14 +99,9 @@ json region_json(const ShadowBuffer& b) {
     ranges.push_back({hex(begin), hex(end)});
   j["ranges"] = ranges;
   j["bytes_placed"] = b.bytes_placed();
-  std::uint64_t violations = 0, overlaps = 0;
-  for (const auto& r : b.ranges()) {
-    violations += r.violation;
-    overlaps += r.overlap;
-  }
-  j["segments"] = b.ranges().size() + b.ranges_dropped();
-  j["violations"] = violations;
-  j["overlaps"] = overlaps;
+  j["segments"] = b.segments();
+  j["violations"] = b.violations();
+  j["overlaps"] = b.overlaps();
   // Placing again (ddp/shadow.h): reuse after delivery is normal, a conflict is a finding.
   j["overwrites"] = b.overwrites();
   j["reused_octets"] = b.reused_octets();
@@ -343,13 +338,10 @@ void write_json(std::ostream& out, const Model& m, const std::string& capture_na
     if (b.stream) {
       stream_regions[*b.stream].push_back(region_json(b));
     } else {
-      bool placed_by_stream = false;
-      for (const auto& r : b.ranges()) {
-        stream_regions[r.stream].push_back(region_json(b));
-        placed_by_stream = true;
-        break;
-      }
-      if (!placed_by_stream) other_regions.push_back(region_json(b));
+      if (!b.placing_streams().empty())
+        stream_regions[b.placing_streams().front()].push_back(region_json(b));
+      else
+        other_regions.push_back(region_json(b));
     }
   }
   std::vector<const StreamModel*> streams;
@@ -529,10 +521,9 @@ void write_text(std::ostream& out, const Model& m, const std::string& capture_na
     }
     bool header = false;
     for (const auto& [key, b] : m.memory.buffers()) {
-      bool mine = b.stream ? *b.stream == s.id : false;
-      if (!b.stream)
-        for (const auto& r : b.ranges())
-          if (r.stream == s.id) mine = true;
+      const auto& placing = b.placing_streams();
+      const bool mine = b.stream ? *b.stream == s.id
+                                 : std::find(placing.begin(), placing.end(), s.id) != placing.end();
       if (!mine) continue;
       if (!header) {
         out << "  STag regions:\n";

@@ -346,6 +346,7 @@ void Analyzer::Impl::merge_shards_with(std::size_t stream_count,
   }
   m.memory.set_retention_cap(lim.payload_retention);
   m.memory.set_range_cap(lim.max_ranges_per_region);
+  m.memory.set_keep_ranges(options.placement_ranges);
   for (unsigned i = 0; i < n; ++i) {
     auto buffers = shards[i]->model.memory.release_buffers();
     for (auto& [key, b] : buffers) {

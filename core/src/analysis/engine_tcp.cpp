@@ -18,6 +18,7 @@ Analyzer::Impl::Impl(AnalyzerOptions o)
   model.memory.set_retention_cap(options.limits.payload_retention);
   model.sink_profile = options.sink_profile;
   model.memory.set_range_cap(options.limits.max_ranges_per_region);
+  model.memory.set_keep_ranges(options.placement_ranges);
   if (options.timing) {
     timing_model = std::make_unique<Timing>(*options.timing, options.limits.max_timing_samples);
     timing = timing_model.get();

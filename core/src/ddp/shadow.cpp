@@ -151,6 +151,7 @@ ShadowMemory::ShadowMemory(const ShadowMemory& o)
     : buffers_(o.buffers_),
       retention_cap_(o.retention_cap_),
       range_cap_(o.range_cap_),
+      keep_ranges_(o.keep_ranges_),
       retained_(o.retained_) {}
 
 ShadowMemory& ShadowMemory::operator=(ShadowMemory o) noexcept {
@@ -159,6 +160,7 @@ ShadowMemory& ShadowMemory::operator=(ShadowMemory o) noexcept {
   std::swap(buffers_, o.buffers_);
   std::swap(retention_cap_, o.retention_cap_);
   std::swap(range_cap_, o.range_cap_);
+  std::swap(keep_ranges_, o.keep_ranges_);
   std::swap(retained_, o.retained_);
   return *this;
 }
@@ -339,8 +341,15 @@ void ShadowMemory::add_in_flight(ShadowBuffer& buf, const PlacedRange& range) {
 }
 
 void ShadowMemory::record_range(ShadowBuffer& buf, const PlacedRange& range, PlaceResult& r) {
-  if (buf.ranges_.size() < range_cap_) {
-    buf.ranges_.push_back(range);
+  buf.violations_ += range.violation;
+  buf.overlaps_ += range.overlap;
+  auto& s = buf.placing_streams_;
+  if (s.empty() ||
+      (s.back() != range.stream && std::find(s.begin(), s.end(), range.stream) == s.end()))
+    s.push_back(range.stream);
+  // Kept or not, the placements count against the cap alike.
+  if (buf.segments_++ - buf.ranges_dropped_ < range_cap_) {
+    if (keep_ranges_) buf.ranges_.push_back(range);
   } else {
     ++buf.ranges_dropped_;
     r.capped = true;

@@ -73,6 +73,13 @@ class CaptureReader {
   // uncompressed file. A consumer that keeps frames for later (feed's pipeline) need not copy
   // them then.
   bool frames_stay_valid() const;
+  // A mapped file's pages leave the process's memory behind the frames in use (the file's
+  // octets stay in the kernel's page cache). Unless held, a frame is in use until the next call
+  // of next(). A consumer that keeps frames valid past that (feed's pipeline) holds them, then
+  // says which it is done with: every frame handed out up to and including the one whose
+  // octets (Frame::data) are `last_done`.
+  void hold_frames();
+  void frames_done(ByteView last_done);
   // Approximate read position in the file (compressed octets for gzip), for a progress bar.
   std::uint64_t bytes_read() const;
 

@@ -45,6 +45,12 @@ struct AnalyzerOptions {
   // same either way: engine.limit-reached for max_message_records still marks the message where
   // a host that keeps records stops keeping them.
   bool message_records = true;
+  // Keep each shadow buffer's placements (ShadowBuffer::ranges(): which frame placed which
+  // octets) for hosts that show them one by one: the GUI's placement trace and byte map. A host
+  // that shows only their counts turns this off and spares their memory (up to
+  // Limits::max_ranges_per_region of 56 octets per region: 3.5 MiB for each region written to
+  // throughout a long capture). Findings and counts are the same either way.
+  bool placement_ranges = true;
   // Size of the receive buffers posted for Sends (QN 0), when the user knows it.
   std::optional<std::uint32_t> send_buffer_size;
   // The protection domain each Data Sink puts its streams in, when the user knows it (the

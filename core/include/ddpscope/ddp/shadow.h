@@ -143,9 +143,17 @@ class ShadowBuffer {
 
   // Coalesced placed extents [begin, end).
   const std::map<std::uint64_t, std::uint64_t>& extents() const { return extents_; }
-  // Individual placements in arrival order (capped; see ranges_dropped()).
+  // Individual placements in arrival order (capped; see ranges_dropped()). Empty when the
+  // memory keeps none (ShadowMemory::set_keep_ranges): the counts below hold either way.
   const std::vector<PlacedRange>& ranges() const { return ranges_; }
   std::uint64_t ranges_dropped() const { return ranges_dropped_; }
+  // Every placement into the region, kept in ranges() or not: how many, how many broke a
+  // placement rule (PlacedRange::violation), how many overlapped octets placed before, and the
+  // streams that placed them, in the order of their first placement.
+  std::uint64_t segments() const { return segments_; }
+  std::uint64_t violations() const { return violations_; }
+  std::uint64_t overlaps() const { return overlaps_; }
+  const std::vector<std::uint32_t>& placing_streams() const { return placing_streams_; }
   std::uint64_t bytes_placed() const { return bytes_placed_; }  // distinct octets
   std::uint64_t min_to() const { return min_to_; }
   std::uint64_t max_end() const { return max_end_; }
@@ -165,6 +173,8 @@ class ShadowBuffer {
     if (stream) stream = map(*stream);
     for (auto& r : ranges_)
       r.stream = map(r.stream);
+    for (auto& s : placing_streams_)
+      s = map(s);
     for (auto& f : in_flight_)
       f.writer.stream = map(f.writer.stream);
   }
@@ -234,6 +244,10 @@ class ShadowBuffer {
   std::map<std::uint64_t, std::uint64_t> extents_;
   std::vector<PlacedRange> ranges_;
   std::uint64_t ranges_dropped_ = 0;
+  std::uint64_t segments_ = 0;
+  std::uint64_t violations_ = 0;
+  std::uint64_t overlaps_ = 0;
+  std::vector<std::uint32_t> placing_streams_;
   std::uint64_t bytes_placed_ = 0;
   std::uint64_t min_to_ = UINT64_MAX;
   std::uint64_t max_end_ = 0;
@@ -303,6 +317,10 @@ class ShadowMemory {
 
   void set_retention_cap(std::size_t bytes) { retention_cap_ = bytes; }
   void set_range_cap(std::size_t n) { range_cap_ = n; }
+  // Whether each buffer keeps its placements (ShadowBuffer::ranges()) for hosts that show them
+  // (the GUI's placement trace and byte map); the cap on them, and so the max_ranges_per_region
+  // limit, counts the same either way.
+  void set_keep_ranges(bool keep) { keep_ranges_ = keep; }
   // Not owned; nullptr (the default): the retention cap decides.
   void set_page_gate(PageGate* gate) { gate_ = gate; }
   // Moves `b` in (keyed by b.key; its pages stay with the arena they came from, which must
@@ -346,6 +364,7 @@ class ShadowMemory {
   std::map<RegionKey, ShadowBuffer> buffers_;
   std::size_t retention_cap_ = 64u << 20;
   std::size_t range_cap_ = 1u << 16;
+  bool keep_ranges_ = true;
   std::uint64_t retained_ = 0;
   PageGate* gate_ = nullptr;
 };
