@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // ddpscope-extcap: a Wireshark extcap interface, "ddpscope replay". Wireshark (or tshark -i)
 // runs it to list the interface, its link type and its options; on --capture it starts
-// `ddpscope replay CAPTURE --stream-index N --side S --peer HOST:PORT` and streams the replayed
-// exchange, captured live on lo (LiveSession, filtered to the peer's port and the user's
-// capture filter), into Wireshark's FIFO. It ends when the replay has ended (and the last
+// `ddpscope replay CAPTURE --stream-index N --side S --peer HOST:PORT` (with replay's --llp,
+// --sctp-stack, --sctp-udp-port, --sctp-peer-udp-port, --ignore and --all-streams when given)
+// and streams the replayed exchange, captured live on lo (LiveSession, filtered to the peer's
+// TCP or SCTP port, or to its UDP port for SCTP over UDP, and the user's capture filter), into
+// Wireshark's FIFO. It ends when the replay has ended (and the last
 // frames were captured) or when Wireshark stops it (SIGTERM), and then stops the replay.
 // The protocol: https://www.wireshark.org/docs/wsdg_html_chunked/ChCaptureExtcap.html
 #include <getopt.h>
@@ -53,6 +55,13 @@ struct Args {
   std::string peer;
   std::string ddpscope;  // the ddpscope binary; default: beside this one, else PATH
   std::string live_interface = "lo";
+  // As `ddpscope replay` takes them.
+  std::string llp = "mpa";
+  std::string sctp_stack = "auto";
+  std::string sctp_udp_port;       // usrsctp: SCTP over UDP from this local port
+  std::string sctp_peer_udp_port;  // ... to this one of the peer's (replay's default: 9899)
+  std::string ignore;              // ULP fields not to compare, comma-separated
+  bool all_streams = false;
 };
 
 void print_interfaces() {
@@ -80,7 +89,27 @@ void print_config() {
       "arg {number=3}{call=--peer}{display=Live peer (HOST:PORT)}{type=string}"
       "{required=true}{validation=^[^:]+:[0-9]+$}{tooltip=Address of the live peer}\n"
       "arg {number=4}{call=--ddpscope}{display=ddpscope binary}{type=fileselect}"
-      "{tooltip=Default: beside ddpscope-extcap, else from PATH}\n");
+      "{tooltip=Default: beside ddpscope-extcap, else from PATH}\n"
+      "arg {number=5}{call=--llp}{display=Lower layer}{type=selector}"
+      "{tooltip=What carries DDP to the live peer}\n"
+      "value {arg=5}{value=mpa}{display=MPA over TCP}{default=true}\n"
+      "value {arg=5}{value=sctp}{display=SCTP (RFC 5043)}\n"
+      "arg {number=6}{call=--sctp-stack}{display=SCTP stack}{type=selector}"
+      "{tooltip=auto: the kernel's when it has SCTP, else usrsctp}\n"
+      "value {arg=6}{value=auto}{display=auto}{default=true}\n"
+      "value {arg=6}{value=kernel}{display=kernel (Linux SCTP)}\n"
+      "value {arg=6}{value=user}{display=user (usrsctp)}\n"
+      "arg {number=7}{call=--sctp-udp-port}{display=SCTP over UDP: local port}{type=unsigned}"
+      "{range=1,65535}{tooltip=usrsctp: SCTP in UDP (RFC 6951) from this port; empty: native "
+      "SCTP}\n"
+      "arg {number=8}{call=--sctp-peer-udp-port}{display=SCTP over UDP: peer's port}"
+      "{type=unsigned}{range=1,65535}{tooltip=Default 9899 (RFC 6951)}\n"
+      "arg {number=9}{call=--ignore}{display=ULP fields not compared}{type=string}"
+      "{tooltip=Comma-separated, besides the defaults (ddpscope replay --help lists them), e.g. "
+      "nvme.sqhd,smb2.credits}\n"
+      "arg {number=10}{call=--all-streams}{display=Replay every stream}{type=boolflag}"
+      "{tooltip=Every stream of the capture, in captured order (a ULP session over several "
+      "connections)}\n");
 }
 
 std::string default_ddpscope() {
@@ -117,6 +146,22 @@ pid_t start_replay(const Args& a, std::string& error) {
                                      a.side,
                                      "--peer",
                                      a.peer};
+  if (a.all_streams) {  // in place of one stream
+    argv_s.erase(argv_s.begin() + 3, argv_s.begin() + 5);
+    argv_s.push_back("--all-streams");
+  }
+  if (a.llp != "mpa") {
+    argv_s.insert(argv_s.end(), {"--llp", a.llp, "--sctp-stack", a.sctp_stack});
+    if (!a.sctp_udp_port.empty()) argv_s.insert(argv_s.end(), {"--sctp-udp-port", a.sctp_udp_port});
+    if (!a.sctp_peer_udp_port.empty())
+      argv_s.insert(argv_s.end(), {"--sctp-peer-udp-port", a.sctp_peer_udp_port});
+  }
+  for (std::size_t at = 0; at < a.ignore.size();) {
+    std::size_t comma = a.ignore.find(',', at);
+    if (comma == std::string::npos) comma = a.ignore.size();
+    if (comma > at) argv_s.insert(argv_s.end(), {"--ignore", a.ignore.substr(at, comma - at)});
+    at = comma + 1;
+  }
   std::vector<char*> argv;
   for (auto& s : argv_s)
     argv.push_back(s.data());
@@ -141,6 +186,15 @@ int run_capture(const Args& a) {
     std::fprintf(stderr, "ddpscope-extcap: --capture needs --fifo, --capture-file and --peer\n");
     return 2;
   }
+  if (a.llp != "mpa" && a.llp != "sctp") {
+    std::fprintf(stderr, "ddpscope-extcap: --llp is mpa or sctp, not %s\n", a.llp.c_str());
+    return 2;
+  }
+  if (a.sctp_stack != "auto" && a.sctp_stack != "kernel" && a.sctp_stack != "user") {
+    std::fprintf(stderr, "ddpscope-extcap: --sctp-stack is auto, kernel or user, not %s\n",
+                 a.sctp_stack.c_str());
+    return 2;
+  }
   if (!split_peer(a.peer, host, port)) {
     std::fprintf(stderr, "ddpscope-extcap: --peer takes HOST:PORT, not %s\n", a.peer.c_str());
     return 2;
@@ -151,7 +205,20 @@ int run_capture(const Args& a) {
   }
   capture::LiveOptions options;
   options.interface = a.live_interface;
-  options.filter = "tcp port " + port;
+  // What the replay sends and receives: TCP or SCTP on the peer's port, or the UDP datagrams
+  // that carry SCTP (RFC 6951).
+  if (a.llp == "mpa")
+    options.filter = "tcp port " + port;
+  else if (!a.sctp_udp_port.empty())
+    // Our UDP port, and the peer's when we connect to it (a server learns the client's).
+    options.filter = "(udp port " + a.sctp_udp_port +
+                     (a.side == "client"
+                          ? " or udp port " + (a.sctp_peer_udp_port.empty() ? std::string("9899")
+                                                                            : a.sctp_peer_udp_port)
+                          : std::string()) +
+                     ")";
+  else
+    options.filter = "sctp port " + port;
   if (!a.filter.empty()) options.filter += " and (" + a.filter + ")";
   options.write_path = a.fifo;
   std::string err;
@@ -224,6 +291,12 @@ int main(int argc, char** argv) {
     kPeer,
     kDdpscope,
     kLiveInterface,
+    kLlp,
+    kSctpStack,
+    kSctpUdpPort,
+    kSctpPeerUdpPort,
+    kIgnore,
+    kAllStreams,
     kIgnored,
   };
   static const option longopts[] = {
@@ -244,6 +317,12 @@ int main(int argc, char** argv) {
       {"peer", required_argument, nullptr, kPeer},
       {"ddpscope", required_argument, nullptr, kDdpscope},
       {"live-interface", required_argument, nullptr, kLiveInterface},
+      {"llp", required_argument, nullptr, kLlp},
+      {"sctp-stack", required_argument, nullptr, kSctpStack},
+      {"sctp-udp-port", required_argument, nullptr, kSctpUdpPort},
+      {"sctp-peer-udp-port", required_argument, nullptr, kSctpPeerUdpPort},
+      {"ignore", required_argument, nullptr, kIgnore},
+      {"all-streams", no_argument, nullptr, kAllStreams},
       // Passed by some Wireshark versions; nothing to do for them here.
       {"extcap-reload-option", required_argument, nullptr, kIgnored},
       {"extcap-control-in", required_argument, nullptr, kIgnored},
@@ -301,6 +380,24 @@ int main(int argc, char** argv) {
       case kLiveInterface:
         a.live_interface = optarg;
         break;
+      case kLlp:
+        a.llp = optarg;
+        break;
+      case kSctpStack:
+        a.sctp_stack = optarg;
+        break;
+      case kSctpUdpPort:
+        a.sctp_udp_port = optarg;
+        break;
+      case kSctpPeerUdpPort:
+        a.sctp_peer_udp_port = optarg;
+        break;
+      case kIgnore:
+        a.ignore = optarg;
+        break;
+      case kAllStreams:
+        a.all_streams = true;
+        break;
       case kVersion:
       case kIgnored:
         break;
@@ -308,7 +405,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr,
                      "usage: ddpscope-extcap --extcap-interfaces | --extcap-interface %s "
                      "(--extcap-dlts | --extcap-config | --capture --fifo PATH "
-                     "--capture-file FILE --peer HOST:PORT [--stream-index N] [--side S])\n",
+                     "--capture-file FILE --peer HOST:PORT [--stream-index N | --all-streams] "
+                     "[--side S] [--llp mpa|sctp] [--sctp-stack auto|kernel|user] "
+                     "[--sctp-udp-port N] [--sctp-peer-udp-port N] [--ignore F,F...])\n",
                      kInterface);
         return 2;
     }

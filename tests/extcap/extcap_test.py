@@ -20,6 +20,10 @@ import unittest
 EXTCAP = sys.argv.pop(1)
 DDPSCOPE = sys.argv.pop(1)
 IFACE = "ddpscope-replay"
+# rping over SCTP in UDP (RFC 6951) with usrsctp: the server on UDP port 9899, the client on 9898.
+SCTP_UDP_SERVER = ("--llp", "sctp", "--sctp-stack", "user", "--sctp-udp-port", 9899)
+SCTP_UDP_CLIENT = ("--llp", "sctp", "--sctp-stack", "user", "--sctp-udp-port", 9898,
+                   "--sctp-peer-udp-port", 9899)
 
 
 def free_port():
@@ -44,8 +48,8 @@ def report(pcap):
 
 
 def exchange(rep):
-    """Per direction: FPDUs and the opcode counts (what the replay repeats)."""
-    return [[(d["fpdus"], json.dumps(d["opcodes"], sort_keys=True)) for d in s["directions"]]
+    """Per direction: FPDUs (MPA) and the opcode counts (what the replay repeats)."""
+    return [[(d.get("fpdus"), json.dumps(d["opcodes"], sort_keys=True)) for d in s["directions"]]
             for s in rep["streams"]]
 
 
@@ -88,18 +92,23 @@ class Extcap(unittest.TestCase):
         self.assertEqual(bad.returncode, 1)
         self.assertIn("syntax error", bad.stdout)
 
-    def capture_session(self, pcap):
+    def capture_session(self, pcap, llp=()):
+        """An rping session captured by `ddpscope live`: over MPA, or with `llp` the rping
+        options of another LLP (SCTP over UDP: the server on UDP port 9899)."""
         port = free_port()
-        live = start("live", "-i", "lo", "-f", f"tcp port {port}", "--write", pcap,
-                     "--duration", "60")
+        udp = bool(llp)
+        live = start("live", "-i", "lo", "-f", "udp port 9899" if udp else f"tcp port {port}",
+                     "--write", pcap, "--duration", "60")
         line = live.stderr.readline()
         if "permission" in line.lower() or "not permitted" in line.lower():
             live.communicate(timeout=10)
             self.skipTest("live capture needs root or CAP_NET_RAW: " + line.strip())
         self.assertIn("capturing on lo", line)
-        server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 3)
+        server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 3,
+                       *(SCTP_UDP_SERVER if udp else ()))
         time.sleep(0.2)
-        client = run(DDPSCOPE, "rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", 3, "-S", 1000)
+        client = run(DDPSCOPE, "rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", 3, "-S", 1000,
+                     *(SCTP_UDP_CLIENT if udp else ()), timeout=60)
         server.communicate(timeout=30)
         self.assertEqual(client.returncode, 0, client.stderr)
         time.sleep(0.3)
@@ -151,6 +160,58 @@ class Extcap(unittest.TestCase):
                     "frame.number")
             self.assertEqual(t.returncode, 0, t.stderr)
             self.assertEqual(len(t.stdout.split()), rep["frames"])
+
+
+    def test_capture_of_a_replay_over_sctp_in_udp(self):
+        """The extcap takes replay's LLP options (issue 41): an rping session over SCTP in UDP
+        (RFC 6951, usrsctp: no kernel SCTP needed) replayed against a live rping server over
+        the same, captured on the UDP ports into the FIFO."""
+        orig = os.path.join(self.tmp.name, "session-sctp.pcap")
+        self.capture_session(orig, llp=SCTP_UDP_CLIENT)
+        want = report(orig)
+        self.assertEqual([s.get("llp") for s in want["streams"]], ["sctp"])
+        port = free_port()
+        server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 3, *SCTP_UDP_SERVER)
+        time.sleep(0.3)
+        fifo = os.path.join(self.tmp.name, "fifo")
+        os.mkfifo(fifo)
+        received = bytearray()
+
+        def read_fifo():
+            with open(fifo, "rb") as f:
+                while True:
+                    chunk = f.read(65536)
+                    if not chunk:
+                        break
+                    received.extend(chunk)
+
+        reader = threading.Thread(target=read_fifo)
+        reader.start()
+        r = run(EXTCAP, "--capture", "--extcap-interface", IFACE, "--fifo", fifo,
+                "--capture-file", orig, "--stream-index", 0, "--side", "client",
+                "--peer", f"127.0.0.1:{port}", "--llp", "sctp", "--sctp-stack", "user",
+                "--sctp-udp-port", 9898, "--sctp-peer-udp-port", 9899,
+                "--ignore", "rpc.verifier,smbd.credits", timeout=90)
+        reader.join(timeout=30)
+        server.communicate(timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(" 0 differences", r.stderr)
+        self.assertEqual(server.returncode, 0)
+        out = os.path.join(self.tmp.name, "out.pcap")
+        with open(out, "wb") as f:
+            f.write(received)
+        rep = report(out)
+        self.assertEqual(len(rep["streams"]), 1)
+        self.assertEqual(rep["streams"][0].get("llp"), "sctp")
+        self.assertEqual(exchange(rep), exchange(want))
+        self.assertFalse([f for f in rep["findings"] if f["severity"] == "error"])
+        # Wireshark sees SCTP in UDP on 9899 with good checksums (its own SCTP dissector).
+        tshark = shutil.which("tshark")
+        if tshark:
+            t = run(tshark, "-r", out, "-Y", "sctp", "-T", "fields", "-e",
+                    "sctp.checksum.status", "-o", "sctp.checksum:CRC-32C")
+            self.assertEqual(t.returncode, 0, t.stderr)
+            self.assertEqual(set(t.stdout.split()), {"1"}, t.stdout[:300])
 
 
 if __name__ == "__main__":
