@@ -35,6 +35,7 @@
 #include "capture_state.h"
 #include "ddpscope/analysis/regions_file.h"
 #include "ddpscope/common/limits.h"
+#include "ddpscope/wire/sctp.h"
 #include "draw.h"
 #include "fields.h"
 #include "menu.h"
@@ -113,6 +114,8 @@ int tap_id = -1;
 dissector_handle_t tcp_handle = nullptr;
 dissector_handle_t sctp_handle = nullptr;
 dissector_handle_t sctp_udp_handle = nullptr;
+// SCTP's handle for SCTP in UDP on other ports (our heuristic, and Decode As).
+dissector_handle_t sctp_any_udp_handle = nullptr;
 
 // Per-capture state (created by the init routine, destroyed by the cleanup routine).
 CaptureState* state = nullptr;
@@ -292,6 +295,24 @@ int wrapper(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data) {
   note_layer(Key, tvb, pinfo, OverUdp);
   forget_wrapper_layer(pinfo);
   return call_dissector_only(*Real, tvb, pinfo, tree, data);
+}
+
+// SCTP in UDP on a port other than 9899 (RFC 6951 §5.1 lets it be configured): a datagram whose
+// SCTP checksum is right, as core's frame decode recognises it (net/packet.cpp), is handed to
+// SCTP as port 9899's are. The checksum must be filled in: one left to an offloading NIC (0)
+// says nothing.
+gboolean heur_sctp_udp(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data) {
+  constexpr guint kCommonAndChunkHeader = 16;
+  const guint len = tvb_captured_length(tvb);
+  if (sctp_any_udp_handle == nullptr || len < kCommonAndChunkHeader ||
+      len != tvb_reported_length(tvb) || tvb_get_ntohl(tvb, 8) == 0)
+    return FALSE;
+  if (!wire::sctp_checksum_ok(ByteView(tvb_get_ptr(tvb, 0, static_cast<gint>(len)), len)))
+    return FALSE;
+  note_layer(seen_sctp, tvb, pinfo, true);
+  forget_wrapper_layer(pinfo);  // the heuristic's entry: SCTP enters its own
+  call_dissector_only(sctp_any_udp_handle, tvb, pinfo, tree, data);
+  return TRUE;
 }
 
 // Puts `wrapper` in `table` at `key` in place of the handle there (of protocol `protocol`),
@@ -583,6 +604,19 @@ void handoff() {
                            "ddpscope_sctp", "SCTP (ddpscope)");
   sctp_udp_handle = wrap_entry("udp.port", 9899, "sctp", wrapper<seen_sctp, true, &sctp_udp_handle>,
                                "ddpscope_sctp_udp", "SCTP over UDP (ddpscope)");
+  // Other UDP ports: by the checksum, or by Decode As (udp.port == N as "SCTP over UDP,
+  // any port (ddpscope)"; SCTP's own entry there bypasses our analysis).
+  sctp_any_udp_handle = find_dissector("sctp");
+  const int sctp_proto = proto_get_id_by_filter_name("sctp");
+  if (sctp_any_udp_handle != nullptr && sctp_proto >= 0) {
+    heur_dissector_add("udp", heur_sctp_udp,
+                       "SCTP over UDP on any port, by its checksum (ddpscope)",
+                       "ddpscope_sctp_udp_any", sctp_proto, HEURISTIC_ENABLE);
+    dissector_add_for_decode_as("udp.port",
+                                create_dissector_handle_with_name_and_description(
+                                    wrapper<seen_sctp, true, &sctp_any_udp_handle>, sctp_proto,
+                                    "ddpscope_sctp_udp_any", "SCTP over UDP, any port (ddpscope)"));
+  }
   apply_builtin_choice();
 }
 

@@ -174,6 +174,47 @@ class SctpRping(unittest.TestCase):
         self.assertIn(ppids.count(PPID_SESSION_CONTROL), (3, 4), ppids)  # and the Terminate
         self.assertEqual(ppids.count(PPID_DDP_SEGMENT), 1 + 2 * 3 + 2 * 4, ppids)
 
+    @unittest.skipUnless(TSHARK, "tshark not installed")
+    def test_rping_over_udp_on_other_ports_is_analysed(self):
+        """SCTP in UDP on ports other than 9899 (RFC 6951 §5.1 lets them be configured): the
+        analyzer recognises it by the packets' CRC32c (issue 41). tshark reads it as SCTP only
+        when told (-d udp.port==...,sctp): its segments are what the analyzer counts."""
+        pcap = os.path.join(self.tmp.name, "rping-sctp-udp-other.pcap")
+        port = free_port()
+        live = start("live", "-i", "lo", "-f", "udp port 5801", "--write", pcap, "--duration",
+                     "60", "-q")
+        time.sleep(0.5)
+        server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 2, "--llp", "sctp",
+                       "--sctp-udp-port", 5801)
+        time.sleep(0.3)
+        client = run("rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", 2, "--llp", "sctp",
+                     "--sctp-udp-port", 5802, "--sctp-peer-udp-port", 5801, timeout=60)
+        _, serr = server.communicate(timeout=30)
+        time.sleep(0.5)
+        live.send_signal(signal.SIGINT)
+        live.communicate(timeout=30)
+        self.assertEqual(client.returncode, 0, client.stderr)
+        self.assertEqual(server.returncode, 0, serr)
+        cmd = [TSHARK, "-r", pcap, "-d", "udp.port==5801,sctp", "-o", "sctp.checksum:CRC-32C",
+               "-Y", "sctp", "-T", "fields", "-e", "sctp.checksum.status", "-e",
+               "sctp.data_payload_proto_id"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        rows = [line.split("\t") for line in out.stdout.splitlines()]
+        self.assertTrue(rows, "tshark found no SCTP in UDP")
+        self.assertEqual({r[0] for r in rows}, {"1"})
+        ppids = [int(p) for r in rows if r[1] for p in r[1].split(",")]
+        rep = json.loads(run("analyze", pcap, "--json").stdout)
+        self.assertEqual(len(rep["streams"]), 1, rep["summary"])
+        stream = rep["streams"][0]
+        self.assertEqual(stream["llp"], "sctp")
+        segments = sum(o["segments"] for d in stream["directions"]
+                       for o in d["opcodes"].values())
+        self.assertEqual(segments, ppids.count(PPID_DDP_SEGMENT))
+        self.assertEqual(rep["findings"], [])
+        # Every datagram captured on those ports was taken as SCTP.
+        self.assertEqual(rep["summary"]["frames_not_tcp"], 0)
+
     def test_endpoint_script_over_sctp(self):
         """`ddpscope endpoint listen/connect --llp sctp`: every operation of a script (Write,
         Read, atomics, Immediate Data, Send) over usrsctp, on a port the stack picked."""

@@ -1171,6 +1171,65 @@ def test_sctp_ddp(ts, args):
           "control messages")
 
 
+def rewrite_udp_port(src, dst, old, new):
+    """Copies a classic pcap (microsecond or nanosecond; Ethernet, IPv4 or IPv6, UDP) with UDP
+    port `old` replaced by `new`,
+    the UDP checksum adjusted (RFC 1624) where there is one."""
+    with open(src, "rb") as f:
+        data = bytearray(f.read())
+    endian = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    pos = 24
+    while pos + 16 <= len(data):
+        caplen = struct.unpack_from(endian + "I", data, pos + 8)[0]
+        frame = pos + 16
+        ethertype = data[frame + 12:frame + 14]
+        udp = None
+        if ethertype == b"\x08\x00" and data[frame + 14 + 9] == 17:
+            udp = frame + 14 + (data[frame + 14] & 0x0F) * 4
+        elif ethertype == b"\x86\xdd" and data[frame + 14 + 6] == 17:
+            udp = frame + 14 + 40
+        if udp is not None and udp + 8 <= frame + caplen:
+            csum = struct.unpack_from(">H", data, udp + 6)[0]
+            for off in (0, 2):
+                if struct.unpack_from(">H", data, udp + off)[0] == old:
+                    struct.pack_into(">H", data, udp + off, new)
+                    if csum:
+                        total = (~csum & 0xFFFF) + (~old & 0xFFFF) + new
+                        while total >> 16:
+                            total = (total & 0xFFFF) + (total >> 16)
+                        csum = ~total & 0xFFFF or 0xFFFF
+            struct.pack_into(">H", data, udp + 6, csum)
+        pos = frame + caplen
+    with open(dst, "wb") as f:
+        f.write(data)
+
+
+def test_sctp_udp_other_port(ts, args):
+    """SCTP in UDP on a port other than 9899 (RFC 6951 §5.1 lets it be configured; issue 41):
+    the plugin's UDP heuristic takes a datagram whose SCTP checksum is right to SCTP, and every
+    DDP segment is drawn and analysed as on port 9899; with the heuristic disabled, none is.
+    The analyzer (core's frame decode, by the same checksum) finds the same stream."""
+    cap = ts.stage(args.capture)
+    moved = os.path.join(ts.tmp, "udp5801.pcap")
+    rewrite_udp_port(cap, moved, 9899, 5801)
+    os.chmod(moved, 0o644)
+    want, got = sctp_counts(ts, cap), sctp_counts(ts, moved)
+    segments = sum(c["ddp"] for c in want.values())
+    check(segments > 0, "no DDP segment over SCTP in the capture")
+    check(got == want, f"on UDP port 5801: {got} vs on 9899: {want}")
+    rows = ts.fields(moved, ["iwarp.ddp.dv"], ["--disable-heuristic", "ddpscope_sctp_udp_any"])
+    check(all(r["iwarp.ddp.dv"] == "" for r in rows.values()),
+          "DDP drawn with the heuristic disabled")
+    if args.analyzer:
+        a, b = analyzer_report(args.analyzer, cap), analyzer_report(args.analyzer, moved)
+        llps = [s["llp"] for s in a["streams"]]
+        check(llps and set(llps) == {"sctp"}, f"analyzer streams on 9899: {llps}")
+        check([s["llp"] for s in b["streams"]] == llps,
+              f"analyzer streams on 5801: {[s['llp'] for s in b['streams']]}, on 9899: {llps}")
+        check(b["findings"] == a["findings"], f"findings differ: {b['findings']} vs {a['findings']}")
+    print(f"{segments} DDP segments over SCTP in UDP on port 5801")
+
+
 def test_both_llps(ts, args):
     """A capture holding both LLPs (an MPA capture merged with an SCTP one): each LLP's DDP
     segments are drawn as in its own capture."""
@@ -1224,6 +1283,7 @@ TESTS = {
     "smbdirect_fields": test_smbdirect_fields,
     "sctp_ddp": test_sctp_ddp,
     "both_llps": test_both_llps,
+    "sctp_udp_other_port": test_sctp_udp_other_port,
 }
 
 

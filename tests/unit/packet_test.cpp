@@ -5,6 +5,8 @@
 
 #include <string_view>
 
+#include "ddpscope/wire/sctp.h"
+
 namespace ddpscope::net {
 namespace {
 
@@ -467,6 +469,46 @@ TEST(NetDecode, SctpOverUdpPort9899) {
   other.udp_dst_port = 53;
   const Bytes f = encode_sctp_frame(other, kSctpPacket);
   EXPECT_EQ(decode_frame(1, f, static_cast<std::uint32_t>(f.size())).status, FrameStatus::not_tcp);
+}
+
+// RFC 6951 lets the encapsulation port be configured: on other ports a datagram is SCTP when the
+// packet's CRC32c checksum (RFC 9260 §6.8) is right. Issue 41.
+TEST(NetDecode, SctpOverUdpOnAnotherPortIsRecognisedByItsChecksum) {
+  std::vector<std::uint8_t> good(kSctpPacket.begin(), kSctpPacket.end());
+  wire::sctp_write_checksum(good);
+  ASSERT_TRUE(wire::sctp_checksum_ok(good));
+  for (bool v6 : {false, true}) {
+    SctpFrameSpec spec = sctp_spec(v6, true);
+    spec.udp_src_port = 5001;
+    spec.udp_dst_port = 5002;
+    const Bytes f = encode_sctp_frame(spec, good);
+    const FrameDecode d = decode_frame(1, f, static_cast<std::uint32_t>(f.size()));
+    ASSERT_EQ(d.status, FrameStatus::sctp) << d.detail;
+    EXPECT_TRUE(d.sctp.over_udp);
+    EXPECT_EQ(d.sctp.udp_src_port, 5001);
+    EXPECT_EQ(d.sctp.udp_dst_port, 5002);
+    EXPECT_EQ(Bytes(d.sctp.packet.begin(), d.sctp.packet.end()), Bytes(good.begin(), good.end()));
+  }
+  SctpFrameSpec spec = sctp_spec(false, true);
+  spec.udp_dst_port = 5002;
+  const auto status = [&](const Bytes& packet, std::size_t cut = 0) {
+    Bytes f = encode_sctp_frame(spec, packet);
+    const auto wire_length = static_cast<std::uint32_t>(f.size());
+    f.resize(f.size() - cut);
+    return decode_frame(1, f, wire_length).status;
+  };
+  // One bit off: other data on that port.
+  Bytes bad(good.begin(), good.end());
+  bad[13] ^= 1;
+  EXPECT_EQ(status(bad), FrameStatus::not_tcp);
+  // Checksum 0 (left to an offloading NIC): not recognised, as the checksum cannot say.
+  EXPECT_EQ(status(kSctpPacket), FrameStatus::not_tcp);
+  // Cut by snaplen: the checksum cannot be computed.
+  EXPECT_EQ(status(Bytes(good.begin(), good.end()), 1), FrameStatus::not_tcp);
+  // Shorter than a common header and a chunk header.
+  Bytes tiny(good.begin(), good.begin() + 12);
+  wire::sctp_write_checksum(tiny);
+  EXPECT_EQ(status(tiny), FrameStatus::not_tcp);
 }
 
 TEST(NetDecode, SctpCutOrShortIsMalformedAndSnaplenIsTruncation) {

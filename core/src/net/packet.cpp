@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ddpscope/wire/sctp.h"
+
 namespace ddpscope::net {
 namespace {
 
@@ -229,9 +231,25 @@ FrameDecode decode_tcp(ByteView frame, std::size_t offset, std::uint32_t ip_payl
   return d;
 }
 
+// A UDP datagram (`datagram`, header included, as captured) on ports other than 9899 that
+// carries an SCTP packet. RFC 6951 §5.1 lets the encapsulation port be configured (usrsctp
+// takes any), and nothing in UDP says what it carries: the packet's CRC32c checksum (RFC 9260
+// §6.8, over the whole packet) decides. A datagram of other data passes it by chance once in
+// 2^32; one cut by snaplen, or with the checksum left to an offloading NIC (0), is not
+// recognised (port 9899 is, whatever its checksum).
+bool sctp_on_other_udp_port(ByteView datagram, std::uint16_t udp_length,
+                            std::uint32_t ip_payload_length) {
+  constexpr std::size_t chunk_header = 4;
+  if (udp_length < udp_header + sctp_common_header + chunk_header ||
+      udp_length > ip_payload_length || datagram.size() < udp_length)
+    return false;
+  const ByteView packet = datagram.subspan(udp_header, udp_length - udp_header);
+  return load_be32(&packet[8]) != 0 && wire::sctp_checksum_ok(packet);
+}
+
 // An SCTP packet at `offset` (IP protocol 132), `ip_payload_length` octets long per the IP
-// header, or a UDP datagram there that carries one (RFC 6951: port 9899 at either end). Any
-// other UDP datagram is not_tcp.
+// header, or a UDP datagram there that carries one (RFC 6951: port 9899 at either end, or
+// another port with the packet's checksum right). Any other UDP datagram is not_tcp.
 FrameDecode decode_sctp(ByteView frame, std::size_t offset, std::uint32_t ip_payload_length,
                         const std::uint8_t* src, const std::uint8_t* dst, bool v6, bool udp) {
   FrameDecode d;
@@ -247,8 +265,10 @@ FrameDecode decode_sctp(ByteView frame, std::size_t offset, std::uint32_t ip_pay
     }
     s.udp_src_port = load_be16(&packet[0]);
     s.udp_dst_port = load_be16(&packet[2]);
-    if (s.udp_src_port != sctp_udp_port && s.udp_dst_port != sctp_udp_port) return not_tcp();
     const std::uint16_t udp_length = load_be16(&packet[4]);
+    if (s.udp_src_port != sctp_udp_port && s.udp_dst_port != sctp_udp_port &&
+        !sctp_on_other_udp_port(packet, udp_length, ip_payload_length))
+      return not_tcp();
     if (udp_length < udp_header || udp_length > ip_payload_length) {
       return fail(FrameStatus::malformed, "UDP length " + std::to_string(udp_length) +
                                               " does not fit the IP payload of " +
