@@ -65,9 +65,10 @@ struct StreamResult {
 class Reporter {
  public:
   explicit Reporter(bool json) : json_(json) {}
-  // A line as `replay` prints it; kept for --json with its fields.
+  // A line as `replay` prints it; kept for --json with its fields (and the captured message's
+  // first frame, `frame`, for a host that shows the capture beside it).
   void diff(StreamResult& r, std::size_t index, const std::string& arrow, const std::string& what,
-            const std::string& why) {
+            const std::string& why, std::uint64_t frame = 0) {
     std::string line = index ? "DIFF #" + std::to_string(index) + " " + arrow : "DIFF " + arrow;
     if (!what.empty())
       line += ": expected " + what + ";";
@@ -77,6 +78,7 @@ class Reporter {
     print(line);
     nlohmann::json j = {{"direction", arrow}, {"expected", what}, {"difference", why}};
     if (index) j["message"] = index;
+    if (frame) j["frame"] = frame;
     r.differences.push_back(std::move(j));
   }
   void print(const std::string& line) {
@@ -373,7 +375,8 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
     if (!k) {
       const std::string lost =
           plan->ulp_info[at].key ? plan->missing(at) : "the live peer sent nothing";
-      out.diff(result, index, arrow, plan->label(at), lost + (closed ? " (connection ended)" : ""));
+      out.diff(result, index, arrow, plan->label(at), lost + (closed ? " (connection ended)" : ""),
+               m.frame);
       if (closed && !plan->ulp_info[at].key) break;
       continue;
     }
@@ -399,7 +402,7 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
       if (a.verbose)
         out.print("#" + std::to_string(index) + " " + arrow + " " + plan->label(at) + ": same");
     } else {
-      out.diff(result, index, arrow, plan->label(at), why);
+      out.diff(result, index, arrow, plan->label(at), why, m.frame);
     }
   }
   // Anything more the live peer sends is a difference too.

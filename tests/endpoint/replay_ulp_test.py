@@ -141,10 +141,13 @@ class ReplayUlp(unittest.TestCase):
         self.assertEqual(rep["differences"], 1)
         (stream,) = rep["streams"]
         self.assertEqual(stream["ulp"], "nvme-rdma")
+        # "frame": the captured message's first frame. Frame 27's TCP payload, read by hand:
+        # MPA length 0x05a2, DDP control 0x81 (tagged, not last), RDMAP 0x40 (RDMA Write),
+        # from the target's port 4420.
         self.assertEqual(stream["differences"], [{
             "message": 20, "direction": "server->client",
             "expected": "RDMA Write for NVMe Identify cid 14 (admin)",
-            "difference": "data differs at offset 0x0 of 4096"}])
+            "difference": "data differs at offset 0x0 of 4096", "frame": 27}])
         self.assertEqual(rc, 0, out)
         # The host does not send Get Log Page cid 15: the target names it, and skips its data.
         out, rc, client = self.pair(pcap, client_extra=["--fault", "skip:22"])
