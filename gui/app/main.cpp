@@ -3,7 +3,7 @@
 // ddpscope-gui --capture IFACE [--filter BPF] [--write FILE] [--port PORT]... [--stream IP:PORT]...
 //              [--mid-stream-crc auto|true|false] [--regions FILE] [--duration S]
 // ddpscope-gui --screenshot OUT.png FILE [--view
-// streams|regions|msn|findings|bytes|placement|timing]
+// streams|regions|msn|findings|bytes|placement|timing|replay]
 // [--frame N]
 #include <QApplication>
 #include <QCommandLineParser>
@@ -88,10 +88,11 @@ int main(int argc, char** argv) {
   QCommandLineOption shot(QStringLiteral("screenshot"),
                           QStringLiteral("Load FILE, render a view to OUT.png and exit."),
                           QStringLiteral("OUT.png"));
-  QCommandLineOption view(QStringLiteral("view"),
-                          QStringLiteral("View for --screenshot: streams, regions, msn, findings, "
-                                         "bytes, placement, timing (default: the main window)."),
-                          QStringLiteral("VIEW"));
+  QCommandLineOption view(
+      QStringLiteral("view"),
+      QStringLiteral("View for --screenshot: streams, regions, msn, findings, "
+                     "bytes, placement, timing, replay (default: the main window)."),
+      QStringLiteral("VIEW"));
   QCommandLineOption capture(QStringLiteral("capture"),
                              QStringLiteral("Capture live on IFACE (as File › Capture)."),
                              QStringLiteral("IFACE"));

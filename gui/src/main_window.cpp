@@ -47,6 +47,7 @@
 #include "region_table_model.h"
 #include "regions_file.h"
 #include "regions_page.h"
+#include "replay_page.h"
 #include "stream_tree_model.h"
 #include "streams_page.h"
 #include "timing_page.h"
@@ -54,8 +55,8 @@
 
 namespace ddpscope::gui {
 namespace {
-const char* const kViewNames[] = {"streams", "regions",   "msn",   "findings",
-                                  "bytes",   "placement", "timing"};
+const char* const kViewNames[] = {"streams", "regions",   "msn",    "findings",
+                                  "bytes",   "placement", "timing", "replay"};
 constexpr int kMaxRecent = 10;
 
 QString wiresharkPath() {
@@ -177,6 +178,13 @@ void MainWindow::buildUi() {
                dir);
   });
 
+  // (8) Replay one stream of the file against a live peer (`ddpscope replay`): its differences,
+  // each focusing the captured frame of the message that differed.
+  replay_page_ = new ReplayPage;
+  tabs_->addTab(replay_page_, tr("R&eplay"));
+  connect(replay_page_, &ReplayPage::frameChosen, this,
+          [this](quint64 frame) { focusFrame(frame); });
+
   // Status bar: progress and Cancel.
   status_label_ = new QLabel(tr("Open a capture (File › Open, drop a file here)"));
   progress_ = new QProgressBar;
@@ -224,7 +232,7 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   const QString names[ViewCount] = {tr("Streams"),  tr("Region Map"),   tr("MSN Sequences"),
                                     tr("Findings"), tr("Shadow Bytes"), tr("Placement Trace"),
-                                    tr("Timing")};
+                                    tr("Timing"),   tr("Replay")};
   for (int i = 0; i < ViewCount; ++i) {
     QAction* a = view->addAction(names[i], this, [this, i] { showView(View(i)); });
     a->setShortcut(QKeySequence(QStringLiteral("Ctrl+%1").arg(i + 1)));
@@ -537,6 +545,10 @@ void MainWindow::applySnapshot(SnapshotPtr snap) {
   selectRegion(region);
   msn_page_->setSnapshot(snap_);
   timing_page_->setSnapshot(snap_);
+  replay_page_->setCapture(snap_->live_interface.empty() || snap_->final
+                               ? QString::fromStdString(snap_->path)
+                               : QString(),
+                           int(snap_->model->streams.size()));
 
   const Model& m = *snap_->model;
   const bool live = !snap_->live_interface.empty();
@@ -606,6 +618,7 @@ void MainWindow::focusFrame(std::uint64_t frame, std::optional<std::uint32_t> st
   if (!snap_ || syncing_) return;
   syncing_ = true;
   focused_frame_ = frame;
+  if (stream) replay_page_->setStream(int(*stream));
   const auto region = snap_->region_of_frame(frame);
   if (region && !stream) {
     stream = snap_->regions[*region].stream;

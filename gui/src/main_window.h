@@ -38,6 +38,7 @@ class MsnPage;
 class RegionsPage;
 class StreamsPage;
 class TimingPage;
+class ReplayPage;
 class MsnChartWidget;
 class RegionMapWidget;
 class RegionTableModel;
@@ -54,6 +55,7 @@ class MainWindow : public QMainWindow {
     ViewBytes,
     ViewPlacement,
     ViewTiming,
+    ViewReplay,
     ViewCount
   };
   static std::optional<View> parseView(const QString& name);  // "streams", "regions", ...
@@ -127,6 +129,7 @@ class MainWindow : public QMainWindow {
   MsnPage* msnPage() const { return msn_page_; }
   FindingsPage* findingsPage() const { return findings_page_; }
   TimingPage* timingPage() const { return timing_page_; }
+  ReplayPage* replayPage() const { return replay_page_; }
   QComboBox* seriesCombo() const { return series_combo_; }
   QAction* wiresharkAction() const { return wireshark_action_; }
   QAction* reloadAction() const { return reload_action_; }
@@ -204,6 +207,7 @@ class MainWindow : public QMainWindow {
   PlacementTraceWidget* placement_ = nullptr;
   BytesModel* bytes_model_ = nullptr;
   TimingPage* timing_page_ = nullptr;
+  ReplayPage* replay_page_ = nullptr;
 
   QLabel* status_label_ = nullptr;
   QProgressBar* progress_ = nullptr;
