@@ -184,6 +184,11 @@ void MainWindow::buildUi() {
   tabs_->addTab(replay_page_, tr("R&eplay"));
   connect(replay_page_, &ReplayPage::frameChosen, this,
           [this](quint64 frame) { focusFrame(frame); });
+  connect(streams_page_, &StreamsPage::replayRequested, this, [this](int stream) {
+    replay_page_->setStream(stream);
+    showView(ViewReplay);
+    replay_page_->peerEdit()->setFocus();
+  });
 
   // Status bar: progress and Cancel.
   status_label_ = new QLabel(tr("Open a capture (File › Open, drop a file here)"));

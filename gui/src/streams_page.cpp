@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "streams_page.h"
 
+#include <QAction>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 
@@ -23,6 +24,17 @@ StreamsPage::StreamsPage(QWidget* parent) : QTreeView(parent) {
     emit itemChosen(idx.data(StreamTreeModel::RegionRole).toInt(),
                     idx.data(StreamTreeModel::FrameRole).toULongLong());
   });
+  replay_action_ = new QAction(tr("Replay Against a Live Peer…"), this);
+  addAction(replay_action_);
+  setContextMenuPolicy(Qt::ActionsContextMenu);
+  connect(replay_action_, &QAction::triggered, this, [this] {
+    const int stream = currentIndex().data(StreamTreeModel::StreamRole).toInt();
+    if (stream >= 0) emit replayRequested(stream);
+  });
+  connect(selectionModel(), &QItemSelectionModel::currentChanged, this, [this] {
+    replay_action_->setEnabled(currentIndex().data(StreamTreeModel::StreamRole).toInt() >= 0);
+  });
+  replay_action_->setEnabled(false);
 }
 
 void StreamsPage::setSnapshot(SnapshotPtr snap) {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <QTreeView>
+
+class QAction;
 #include <optional>
 
 #include "snapshot.h"
@@ -24,12 +26,16 @@ class StreamsPage : public QTreeView {
   void showFrame(std::optional<std::size_t> region, std::optional<std::uint32_t> stream,
                  int direction, std::uint64_t frame = 0);
   StreamTreeModel* model() const { return model_; }
+  // The context menu's "Replay Against a Live Peer…", for the current item's stream.
+  QAction* replayAction() const { return replay_action_; }
 
  signals:
   void itemChosen(int region, quint64 frame);  // region -1 / frame 0 when the item has none
+  void replayRequested(int stream);
 
  private:
   StreamTreeModel* model_ = nullptr;
+  QAction* replay_action_ = nullptr;
   bool quiet_ = false;
 };
 

@@ -3,6 +3,7 @@
 // real siw capture against a live peer (our endpoint, echoing every Send: not what the capture
 // shows) lists the differences it reports, and choosing one focuses its captured frame in the
 // main window.
+#include <QAction>
 #include <QComboBox>
 #include <QFile>
 #include <QLineEdit>
@@ -16,6 +17,8 @@
 #include "gui_test_util.h"
 #include "main_window.h"
 #include "replay_page.h"
+#include "stream_tree_model.h"
+#include "streams_page.h"
 
 using namespace ddpscope;
 using namespace ddpscope::gui;
@@ -66,6 +69,26 @@ class ReplayPageTest : public QObject {
     QVERIFY(!page.start());
     QVERIFY(page.statusText().contains(QStringLiteral("HOST:PORT")));
     QVERIFY(!page.isRunning());
+  }
+
+  // The Streams page's context menu: "Replay Against a Live Peer…" opens the Replay page on the
+  // chosen stream.
+  void aStreamsContextMenuOpensTheReplayPageOnIt() {
+    MainWindow w;
+    QVERIFY(w.loadSynchronously(sample(QStringLiteral("siw/siw-nvmeof.pcap"))));
+    auto* streams = qobject_cast<StreamsPage*>(w.streamsView());
+    QVERIFY(streams);
+    QVERIFY(streams->actions().contains(streams->replayAction()));
+    const int last = int(w.snapshot()->model->streams.size()) - 1;
+    QVERIFY(last >= 1);
+    w.streamsView()->setCurrentIndex(w.streamModel()->indexForStream(std::uint32_t(last)));
+    QVERIFY(streams->replayAction()->isEnabled());
+    streams->replayAction()->trigger();
+    QCOMPARE(w.replayPage()->streamSpin()->value(), last);
+    QVERIFY(w.replayPage()->isVisibleTo(&w));  // its tab is the current one
+    QCOMPARE(w.viewWidget(MainWindow::ViewReplay), static_cast<QWidget*>(w.replayPage()));
+    QVERIFY(w.replayPage()->arguments().contains(QStringLiteral("--stream-index")));
+    QCOMPARE(w.replayPage()->arguments().at(3), QString::number(last));
   }
 
   void differencesOfALiveReplayFocusTheirFrames() {
