@@ -81,16 +81,13 @@ UlpStreamDecoders::UlpStreamDecoders(
 }
 
 // A state claims only while its own decoder runs (setup or decode): asking that one state
-// then is enough, and claimed() is a load, not a walk over every decoder (it is asked for every
-// untagged message). Folded into its callers: it runs after every decoder, for every message.
-[[gnu::always_inline]] inline void UlpStreamDecoders::note_claim(std::size_t i) {
-  if (!claimed_ && states_[i] && states_[i]->claimed()) claimed_ = i;
-}
-
+// then is enough, and claimed() is a flag, not a walk over every decoder (it is asked for every
+// untagged message).
 void UlpStreamDecoders::setup(const UlpSetup& setup) {
   for (std::size_t i = 0; i < decoders_.size(); ++i) {
-    decoders_[i]->setup(states_[i].get(), setup);
-    note_claim(i);
+    UlpStreamState* const st = states_[i].get();
+    decoders_[i]->setup(st, setup);
+    if (!claimed_ && st && st->claimed()) claimed_ = i;
   }
 }
 
@@ -108,16 +105,21 @@ std::vector<UlpStreamDecoders::Decoded> UlpStreamDecoders::decode(const AdvertCo
   // One event list for every decoder: most find nothing in a message, and what one found is
   // moved out (leaving the list empty for the next).
   Decoded d;
-  for (std::size_t i = 0; i < decoders_.size(); ++i) {
-    d.decoder = i;
-    decoders_[i]->decode(ctx, states_[i].get(), message, d.events);
-    note_claim(i);
-    if (claimed_) {
+  const std::size_t n = decoders_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    UlpStreamState* const st = states_[i].get();
+    decoders_[i]->decode(ctx, st, message, d.events);
+    if (st && st->claimed()) {
+      claimed_ = i;
       out.clear();
-      if (!d.events.empty()) out.push_back(std::move(d));
+      if (!d.events.empty()) {
+        d.decoder = i;
+        out.push_back(std::move(d));
+      }
       return out;
     }
     if (!d.events.empty()) {
+      d.decoder = i;
       out.push_back(std::move(d));
       d.events = UlpEvents{};
     }

@@ -240,6 +240,14 @@ void IserDecoder::setup(UlpStreamState* state, const UlpSetup& setup) const {
   }
 }
 
+namespace {
+// The rest of decode, out of line: most Sends of a stream that is not this ULP are rejected by
+// decode's first rules, which then run without this part's stack frame (issue 43).
+[[gnu::noinline]] void decode_iser_body(const AdvertContext& ctx, IserStream* st,
+                                        const std::optional<IserHeader>& h, ByteView message,
+                                        bool first_of_sender, bool senders_known, UlpEvents& out);
+}  // namespace
+
 void IserDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteView message,
                          UlpEvents& out) const {
   auto* st = static_cast<IserStream*>(state);
@@ -255,6 +263,13 @@ void IserDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteVi
   }
   const auto h = decode_iser_header(message);
   if (!h) return;
+  decode_iser_body(ctx, st, h, message, first_of_sender, senders_known, out);
+}
+
+namespace {
+
+void decode_iser_body(const AdvertContext& ctx, IserStream* st, const std::optional<IserHeader>& h,
+                      ByteView message, bool first_of_sender, bool senders_known, UlpEvents& out) {
   if (h->opcode == iser_opcode::hello || h->opcode == iser_opcode::hello_reply) {
     // Hello is the initiator's first message of an iSER connection whose login was in
     // streaming mode, HelloReply the target's answer (RFC 7145 §5.1). Four octets are weak
@@ -370,5 +385,7 @@ void IserDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteVi
   }
   out.commands.push_back(std::move(cmd));
 }
+
+}  // namespace
 
 }  // namespace ddpscope::ulp

@@ -361,6 +361,12 @@ void NvmeRdmaDecoder::setup(UlpStreamState* state, const UlpSetup& setup) const 
   }
 }
 
+namespace {
+[[gnu::noinline]] void decode_response(ByteView message, UlpEvents& out);
+[[gnu::noinline]] void decode_command(const AdvertContext& ctx, NvmeRdmaStream* st,
+                                      ByteView message, UlpEvents& out);
+}  // namespace
+
 void NvmeRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteView message,
                              UlpEvents& out) const {
   auto* st = static_cast<NvmeRdmaStream*>(state);
@@ -370,13 +376,7 @@ void NvmeRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, By
   if (ctx.length == kNvmeCqeSize) {
     // A response capsule: only on a stream known to be NVMe, and never from the host.
     if (!st->recognised || from_host) return;
-    const auto cqe = decode_nvme_cqe(message);
-    if (!cqe) return;
-    UlpCompletion c;
-    c.id = cqe->cid;
-    c.success = cqe->success();
-    if (!c.success) c.status = "status " + hex_number(cqe->status >> 1);
-    out.completions.push_back(std::move(c));
+    decode_response(message, out);
     return;
   }
   if (to_host) return;  // a controller sends no command capsules
@@ -385,6 +385,25 @@ void NvmeRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, By
   if (message.size() < kNvmeSqeSize || ctx.length < kNvmeSqeSize ||
       !sqe_flags_plausible(message[1]))
     return;
+  decode_command(ctx, st, message, out);
+}
+
+namespace {
+
+// Response and command capsules, out of line: most Sends of a stream that is not NVMe are
+// rejected by decode's first rules, which then run without these parts' stack frames (issue 43).
+void decode_response(ByteView message, UlpEvents& out) {
+  const auto cqe = decode_nvme_cqe(message);
+  if (!cqe) return;
+  UlpCompletion c;
+  c.id = cqe->cid;
+  c.success = cqe->success();
+  if (!c.success) c.status = "status " + hex_number(cqe->status >> 1);
+  out.completions.push_back(std::move(c));
+}
+
+void decode_command(const AdvertContext& ctx, NvmeRdmaStream* st, ByteView message,
+                    UlpEvents& out) {
   const auto sqe = decode_nvme_sqe(message);
   if (!sqe || !nvme_sqe_plausible(*sqe, ctx.length)) return;
   const bool connect = sqe->opcode == kNvmeFabricsOpcode && sqe->fctype() == kFctypeConnect;
@@ -434,5 +453,7 @@ void NvmeRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, By
   }
   out.commands.push_back(std::move(cmd));
 }
+
+}  // namespace
 
 }  // namespace ddpscope::ulp

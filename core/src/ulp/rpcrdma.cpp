@@ -291,12 +291,27 @@ void RpcRdmaDecoder::setup(UlpStreamState* state, const UlpSetup& setup) const {
   }
 }
 
+namespace {
+// The rest of decode, out of line: most Sends of a stream that is not this ULP are rejected by
+// decode's first rules, which then run without this part's stack frame (issue 43).
+[[gnu::noinline]] void decode_rpcrdma_body(const AdvertContext& ctx, RpcRdmaStream* st,
+                                           const std::optional<RpcRdmaHeader>& h, ByteView message,
+                                           UlpEvents& out);
+}  // namespace
+
 void RpcRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteView message,
                             UlpEvents& out) const {
   auto* st = static_cast<RpcRdmaStream*>(state);
   if (!wire::opcode_is_send_family(ctx.opcode)) return;
   const auto h = decode_rpcrdma_header(message);
   if (!h) return;
+  decode_rpcrdma_body(ctx, st, h, message, out);
+}
+
+namespace {
+
+void decode_rpcrdma_body(const AdvertContext& ctx, RpcRdmaStream* st,
+                         const std::optional<RpcRdmaHeader>& h, ByteView message, UlpEvents& out) {
   const ByteView rpc = message.subspan(h->size);
   std::optional<RpcCall> call;
   std::optional<RpcReply> reply;
@@ -393,5 +408,7 @@ void RpcRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, Byt
   }
   out.commands.push_back(std::move(cmd));
 }
+
+}  // namespace
 
 }  // namespace ddpscope::ulp

@@ -258,6 +258,14 @@ std::unique_ptr<UlpStreamState> SmbDirectDecoder::new_stream() const {
   return std::make_unique<SmbDirectStream>();
 }
 
+namespace {
+// The rest of decode, out of line: most Sends of a stream that is not this ULP are rejected by
+// decode's first rules, which then run without this part's stack frame (issue 43).
+[[gnu::noinline]] void decode_smbdirect_body(const AdvertContext& ctx, SmbDirectStream* st,
+                                             const std::optional<SmbdDataHeader>& h,
+                                             ByteView message, UlpEvents& out);
+}  // namespace
+
 void SmbDirectDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteView message,
                               UlpEvents& out) const {
   auto* st = static_cast<SmbDirectStream*>(state);
@@ -288,6 +296,14 @@ void SmbDirectDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, B
   }
   const auto h = decode_smbd_data_header(message, ctx.length);
   if (!h || h->data_length == 0) return;
+  decode_smbdirect_body(ctx, st, h, message, out);
+}
+
+namespace {
+
+void decode_smbdirect_body(const AdvertContext& ctx, SmbDirectStream* st,
+                           const std::optional<SmbdDataHeader>& h, ByteView message,
+                           UlpEvents& out) {
   const bool from_client =
       st->client ? *st->client == ctx.sender : ctx.from_initiator.value_or(true);
   SmbDirectStream::Reassembly& ra = st->from[from_client ? 0 : 1];
@@ -356,5 +372,7 @@ void SmbDirectDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, B
     out.commands.push_back(std::move(cmd));
   }
 }
+
+}  // namespace
 
 }  // namespace ddpscope::ulp

@@ -104,10 +104,13 @@ class UlpStreamState {
  public:
   virtual ~UlpStreamState() = default;
   // The stream carries this decoder's ULP (set-up or content said so). Once true, it stays
-  // true for the stream (UlpStreamDecoders keeps the answer).
-  virtual bool claimed() const { return false; }
+  // true for the stream (UlpStreamDecoders keeps the answer). A flag, not a virtual call:
+  // UlpStreamDecoders asks it after every decoder, for every untagged message.
+  bool claimed() const { return recognised; }
   // What recognised it and what the set-up said ("qid 1, hsqsize 127"), for reports.
   virtual std::string describe() const { return {}; }
+  // Set by the decoder when it recognises the stream (what claimed() answers).
+  bool recognised = false;
 };
 
 class AdvertisementDecoder {
@@ -166,7 +169,6 @@ class UlpStreamDecoders {
  private:
   const std::vector<std::unique_ptr<AdvertisementDecoder>>& decoders_;
   std::vector<std::unique_ptr<UlpStreamState>> states_;
-  void note_claim(std::size_t i);
   // The claiming decoder, once one has claimed (a claim is never taken back).
   std::optional<std::size_t> claimed_;
 };

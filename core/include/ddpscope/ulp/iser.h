@@ -125,9 +125,7 @@ std::optional<std::uint32_t> iscsi_bidi_read_length(ByteView ahs);
 // The per-stream state: whether the stream is iSER and how that was told.
 class IserStream final : public UlpStreamState {
  public:
-  bool claimed() const override { return recognised; }
   std::string describe() const override;
-  bool recognised = false;
   std::string evidence;  // "iSER Hello", "iSCSI Login over iSER", "port 3260 and ..."
   // The MPA Request's private data is an iSER CM REQ message (RFC 7145, iSER CM REQ Message: 4
   // octets as Linux sends it, only the ZBVA-not-supported and Send-with-Invalidate-not-supported

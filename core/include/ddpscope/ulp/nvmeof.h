@@ -138,9 +138,7 @@ bool nvme_sqe_plausible(const NvmeSqe& sqe, std::uint64_t capsule_length);
 // The per-stream state: whether the stream is NVMe/RDMA and how that was told, the queue.
 class NvmeRdmaStream final : public UlpStreamState {
  public:
-  bool claimed() const override { return recognised; }
   std::string describe() const override;
-  bool recognised = false;
   std::string evidence;  // "RDMA CM private data", "Fabrics Connect", "port 4420 and an SQE"
   std::optional<NvmeCmRequest> cm_request;
   std::optional<NvmeCmReply> cm_reply;

@@ -110,9 +110,7 @@ Bytes encode_rpcrdma_cm(const RpcRdmaCmPrivateData& pd);
 
 class RpcRdmaStream final : public UlpStreamState {
  public:
-  bool claimed() const override { return recognised; }
   std::string describe() const override;
-  bool recognised = false;
   std::string evidence;
   std::optional<RpcRdmaCmPrivateData> cm_request, cm_reply;
   std::optional<net::Endpoint> requester;

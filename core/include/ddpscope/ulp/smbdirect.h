@@ -110,9 +110,7 @@ Bytes encode_smb2_response(std::uint16_t command, std::uint64_t message_id, std:
 
 class SmbDirectStream final : public UlpStreamState {
  public:
-  bool claimed() const override { return recognised; }
   std::string describe() const override;
-  bool recognised = false;
   std::string evidence;
   std::optional<SmbdNegotiateRequest> negotiate_request;
   std::optional<SmbdNegotiateResponse> negotiate_response;
