@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <type_traits>
 
 #include "ddpscope/wire/terminate_error.h"
@@ -42,17 +43,62 @@ bool PduDetail::empty() const {
   return !reqrep && fpdu.empty() && markers.empty() && marker_offsets.empty() && !leading_marker &&
          !framing_resumed && !resumed_after_gap && resync_skipped == 0 && !read_request &&
          !terminate && !atomic_request && !atomic_response && !immediate_data && !response_frame &&
-         answered_by.empty();  // Terminate names come with a Terminate
+         answered_by.empty() && raw.empty() && released_frame == 0 && held_missing == 0 &&
+         slices.empty() && !ddp && messages_completed.empty() && messages_delivered.empty() &&
+         findings.empty() && operations.empty();  // Terminate names come with a Terminate
 }
 
 const PduDetail& PduRecord::more() const {
   static const PduDetail none;
-  return detail ? *detail : none;
+  return detail_ != nullptr ? *detail_ : none;
+}
+
+const Bytes& PduRecord::raw() const {
+  static const Bytes none;
+  return detail_ != nullptr ? detail_->raw : none;
+}
+
+std::optional<wire::DdpHeader> PduRecord::ddp() const {
+  if (!has(flag_ddp)) return std::nullopt;
+  if (!has(flag_ddp_packed)) return detail_ != nullptr ? detail_->ddp : std::nullopt;
+  wire::DdpHeader h;
+  h.control = wire::DdpControl::from_byte(ddp_control_);
+  h.rsvd_ulp0 = rsvd_ulp0_;
+  if (h.control.tagged) {
+    h.stag = ddp_words_[0];
+    h.to = std::uint64_t{ddp_words_[1]} << 32 | ddp_words_[2];
+  } else {
+    h.rsvd_ulp1 = ddp_words_[0];
+    h.qn = ddp_words_[1];
+    h.msn = ddp_words_[2];
+    h.mo = ddp_words_[3];
+  }
+  return h;
+}
+
+SegmentFacts PduRecord::analysis() const {
+  if (facts_ != nullptr) return facts_->facts;
+  SegmentFacts a;
+  a.placed = has(flag_placed);
+  if (has(flag_expected_msn)) a.expected_msn = expected_msn_;
+  if (has(flag_message)) a.message = message_;
+  return a;
+}
+
+std::span<const std::size_t> PduRecord::messages_completed() const {
+  if (has(flag_completes_message)) return {&message_, 1};
+  return detail_ != nullptr ? detail_->messages_completed : std::span<const std::size_t>();
+}
+
+std::span<const std::size_t> PduRecord::messages_delivered() const {
+  if (has(flag_delivers_message)) return {&message_, 1};
+  return detail_ != nullptr ? detail_->messages_delivered : std::span<const std::size_t>();
 }
 
 bool PduRecord::reassembled() const {
-  if (slices.size() != 1) return true;
-  return slices.front().frame != completed_frame;
+  const std::span<const FrameSlice> s = slices();
+  if (s.size() != 1) return true;
+  return s.front().frame != completed_frame();
 }
 
 namespace {
@@ -102,21 +148,23 @@ void describe_pdu(const PduRecord& p, char* out, std::size_t size) noexcept {
       return;
     }
     case PduKind::unframed:
-      t.add("Unframed %zu octets", p.raw_size);
+      t.add("Unframed %zu octets", std::size_t{p.raw_size});
       return;
     case PduKind::fpdu:
       break;
   }
-  if (!p.ddp) {
+  const std::optional<wire::DdpHeader> ddp = p.ddp();
+  if (!ddp) {
     t.add("FPDU len=%u", static_cast<unsigned>(p.ulpdu_length));
     return;
   }
-  const wire::DdpHeader& h = *p.ddp;
+  const wire::DdpHeader& h = *ddp;
   const wire::OpcodeInfo& op = wire::opcode_info(wire::RdmapControl::from_byte(h.rsvd_ulp0).opcode);
   const std::string_view name = op.defined ? op.name : std::string_view("Reserved opcode");
   t.add("%.*s", static_cast<int>(name.size()), name.data());
   if (h.control.tagged) {
-    t.add(" STag=0x%08" PRIx32 " TO=0x%" PRIx64 " len=%zu", h.stag, h.to, p.payload_size);
+    t.add(" STag=0x%08" PRIx32 " TO=0x%" PRIx64 " len=%zu", h.stag, h.to,
+          std::size_t{p.payload_size});
   } else {
     if (h.qn != op.qn.value_or(h.qn)) t.add(" QN=%" PRIu32, h.qn);
     t.add(" MSN=%" PRIu32, h.msn);
@@ -128,12 +176,12 @@ void describe_pdu(const PduRecord& p, char* out, std::size_t size) noexcept {
     } else if (d.terminate) {
       t.add(" %s", d.quoted_term_name.c_str());
     } else {
-      t.add(" len=%zu", p.payload_size);
+      t.add(" len=%zu", std::size_t{p.payload_size});
     }
   }
   if (h.control.last) t.add(" L");
   if (p.not_placed()) t.add(" [CRC error: not placed]");
-  if (p.held_missing != 0) t.add(" [held behind a hole]");
+  if (p.held_missing() != 0) t.add(" [held behind a hole]");
 }
 
 CaptureState::CaptureState(PluginOptions options)
@@ -160,7 +208,6 @@ void CaptureState::feed(std::uint64_t frame, std::int64_t ts_ns, const net::TcpS
                         bool payload_in_frame) noexcept {
   if (finished_ || frame <= last_frame_) return;
   current_frame_ = frame;
-  current_ts_ns_ = ts_ns;
   current_payload_ = payload_in_frame ? segment.payload : ByteView{};
   last_frame_ = frame;
   ++segments_fed_;
@@ -178,7 +225,6 @@ void CaptureState::feed_sctp(std::uint64_t frame, std::int64_t ts_ns,
                              const net::SctpDatagram& packet) noexcept {
   if (finished_ || frame <= last_frame_) return;
   current_frame_ = frame;
-  current_ts_ns_ = ts_ns;
   current_payload_ = {};
   last_frame_ = frame;
   try {
@@ -227,10 +273,10 @@ void CaptureState::collect_new_findings() {
   const auto& findings = analyzer_.model().findings;
   for (; findings_collected_ < findings.size(); ++findings_collected_) {
     const std::uint64_t own = findings[findings_collected_].frame;
-    frame_mut(own).findings.push_back(arena_, findings_collected_);
+    more_of(frame_mut(own)).findings.push_back(arena_, findings_collected_);
     finding_reported_in_.push_back(finished_ ? 0 : current_frame_);
     if (!finished_ && own < current_frame_)
-      frame_mut(current_frame_).findings_learnt.push_back(arena_, findings_collected_);
+      more_of(frame_mut(current_frame_)).findings_learnt.push_back(arena_, findings_collected_);
   }
 }
 
@@ -244,14 +290,24 @@ void CaptureState::on_finding(std::size_t /*finding_index*/) {
 PduRecord* CaptureState::link_request(std::uint32_t operation, std::uint64_t request_pdu) {
   if (request_pdu >= record_of_pdu_.size() || record_of_pdu_[request_pdu] == 0) return nullptr;
   PduRecord& req = pdus_[record_of_pdu_[request_pdu] - 1];
-  if (!req.detail) req.detail = std::make_unique<PduDetail>();
-  req.detail->answered_by.push_back(operation);
+  PduDetail& d = detail_of(req);
+  d.answered_by.push_back(operation);
   // iwarp.rdmap.response_in: the first PDU that answered the Read (its first Response segment)
   // or the Atomic.
   const OperationRecord& op = operations_[operation];
-  if (!is_ulp_kind(op.kind) && !req.detail->response_frame)
-    req.detail->response_frame = op.response_frame;
+  if (!is_ulp_kind(op.kind) && !d.response_frame) d.response_frame = op.response_frame;
   return &req;
+}
+
+PduDetail& CaptureState::detail_of(PduRecord& p) {
+  if (p.detail_ == nullptr) p.detail_ = &details_.emplace_back();
+  return *p.detail_;
+}
+
+FrameMore& CaptureState::more_of(FrameRecord& f) {
+  if (f.more == nullptr)
+    f.more = new (arena_.allocate(sizeof(FrameMore), alignof(FrameMore))) FrameMore;
+  return *f.more;
 }
 
 // True when the PDU's octets are exactly those of its only slice in the frame being fed, so
@@ -270,39 +326,136 @@ bool CaptureState::in_current_payload(const PduEvent& e) const {
   return here == e.raw.data() || std::memcmp(here, e.raw.data(), s.length) == 0;
 }
 
+namespace {
+
+// The packed form of the DDP header in a record, when it gives the header back exactly (as for
+// every header core's codec decodes: a tagged header's untagged fields are 0, and the reverse).
+bool pack_ddp(const wire::DdpHeader& h, std::uint8_t& control, std::uint8_t& rsvd_ulp0,
+              std::uint32_t (&words)[4]) {
+  control = h.control.byte();
+  rsvd_ulp0 = h.rsvd_ulp0;
+  if (h.control.tagged) {
+    words[0] = h.stag;
+    words[1] = static_cast<std::uint32_t>(h.to >> 32);
+    words[2] = static_cast<std::uint32_t>(h.to);
+    words[3] = 0;
+  } else {
+    words[0] = h.rsvd_ulp1;
+    words[1] = h.qn;
+    words[2] = h.msn;
+    words[3] = h.mo;
+  }
+  wire::DdpHeader back;
+  back.control = wire::DdpControl::from_byte(control);
+  back.rsvd_ulp0 = rsvd_ulp0;
+  if (back.control.tagged) {
+    back.stag = words[0];
+    back.to = std::uint64_t{words[1]} << 32 | words[2];
+  } else {
+    back.rsvd_ulp1 = words[0];
+    back.qn = words[1];
+    back.msn = words[2];
+    back.mo = words[3];
+  }
+  return back == h;
+}
+
+// True when the facts are what PduRecord keeps packed: whether placed, the expected MSN and the
+// message (an untagged segment's, or a dropped FPDU's empty analysis); anything else (a
+// region, Read/Atomic links, a Terminate's quoted frame) goes to a PduFacts.
+bool facts_packable(const SegmentFacts& a) {
+  // Every field of SegmentFacts is named below: one added there must be added here.
+  static_assert(sizeof(SegmentFacts) == 128, "SegmentFacts changed: update facts_packable");
+  return !a.region && a.region_source == RegionSource::observed && !a.region_bounds_known &&
+         a.offset_in_region == 0 && a.region_bytes_placed == 0 && !a.request_frame &&
+         !a.response_time_ns && !a.quoted_frame;
+}
+
+}  // namespace
+
 void CaptureState::on_pdu(const PduEvent& e) {
   PduRecord p;
+  PduDetail d;
   p.kind = e.kind;
-  p.sctp = e.llp == Llp::sctp;
+  p.set(PduRecord::flag_sctp, e.llp == Llp::sctp);
   p.stream = e.stream;
-  p.direction = e.direction;
+  p.direction = static_cast<std::uint8_t>(e.direction);
   p.stream_offset = e.stream_offset;
-  p.completed_frame = current_frame_;
-  if (finished_) p.end_of_capture = true;
+  std::uint64_t completed = current_frame_;
+  if (finished_) p.set(PduRecord::flag_end_of_capture);
   // A PDU none of whose octets came in the frame being fed was held behind a hole that this
   // frame (an ACK past it, a full window) or the end of the capture declared capture loss: it
   // is drawn where its last octet arrived, not in the frame that released it.
   if (!e.slices.empty() && (finished_ || e.slices.back().frame < current_frame_)) {
-    if (!finished_) p.released_frame = current_frame_;
-    p.completed_frame = e.slices.back().frame;
+    if (!finished_) d.released_frame = current_frame_;
+    completed = e.slices.back().frame;
   }
-  p.ts_ns = current_ts_ns_;
-  p.raw_size = e.raw.size();
-  if (!in_current_payload(e)) p.raw.assign(e.raw.begin(), e.raw.end());
-  p.slices = keep(e.slices);
+  // Wireshark numbers frames with 32 bits (frame_data::num): so does the plugin when it feeds.
+  p.completed_frame_ = static_cast<std::uint32_t>(completed);
+  p.raw_size = static_cast<std::uint32_t>(e.raw.size());
+  if (!in_current_payload(e)) d.raw.assign(e.raw.begin(), e.raw.end());
+  if (e.slices.size() == 1) {
+    p.slice_ = e.slices.front();
+    p.set(PduRecord::flag_one_slice);
+  } else {
+    d.slices = keep(e.slices);
+  }
   p.ulpdu_length = e.ulpdu_length;
   p.crc_field = e.crc_field;
-  p.crc_expected = e.crc_expected;
-  p.crc_ok = e.crc_ok;
-  if (e.ddp) {
-    p.ddp = e.ddp->header;
-    p.payload_size = e.ddp->payload.size();
+  if (e.crc_expected) {
+    p.crc_expected_ = *e.crc_expected;
+    p.set(PduRecord::flag_crc_expected);
   }
-  p.analysis = static_cast<const SegmentFacts&>(e.analysis);
-  p.messages_completed = keep(e.analysis.messages_completed);
-  p.messages_delivered = keep(e.analysis.messages_delivered);
-  p.findings = keep(e.findings);
-  PduDetail d;
+  p.set(PduRecord::flag_crc_ok, e.crc_ok);
+  if (e.ddp) {
+    p.set(PduRecord::flag_ddp);
+    if (pack_ddp(e.ddp->header, p.ddp_control_, p.rsvd_ulp0_, p.ddp_words_))
+      p.set(PduRecord::flag_ddp_packed);
+    else
+      d.ddp = e.ddp->header;
+    p.payload_size = static_cast<std::uint32_t>(e.ddp->payload.size());
+  }
+  const SegmentAnalysis& a = e.analysis;
+  if (a.message) p.message_ = *a.message;
+  if (facts_packable(a)) {
+    p.set(PduRecord::flag_placed, a.placed);
+    if (a.expected_msn) {
+      p.expected_msn_ = *a.expected_msn;
+      p.set(PduRecord::flag_expected_msn);
+    }
+    p.set(PduRecord::flag_message, a.message.has_value());
+  } else {
+    PduFacts& f = facts_.emplace_back();
+    f.facts = a;
+    if (a.region) {
+      // Consecutive segments mostly name the region the one before named: no text built for
+      // them.
+      if (!last_region_ || *last_region_ != *a.region) {
+        last_region_ = a.region;
+        last_region_text_ = intern(a.region->owner.to_string() + " STag " + hex32(a.region->stag));
+      }
+      f.region_text = last_region_text_;
+      // The upper-layer command the region serves, as it is at this segment (issue 14).
+      if (const ShadowBuffer* b = analyzer_.model().memory.find(*a.region)) {
+        if (!b->ulp.empty()) f.region_ulp = intern(b->ulp);
+        if (!b->command.empty()) f.region_command = intern(b->command);
+      }
+    }
+    p.facts_ = &f;
+  }
+  // The messages this segment completed and delivered: mostly none, or just its own.
+  const auto own_message = [&](const std::vector<std::size_t>& v) {
+    return a.message && v.size() == 1 && v.front() == *a.message;
+  };
+  if (own_message(a.messages_completed))
+    p.set(PduRecord::flag_completes_message);
+  else
+    d.messages_completed = keep(a.messages_completed);
+  if (own_message(a.messages_delivered))
+    p.set(PduRecord::flag_delivers_message);
+  else
+    d.messages_delivered = keep(a.messages_delivered);
+  d.findings = keep(e.findings);
   if (e.reqrep) d.reqrep = *e.reqrep;
   d.markers = e.markers;
   d.marker_offsets = e.marker_offsets;
@@ -326,21 +479,6 @@ void CaptureState::on_pdu(const PduEvent& e) {
     d.term_code_name = std::string(term_code_name(c.layer, c.etype, c.code));
     d.quoted_term_name = terminate_error_name(c.layer, c.etype, c.code);
   }
-  if (!d.empty()) p.detail = std::make_unique<PduDetail>(std::move(d));
-  if (p.analysis.region) {
-    // Consecutive segments mostly name the region the one before named: no text built for them.
-    if (!last_region_ || *last_region_ != *p.analysis.region) {
-      last_region_ = p.analysis.region;
-      last_region_text_ =
-          intern(p.analysis.region->owner.to_string() + " STag " + hex32(p.analysis.region->stag));
-    }
-    p.region_text = last_region_text_;
-    // The upper-layer command the region serves, as it is at this segment (issue 14).
-    if (const ShadowBuffer* b = analyzer_.model().memory.find(*p.analysis.region)) {
-      if (!b->ulp.empty()) p.region_ulp = intern(b->ulp);
-      if (!b->command.empty()) p.region_command = intern(b->command);
-    }
-  }
 
   std::vector<std::uint32_t> answered;
   for (const CompletedOperation& o : e.operations) {
@@ -349,58 +487,67 @@ void CaptureState::on_pdu(const PduEvent& e) {
     r.direction = o.direction;
     r.stream = e.stream;
     r.request_frame = o.request_frame;
-    r.response_frame = p.completed_frame;
+    r.response_frame = completed;
     r.ns = o.ns;
     if (!o.operation.empty()) r.operation = intern(o.operation);
     if (!o.command.empty()) r.command = intern(o.command);
     const auto at = static_cast<std::uint32_t>(operations_.size());
     operations_.push_back(r);
     answered.push_back(at);
-    if (!finished_) frame_mut(current_frame_).operations_learnt.push_back(arena_, at);
+    if (!finished_) more_of(frame_mut(current_frame_)).operations_learnt.push_back(arena_, at);
     if (const PduRecord* req = link_request(at, o.request_pdu))
-      operations_[at].request_frame = req->completed_frame;
+      operations_[at].request_frame = req->completed_frame();
   }
-  p.operations = keep(answered);
+  d.operations = keep(answered);
+  if (!d.empty()) p.detail_ = &details_.emplace_back(std::move(d));
 
   const auto index = static_cast<std::uint32_t>(pdus_.size());
   if (e.id >= record_of_pdu_.size())
     record_of_pdu_.resize(std::max<std::size_t>(e.id + 1, 2 * record_of_pdu_.size()));
   record_of_pdu_[e.id] = index + 1;
-  frame_mut(p.completed_frame).pdus_complete.push_back(arena_, index);
-  for (const FrameSlice& s : p.slices) {
-    if (s.frame == p.completed_frame) continue;
-    auto& cont = frame_mut(s.frame).pdus_continued;
+  frame_mut(completed).pdus_complete.push_back(arena_, index);
+  for (const FrameSlice& s : p.slices()) {
+    if (s.frame == completed) continue;
+    auto& cont = more_of(frame_mut(s.frame)).pdus_continued;
     if (std::find(cont.begin(), cont.end(), index) == cont.end()) cont.push_back(arena_, index);
   }
-  pdus_.push_back(std::move(p));
+  pdus_.push_back(p);
 }
 
 void CaptureState::on_held_fpdu(const HeldFpdu& h) {
   PduRecord p;
+  PduDetail& d = detail_of(p);  // held_missing is never 0
   p.kind = PduKind::fpdu;
   p.stream = h.stream;
-  p.direction = h.direction;
+  p.direction = static_cast<std::uint8_t>(h.direction);
   p.stream_offset = h.stream_offset;
-  p.completed_frame = h.frame;
-  p.held_missing = std::max<std::uint64_t>(h.missing_before, 1);
-  p.ts_ns = current_ts_ns_;
-  p.raw_size = h.raw.size();
+  p.completed_frame_ = static_cast<std::uint32_t>(h.frame);
+  d.held_missing = std::max<std::uint64_t>(h.missing_before, 1);
+  p.raw_size = static_cast<std::uint32_t>(h.raw.size());
   // Drawn from the frame's own payload when it lies there (as in_current_payload decides).
   const FrameSlice& s = h.slice;
   const bool in_payload =
       h.frame == current_frame_ && s.offset <= current_payload_.size() &&
       s.length <= current_payload_.size() - s.offset &&
       std::memcmp(current_payload_.data() + s.offset, h.raw.data(), h.raw.size()) == 0;
-  if (!in_payload) p.raw.assign(h.raw.begin(), h.raw.end());
-  p.slices = keep(std::vector<FrameSlice>{h.slice});
+  if (!in_payload) d.raw.assign(h.raw.begin(), h.raw.end());
+  p.slice_ = h.slice;
+  p.set(PduRecord::flag_one_slice);
   p.ulpdu_length = h.ulpdu_length;
   p.crc_field = h.crc_field;
-  p.crc_expected = h.crc_expected;
-  p.ddp = h.ddp.header;
-  p.payload_size = h.ddp.payload.size();
+  if (h.crc_expected) {
+    p.crc_expected_ = *h.crc_expected;
+    p.set(PduRecord::flag_crc_expected);
+  }
+  p.set(PduRecord::flag_ddp);
+  if (pack_ddp(h.ddp.header, p.ddp_control_, p.rsvd_ulp0_, p.ddp_words_))
+    p.set(PduRecord::flag_ddp_packed);
+  else
+    d.ddp = h.ddp.header;
+  p.payload_size = static_cast<std::uint32_t>(h.ddp.payload.size());
   const auto index = static_cast<std::uint32_t>(pdus_.size());
-  frame_mut(h.frame).pdus_held.push_back(arena_, index);
-  pdus_.push_back(std::move(p));
+  more_of(frame_mut(h.frame)).pdus_held.push_back(arena_, index);
+  pdus_.push_back(p);
 }
 
 template <class T>

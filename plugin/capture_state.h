@@ -24,8 +24,9 @@
 namespace ddpscope::plugin {
 
 // What few PDUs carry (an MPA Request/Reply, markers, framing found again, a Read Request, a
-// Terminate, atomics, immediate data, a response link), kept out of line so that the common
-// record (a Send, a Write segment) stays small: a capture of 800k Sends holds 800k records.
+// Terminate, atomics, immediate data, a response link, findings, operations, stored octets,
+// several slices), kept out of line so that the common record (a Send, a Write segment) stays
+// small: a capture of 800k Sends holds 800k records, and most of them need none of this.
 struct PduDetail {
   // MPA Request / Reply
   std::optional<wire::MpaReqRep> reqrep;
@@ -55,8 +56,35 @@ struct PduDetail {
   std::string term_layer_name, term_etype_name, term_code_name;
   std::string quoted_term_name;  // full "layer / type / code" of the Terminate
 
+  // PduRecord's rarer parts (read through PduRecord's accessors):
+  // Octets as on the wire, when they cannot be read from completed_frame's own TCP payload.
+  Bytes raw;
+  std::uint64_t released_frame = 0;  // PduRecord::released_frame
+  std::uint64_t held_missing = 0;    // PduRecord::held_missing
+  // The slices, unless there is exactly one (the record keeps that one).
+  std::span<const FrameSlice> slices;
+  // A DDP header the record's packed form does not hold (never, for a header core decoded).
+  std::optional<wire::DdpHeader> ddp;
+  // Model::messages completed / delivered, unless none or just the segment's own message (the
+  // record says which). In CaptureState's arena, as the two lists below.
+  std::span<const std::size_t> messages_completed, messages_delivered;
+  std::span<const std::size_t> findings;      // Model::findings
+  std::span<const std::uint32_t> operations;  // answered by this PDU (CaptureState::operation)
+
   // True when nothing here is set (the PDU needs no detail record).
   bool empty() const;
+};
+
+// A segment's analysis when it does not fit the record's packed form (a tagged segment's
+// region, Read/Atomic links, a Terminate's quoted frame), with the region's texts.
+struct PduFacts {
+  SegmentFacts facts;
+  // The region's name, and the upper-layer command it serves as it is at this segment (issue
+  // 14; null: no upper-layer command named the region). Shared by every segment that names the
+  // same text (CaptureState keeps one copy of each).
+  const std::string* region_text = nullptr;
+  const std::string* region_ulp = nullptr;
+  const std::string* region_command = nullptr;
 };
 
 // An operation a PDU answered: core's CompletedOperation (the timing model's pairing and
@@ -75,64 +103,113 @@ struct OperationRecord {
   const std::string* command = nullptr;    // ULP kinds: "NVMe Read cid 12 nsid 1"
 };
 
-// One PDU as core framed and analysed it, owning copies of everything the tree shows.
-struct PduRecord {
+// One PDU as core framed and analysed it, owning copies of everything the tree shows. A capture
+// of small messages holds one per frame (issue 43: 819k of them on the small benchmark shape),
+// so what most PDUs carry is kept here packed, the rest in a PduDetail or PduFacts the record
+// points at; the accessors give back what core reported. Wireshark numbers frames with 32 bits:
+// frame numbers are kept as such. Written by CaptureState only.
+class PduRecord {
+ public:
   PduKind kind = PduKind::fpdu;
+  std::uint8_t direction = 0;
+  std::uint16_t ulpdu_length = 0;
+  std::uint32_t stream = 0;
+  std::uint32_t crc_field = 0;
+  // Length of the octets as on the wire (markers included).
+  std::uint32_t raw_size = 0;
+  std::uint32_t payload_size = 0;  // of the DDP segment
+  std::uint64_t stream_offset = 0;
+
   // sctp: one PPID 16 user message holding one DDP segment (RFC 5043), drawn without an MPA
   // item; raw is the message.
-  bool sctp = false;
-  bool crc_ok = true;
+  bool sctp() const { return has(flag_sctp); }
+  bool crc_ok() const { return has(flag_crc_ok); }
+  std::optional<std::uint32_t> crc_expected() const {
+    return has(flag_crc_expected) ? std::optional<std::uint32_t>(crc_expected_) : std::nullopt;
+  }
   // Reported by Analyzer::finish() (flushed at the end of the capture): drawn in the frame of
   // its last slice, which a one-pass run has printed before the PDU was known.
-  bool end_of_capture = false;
-  int direction = 0;
-  std::uint32_t stream = 0;
-  std::uint16_t ulpdu_length = 0;
-  std::uint32_t crc_field = 0;
-  std::optional<std::uint32_t> crc_expected;
-  std::uint64_t stream_offset = 0;
-  std::uint64_t completed_frame = 0;  // frame whose segment made core report the PDU
+  bool end_of_capture() const { return has(flag_end_of_capture); }
+  // The frame whose segment made core report the PDU.
+  std::uint64_t completed_frame() const { return completed_frame_; }
   // Held behind a hole that a later frame declared capture loss (an ACK past it, a full window):
   // that frame, when the PDU is drawn in its own (earlier) last frame. 0: not held.
-  std::uint64_t released_frame = 0;
+  std::uint64_t released_frame() const { return detail_ ? detail_->released_frame : 0; }
   // A provisional record (core's HeldFpdu): an FPDU decoded from a segment TCP held behind
   // this many octets not delivered yet (the hole and octets held after it); core has not
   // framed or analysed it. 0: core's own PDU.
-  std::uint64_t held_missing = 0;
-  std::int64_t ts_ns = 0;  // time of completed_frame
+  std::uint64_t held_missing() const { return detail_ ? detail_->held_missing : 0; }
   // Octets as on the wire (markers included), `raw_size` of them. Stored only when they cannot
   // be read from completed_frame's own TCP payload: a PDU in one slice of completed_frame and
   // without markers keeps `raw` empty (raw_stored() false) and is drawn from that frame's tvb.
-  Bytes raw;
-  std::size_t raw_size = 0;
-  // The lists below live in CaptureState's arena (one allocation per many PDUs, never moved).
-  std::span<const FrameSlice> slices;
+  const Bytes& raw() const;
+  bool raw_stored() const { return raw().size() == raw_size; }
+  std::span<const FrameSlice> slices() const {
+    if (has(flag_one_slice)) return {&slice_, 1};
+    return detail_ ? detail_->slices : std::span<const FrameSlice>();
+  }
   // DDP / RDMAP. With crc_ok false: decoded as received, the FPDU dropped (not_placed()).
-  std::optional<wire::DdpHeader> ddp;
-  std::size_t payload_size = 0;
-  SegmentFacts analysis;
-  std::span<const std::size_t> messages_completed, messages_delivered;  // Model::messages
-  std::span<const std::size_t> findings;                                // Model::findings
-  std::span<const std::uint32_t> operations;  // answered by this PDU (CaptureState::operation)
-  // The region's name, and the upper-layer command it serves as it is at this segment (issue
-  // 14; null: no upper-layer command named the region). Shared by every segment that names the
-  // same text (CaptureState keeps one copy of each).
-  const std::string* region_text = nullptr;
-  const std::string* region_ulp = nullptr;
-  const std::string* region_command = nullptr;
-  std::unique_ptr<PduDetail> detail;  // null: nothing of PduDetail is set
+  std::optional<wire::DdpHeader> ddp() const;
+  SegmentFacts analysis() const;
+  std::span<const std::size_t> messages_completed() const;  // Model::messages
+  std::span<const std::size_t> messages_delivered() const;
+  std::span<const std::size_t> findings() const {  // Model::findings
+    return detail_ ? detail_->findings : std::span<const std::size_t>();
+  }
+  std::span<const std::uint32_t> operations() const {  // answered by this PDU
+    return detail_ ? detail_->operations : std::span<const std::uint32_t>();
+  }
+  // The region's name, and the upper-layer command it serves (PduFacts); null: none.
+  const std::string* region_text() const { return facts_ ? facts_->region_text : nullptr; }
+  const std::string* region_ulp() const { return facts_ ? facts_->region_ulp : nullptr; }
+  const std::string* region_command() const { return facts_ ? facts_->region_command : nullptr; }
 
   // The rare parts (an empty PduDetail when there are none).
   const PduDetail& more() const;
-  bool raw_stored() const { return raw.size() == raw_size; }
   // A DDP segment a compliant Data Sink drops unplaced: its FPDU failed the CRC (RFC 5044 §8).
-  bool not_placed() const { return ddp.has_value() && !crc_ok; }
+  bool not_placed() const { return has(flag_ddp) && !crc_ok(); }
   // Length of the FPDU without markers (what the length, ULPDU, pad and CRC fields cover).
   std::size_t fpdu_size() const {
-    return detail && !detail->fpdu.empty() ? detail->fpdu.size() : raw_size;
+    return detail_ && !detail_->fpdu.empty() ? detail_->fpdu.size() : raw_size;
   }
   bool reassembled() const;  // more than one slice or not all in completed_frame
+
+ private:
+  friend class CaptureState;
+  enum : std::uint16_t {
+    flag_sctp = 1u << 0,
+    flag_crc_ok = 1u << 1,
+    flag_crc_expected = 1u << 2,
+    flag_end_of_capture = 1u << 3,
+    flag_one_slice = 1u << 4,           // slice_ is the only slice
+    flag_ddp = 1u << 5,                 // a DDP header: packed below, or detail_->ddp
+    flag_ddp_packed = 1u << 6,          // ddp_control_, rsvd_ulp0_, ddp_words_ hold it
+    flag_placed = 1u << 7,              // SegmentFacts::placed (without facts_)
+    flag_expected_msn = 1u << 8,        // SegmentFacts::expected_msn is expected_msn_
+    flag_message = 1u << 9,             // SegmentFacts::message is message_
+    flag_completes_message = 1u << 10,  // messages_completed is {message_}
+    flag_delivers_message = 1u << 11,   // messages_delivered is {message_}
+  };
+  bool has(std::uint16_t f) const { return (flags_ & f) != 0; }
+  void set(std::uint16_t f, bool on = true) {
+    flags_ = static_cast<std::uint16_t>(on ? flags_ | f : flags_ & ~f);
+  }
+
+  std::uint16_t flags_ = flag_crc_ok;
+  // The DDP header packed: its control and first RsvdULP octets, and tagged: STag, TO (high,
+  // low); untagged: RsvdULP1, QN, MSN, MO.
+  std::uint8_t ddp_control_ = 0;
+  std::uint8_t rsvd_ulp0_ = 0;
+  std::uint32_t ddp_words_[4] = {};
+  std::uint32_t completed_frame_ = 0;
+  std::uint32_t crc_expected_ = 0;
+  std::uint32_t expected_msn_ = 0;
+  std::size_t message_ = 0;
+  FrameSlice slice_;
+  PduDetail* detail_ = nullptr;      // null: nothing of PduDetail is set
+  const PduFacts* facts_ = nullptr;  // null: the analysis is the packed one (flags, message_)
 };
+static_assert(sizeof(PduRecord) <= 104, "one record per PDU: keep it packed (issue 43)");
 
 // A frame's list of PDU or finding indices, kept in CaptureState's arena: no heap allocation per
 // frame (a capture of 800k Sends has 800k frames with one PDU each). It grows by doubling into
@@ -163,13 +240,9 @@ class ArenaList {
   std::uint32_t cap_ = 0;
 };
 
-struct FrameRecord {
-  bool claimed = false;  // our dissector took this frame's TCP payload
-  // Where the TCP payload lies in the frame's own tvb (payload_length 0: not known): revisits
-  // may not get TCP's payload field, and PDUs without a stored copy are drawn from here.
-  std::uint32_t payload_offset = 0;
-  std::uint32_t payload_length = 0;
-  ArenaList<std::uint32_t> pdus_complete;
+// What few frames carry besides the PDUs they complete (continuations, findings, held FPDUs,
+// operations learnt): kept out of line, in CaptureState's arena.
+struct FrameMore {
   ArenaList<std::uint32_t> pdus_continued;  // slices here, completed in another frame
   ArenaList<std::size_t> findings;          // Model::findings with Finding::frame == here
   // Model::findings this frame's segment raised for an earlier frame (the PDU completed here,
@@ -183,6 +256,28 @@ struct FrameRecord {
   // what a one-pass run can count here, where the answering PDU may lie in an earlier frame
   // (held behind a hole) that it has printed already.
   ArenaList<std::uint32_t> operations_learnt;
+};
+
+struct FrameRecord {
+  bool claimed = false;  // our dissector took this frame's TCP payload
+  // Where the TCP payload lies in the frame's own tvb (payload_length 0: not known): revisits
+  // may not get TCP's payload field, and PDUs without a stored copy are drawn from here.
+  std::uint32_t payload_offset = 0;
+  std::uint32_t payload_length = 0;
+  ArenaList<std::uint32_t> pdus_complete;
+  FrameMore* more = nullptr;  // null: every list of FrameMore is empty
+
+  const ArenaList<std::uint32_t>& pdus_continued() const { return rest().pdus_continued; }
+  const ArenaList<std::size_t>& findings() const { return rest().findings; }
+  const ArenaList<std::size_t>& findings_learnt() const { return rest().findings_learnt; }
+  const ArenaList<std::uint32_t>& pdus_held() const { return rest().pdus_held; }
+  const ArenaList<std::uint32_t>& operations_learnt() const { return rest().operations_learnt; }
+
+ private:
+  const FrameMore& rest() const {
+    static const FrameMore none;
+    return more != nullptr ? *more : none;
+  }
 };
 
 // One DDP Stream Session Control message (PPID 17, RFC 5043), decoded on the first pass.
@@ -262,6 +357,9 @@ class CaptureState final : private AnalysisObserver {
   // The request's record of an operation core paired (CompletedOperation::request_pdu), linked
   // to it; nullptr when core's PDU has no record.
   PduRecord* link_request(std::uint32_t operation, std::uint64_t request_pdu);
+  // The record's PduDetail, made when it has none; the frame's FrameMore likewise.
+  PduDetail& detail_of(PduRecord& p);
+  FrameMore& more_of(FrameRecord& f);
   const std::string* intern(std::string text);
   // A copy of `v` in the arena (empty: no copy).
   template <class T>
@@ -273,8 +371,10 @@ class CaptureState final : private AnalysisObserver {
   // nodes: bump-allocated, freed with the capture (records are never removed; a rehash leaves
   // the old bucket array here, at most as much again as the final one).
   std::pmr::monotonic_buffer_resource arena_;
-  // A deque: growing never copies the records already stored.
+  // Deques: growing never copies (or moves) the records already stored.
   std::pmr::deque<PduRecord> pdus_{&arena_};
+  std::deque<PduDetail> details_;             // PduRecord::detail_ point here
+  std::pmr::deque<PduFacts> facts_{&arena_};  // PduRecord::facts_ point here
   std::deque<SessionControlRecord> sctp_sessions_;
   std::deque<OperationRecord> operations_;
   // Per core PduEvent::id, 1 + the index of its record in pdus_ (0: none yet). Held FPDUs'
@@ -291,7 +391,6 @@ class CaptureState final : private AnalysisObserver {
   std::vector<std::uint64_t> finding_reported_in_;
   std::uint64_t current_frame_ = 0;
   ByteView current_payload_;  // TCP payload of current_frame_, valid during feed()
-  std::int64_t current_ts_ns_ = 0;
   std::uint64_t last_frame_ = 0;
   // One copy of each region text PduRecord points at (node-based: the pointers stay valid).
   std::unordered_set<std::string> texts_;

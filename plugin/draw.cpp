@@ -279,9 +279,9 @@ void draw_terminate(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord
                         *term.rdmap_read_request, true);
     }
   }
-  if (p.analysis.quoted_frame) {
+  if (p.analysis().quoted_frame) {
     generated(proto_tree_add_uint(t, hf.an_quoted_frame, nullptr, 0, 0,
-                                  static_cast<std::uint32_t>(*p.analysis.quoted_frame)));
+                                  static_cast<std::uint32_t>(*p.analysis().quoted_frame)));
   }
 }
 
@@ -316,13 +316,13 @@ void draw_atomics(proto_tree* t, tvbuff_t* tvb, std::size_t b, const PduRecord& 
 }
 
 void draw_segment_analysis(const DrawContext& ctx, proto_tree* dt, const PduRecord& p) {
-  const SegmentFacts& a = p.analysis;
+  const SegmentFacts a = p.analysis();
   proto_tree* at_ = proto_tree_add_subtree(dt, ctx.frame_tvb, 0, 0, ett.ddp_analysis, nullptr,
                                            "[ddpscope analysis]");
   generated(proto_tree_add_boolean(at_, hf.an_placed, nullptr, 0, 0, a.placed));
   if (a.region) {
     generated(proto_tree_add_string(at_, hf.an_region, nullptr, 0, 0,
-                                    p.region_text != nullptr ? p.region_text->c_str() : ""));
+                                    p.region_text() != nullptr ? p.region_text()->c_str() : ""));
     generated(proto_tree_add_uint(at_, hf.an_region_stag, nullptr, 0, 0, a.region->stag));
     generated(proto_tree_add_uint(at_, hf.an_region_source, nullptr, 0, 0,
                                   static_cast<std::uint32_t>(a.region_source)));
@@ -332,11 +332,12 @@ void draw_segment_analysis(const DrawContext& ctx, proto_tree* dt, const PduReco
         proto_tree_add_uint64(at_, hf.an_offset_in_region, nullptr, 0, 0, a.offset_in_region));
     generated(proto_tree_add_uint64(at_, hf.an_region_bytes_placed, nullptr, 0, 0,
                                     a.region_bytes_placed));
-    if (p.region_ulp != nullptr)
-      generated(proto_tree_add_string(at_, hf.an_region_ulp, nullptr, 0, 0, p.region_ulp->c_str()));
-    if (p.region_command != nullptr) {
+    if (p.region_ulp() != nullptr)
+      generated(
+          proto_tree_add_string(at_, hf.an_region_ulp, nullptr, 0, 0, p.region_ulp()->c_str()));
+    if (p.region_command() != nullptr) {
       generated(proto_tree_add_string(at_, hf.an_region_command, nullptr, 0, 0,
-                                      p.region_command->c_str()));
+                                      p.region_command()->c_str()));
     }
   }
   if (a.expected_msn) {
@@ -356,11 +357,11 @@ void draw_segment_analysis(const DrawContext& ctx, proto_tree* dt, const PduReco
                                     static_cast<std::uint32_t>(m.delivered_frame)));
     }
   }
-  for (std::size_t m : p.messages_completed) {
+  for (std::size_t m : p.messages_completed()) {
     generated(proto_tree_add_uint(at_, hf.an_completes_message, nullptr, 0, 0,
                                   static_cast<std::uint32_t>(m)));
   }
-  for (std::size_t m : p.messages_delivered) {
+  for (std::size_t m : p.messages_delivered()) {
     generated(proto_tree_add_uint(at_, hf.an_delivers_message, nullptr, 0, 0,
                                   static_cast<std::uint32_t>(m)));
   }
@@ -368,14 +369,15 @@ void draw_segment_analysis(const DrawContext& ctx, proto_tree* dt, const PduReco
 
 void draw_rdmap_links(proto_tree* rt, const PduRecord& p) {
   const PduDetail& d = p.more();
-  if (p.analysis.request_frame) {
+  const SegmentFacts a = p.analysis();
+  if (a.request_frame) {
     generated(proto_tree_add_uint(rt, hf.an_request_in, nullptr, 0, 0,
-                                  static_cast<std::uint32_t>(*p.analysis.request_frame)));
+                                  static_cast<std::uint32_t>(*a.request_frame)));
   }
-  if (p.analysis.response_time_ns) {
+  if (a.response_time_ns) {
     nstime_t ns;
-    ns.secs = static_cast<time_t>(*p.analysis.response_time_ns / 1000000000);
-    ns.nsecs = static_cast<int>(*p.analysis.response_time_ns % 1000000000);
+    ns.secs = static_cast<time_t>(*a.response_time_ns / 1000000000);
+    ns.nsecs = static_cast<int>(*a.response_time_ns % 1000000000);
     generated(proto_tree_add_time(rt, hf.an_response_time, nullptr, 0, 0, &ns));
   }
   if (d.response_frame) {
@@ -395,7 +397,7 @@ nstime_t to_nstime(std::uint64_t ns) {
 // answering PDU the latency and the request's frame; on the request the answer's frame.
 void draw_operations(const DrawContext& ctx, proto_tree* rt, const PduRecord& p) {
   bool read_request_drawn = false;
-  for (std::uint32_t i : p.operations) {
+  for (std::uint32_t i : p.operations()) {
     const OperationRecord& o = ctx.state->operation(i);
     const nstime_t t = to_nstime(o.ns);
     const auto req = static_cast<std::uint32_t>(o.request_frame);
@@ -493,14 +495,14 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, const char* in
     if (a.tvb != nullptr) proto_tree_add_item(mt, hf.mpa_pad, a.tvb, a.off, a.len, ENC_NA);
   }
   generated(
-      proto_tree_add_boolean(mt, hf.mpa_crc_in_use, nullptr, 0, 0, p.crc_expected.has_value()));
+      proto_tree_add_boolean(mt, hf.mpa_crc_in_use, nullptr, 0, 0, p.crc_expected().has_value()));
   const std::size_t crc_off = wire::fpdu_crc_offset(p.ulpdu_length);
   if (crc_off + wire::kMpaCrcSize <= total &&
       at(fpdu_tvb, crc_off, wire::kMpaCrcSize).tvb != nullptr) {
     proto_tree_add_checksum(mt, fpdu_tvb, static_cast<guint>(crc_off), hf.mpa_crc,
-                            hf.mpa_crc_status, nullptr, pinfo, p.crc_expected.value_or(0),
+                            hf.mpa_crc_status, nullptr, pinfo, p.crc_expected().value_or(0),
                             ENC_LITTLE_ENDIAN,
-                            p.crc_expected ? PROTO_CHECKSUM_VERIFY : PROTO_CHECKSUM_NO_FLAGS);
+                            p.crc_expected() ? PROTO_CHECKSUM_VERIFY : PROTO_CHECKSUM_NO_FLAGS);
   } else {
     add_uint(mt, hf.mpa_crc, at(nullptr, 0, 0), p.crc_field);
   }
@@ -515,7 +517,7 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, const char* in
                                      "FPDU before)");
     generated(proto_tree_add_uint64(mt, hf.mpa_resync_skipped, nullptr, 0, 0, d.resync_skipped));
   }
-  if (!p.ddp) return nullptr;
+  if (!p.ddp()) return nullptr;
   const std::size_t ulpdu_off = wire::fpdu_field::ulpdu;
   tvbuff_t* ulpdu =
       at(fpdu_tvb, ulpdu_off, p.ulpdu_length).tvb != nullptr
@@ -529,7 +531,7 @@ proto_item* draw_fpdu(const DrawContext& ctx, const PduRecord& p, const char* in
 proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, const char* info,
                            tvbuff_t* ulpdu, packet_info* pinfo, proto_tree* tree) {
   // DDP (RFC 5041 §4)
-  const wire::DdpHeader& h = *p.ddp;
+  const wire::DdpHeader h = *p.ddp();
   const std::size_t hs = h.size();
   const At da = or_empty(at(ulpdu, 0, hs));
   proto_item* di = proto_tree_add_item(tree, proto.ddp, da.tvb, da.off, da.len, ENC_NA);
@@ -546,7 +548,7 @@ proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, const cha
                                     "MPA CRC mismatch: the Data Sink drops the FPDU (RFC 5044 "
                                     "§8); header as received, not analysed"));
     generated(proto_tree_add_boolean(dt, hf.an_placed, nullptr, 0, 0, FALSE));
-  } else if (p.held_missing == 0) {  // a held FPDU's analysis is core's, where TCP delivers it
+  } else if (p.held_missing() == 0) {  // a held FPDU's analysis is core's, where TCP delivers it
     draw_segment_analysis(ctx, dt, p);
   }
 
@@ -580,7 +582,7 @@ proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, const cha
     tvbuff_t* payload = tvb_new_subset_length(ulpdu, hs, static_cast<gint>(p.payload_size));
     // Only Sends core could place go up (a Data Sink delivers nothing else to its ULP), and
     // only the segment that starts the message (MO 0), which holds the ULP's header.
-    if (!h.control.tagged && wire::opcode_is_send_family(op) && p.analysis.placed && h.mo == 0) {
+    if (!h.control.tagged && wire::opcode_is_send_family(op) && p.analysis().placed && h.mo == 0) {
       rdmap_info_t* info = wmem_new0(pinfo->pool, rdmap_info_t);
       info->opcode = op;
       info->last_flag = h.control.last;
@@ -605,7 +607,7 @@ proto_item* draw_ddp_rdmap(const DrawContext& ctx, const PduRecord& p, const cha
 // the frame drawn now, as long as the PDU): no copy needed. Null otherwise.
 tvbuff_t* frame_pdu_tvb(const DrawContext& ctx, const PduRecord& p) {
   if (p.reassembled() || ctx.payload_tvb == nullptr) return nullptr;
-  const FrameSlice& s = p.slices.front();
+  const FrameSlice& s = p.slices().front();
   if (s.length != p.raw_size) return nullptr;
   const At a = at(ctx.payload_tvb, s.offset, s.length);
   return a.tvb != nullptr ? tvb_new_subset_length(ctx.payload_tvb, a.off, a.len) : nullptr;
@@ -613,7 +615,7 @@ tvbuff_t* frame_pdu_tvb(const DrawContext& ctx, const PduRecord& p) {
 
 // The PDU's raw octets: the stored copy, or else from pdu_tvb (the frame's own payload).
 const std::uint8_t* raw_octets(const PduRecord& p, tvbuff_t* pdu_tvb) {
-  if (p.raw_stored()) return p.raw.data();
+  if (p.raw_stored()) return p.raw().data();
   if (at(pdu_tvb, 0, p.raw_size).tvb == nullptr) return nullptr;
   return tvb_get_ptr(pdu_tvb, 0, static_cast<gint>(p.raw_size));
 }
@@ -623,10 +625,10 @@ const std::uint8_t* raw_octets(const PduRecord& p, tvbuff_t* pdu_tvb) {
 proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, const char* info,
                      packet_info* pinfo, proto_tree* tree) {
   tvbuff_t* pdu_tvb = frame_pdu_tvb(ctx, p);
-  if (p.sctp) {
+  if (p.sctp()) {
     // RFC 5043 §5.2.1: the user message is the DDP-SSN and the DDP segment, no MPA framing.
     if (pdu_tvb == nullptr && p.raw_stored())
-      pdu_tvb = child_tvb(ctx, pinfo, p.raw, "DDP-SSN and DDP segment (SCTP user message)");
+      pdu_tvb = child_tvb(ctx, pinfo, p.raw(), "DDP-SSN and DDP segment (SCTP user message)");
     tvbuff_t* segment_tvb = nullptr;
     const At ssn_at = at(pdu_tvb, 0, wire::kDdpSsnSize);
     const std::uint8_t* raw = raw_octets(p, pdu_tvb);
@@ -641,7 +643,7 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, const char* inf
       add_uint(proto_item_add_subtree(si, ett.sctp_session), hf.ss_ddp_ssn, ssn_at, ssn);
       segment_tvb = tvb_new_subset_remaining(pdu_tvb, static_cast<gint>(wire::kDdpSsnSize));
     }
-    if (!p.ddp) {
+    if (!p.ddp()) {
       const At a = segment_tvb != nullptr ? At{segment_tvb, 0, -1} : At{ctx.frame_tvb, 0, 0};
       proto_item* di = proto_tree_add_item(tree, proto.ddp, a.tvb, a.off, a.len, ENC_NA);
       proto_item_append_text(di, ", %s", info);
@@ -650,17 +652,17 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, const char* inf
     proto_item* ri = draw_ddp_rdmap(ctx, p, info, segment_tvb, pinfo, tree);
     // As for FPDUs: a message held behind a TSN hole (reordering, loss) that a later frame let
     // go, or one flushed at the end, is drawn in its own last frame and says so.
-    if (p.end_of_capture) {
+    if (p.end_of_capture()) {
       generated(proto_tree_add_boolean(tree, hf.an_pdu_end_of_capture, nullptr, 0, 0, TRUE));
     }
-    if (p.released_frame != 0) {
+    if (p.released_frame() != 0) {
       generated(proto_tree_add_uint(tree, hf.an_pdu_released_in, nullptr, 0, 0,
-                                    static_cast<std::uint32_t>(p.released_frame)));
+                                    static_cast<std::uint32_t>(p.released_frame())));
     }
     return ri;
   }
   if (pdu_tvb == nullptr && p.raw_stored()) {
-    pdu_tvb = child_tvb(ctx, pinfo, p.raw,
+    pdu_tvb = child_tvb(ctx, pinfo, p.raw(),
                         p.kind == PduKind::fpdu ? "Reassembled FPDU" : "Reassembled MPA octets");
   }
   const At ma = pdu_tvb != nullptr ? At{pdu_tvb, 0, -1} : At{ctx.frame_tvb, 0, 0};
@@ -671,16 +673,16 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, const char* inf
   generated(proto_tree_add_uint(mt, hf.mpa_direction, nullptr, 0, 0,
                                 static_cast<std::uint32_t>(p.direction)));
   generated(proto_tree_add_uint64(mt, hf.mpa_stream_offset, nullptr, 0, 0, p.stream_offset));
-  if (p.end_of_capture) {
+  if (p.end_of_capture()) {
     generated(proto_tree_add_boolean(mt, hf.an_pdu_end_of_capture, nullptr, 0, 0, TRUE));
   }
-  if (p.released_frame != 0) {
+  if (p.released_frame() != 0) {
     generated(proto_tree_add_uint(mt, hf.an_pdu_released_in, nullptr, 0, 0,
-                                  static_cast<std::uint32_t>(p.released_frame)));
+                                  static_cast<std::uint32_t>(p.released_frame())));
   }
-  if (p.held_missing != 0) {
-    proto_item* hi =
-        generated(proto_tree_add_uint64(mt, hf.an_pdu_held_behind, nullptr, 0, 0, p.held_missing));
+  if (p.held_missing() != 0) {
+    proto_item* hi = generated(
+        proto_tree_add_uint64(mt, hf.an_pdu_held_behind, nullptr, 0, 0, p.held_missing()));
     proto_item_append_text(hi,
                            " (TCP holds this segment: decoded from it alone, not analysed "
                            "until TCP delivers it)");
@@ -690,8 +692,8 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, const char* inf
   if (p.reassembled()) {
     proto_tree* ft =
         proto_tree_add_subtree_format(mt, ctx.frame_tvb, 0, 0, ett.mpa_fragments, nullptr,
-                                      "[%u slices]", static_cast<unsigned>(p.slices.size()));
-    for (const FrameSlice& s : p.slices) {
+                                      "[%u slices]", static_cast<unsigned>(p.slices().size()));
+    for (const FrameSlice& s : p.slices()) {
       proto_item* fi = proto_tree_add_uint_format_value(
           ft, hf.mpa_fragment, nullptr, 0, 0, static_cast<std::uint32_t>(s.frame),
           "%u, %u octets at payload offset %u", static_cast<unsigned>(s.frame), s.length, s.offset);
@@ -719,7 +721,7 @@ proto_item* draw_pdu(const DrawContext& ctx, const PduRecord& p, const char* inf
 proto_item* draw_continuation(const DrawContext& ctx, const PduRecord& p, std::uint64_t frame,
                               proto_tree* tree) {
   std::size_t raw_off = 0;
-  for (const FrameSlice& s : p.slices) {
+  for (const FrameSlice& s : p.slices()) {
     if (s.frame == frame) {
       At a = at(ctx.payload_tvb, s.offset, s.length);
       if (a.tvb == nullptr) a = {ctx.frame_tvb, 0, 0};
@@ -730,7 +732,7 @@ proto_item* draw_continuation(const DrawContext& ctx, const PduRecord& p, std::u
                              unsigned(raw_off + s.length), unsigned(p.raw_size), info);
       proto_tree* ct = proto_item_add_subtree(ci, ett.mpa);
       generated(proto_tree_add_uint(ct, hf.mpa_continuation, nullptr, 0, 0,
-                                    static_cast<std::uint32_t>(p.completed_frame)));
+                                    static_cast<std::uint32_t>(p.completed_frame())));
       generated(proto_tree_add_uint(ct, hf.mpa_stream, nullptr, 0, 0, p.stream));
       return ci;
     }
@@ -740,7 +742,7 @@ proto_item* draw_continuation(const DrawContext& ctx, const PduRecord& p, std::u
 }
 
 bool pdu_has_finding(const PduRecord& p, std::size_t f) {
-  for (std::size_t x : p.findings) {
+  for (std::size_t x : p.findings()) {
     if (x == f) return true;
   }
   return false;
@@ -750,15 +752,15 @@ bool pdu_has_finding(const PduRecord& p, std::size_t f) {
 
 void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pinfo,
                 proto_tree* tree) {
-  const std::size_t npdu = rec.pdus_complete.size() + rec.pdus_continued.size();
+  const std::size_t npdu = rec.pdus_complete.size() + rec.pdus_continued().size();
   // FPDUs TCP held when this frame came are drawn where core completed no PDU: a one-pass run
   // (core has not delivered them yet), or a revisit of a frame whose octets core framed only as
   // part of a PDU completed elsewhere (a reordered segment's continuation).
-  const bool held = rec.pdus_complete.empty() && !rec.pdus_held.empty();
+  const bool held = rec.pdus_complete.empty() && !rec.pdus_held().empty();
   // Findings this frame made known for frames printed before it: only where they were not
   // shown on their own frame, Wireshark's first visit (the output of a one-pass run).
-  const bool learnt = ctx.first_visit && !rec.findings_learnt.empty();
-  if (npdu == 0 && rec.findings.empty() && !held && !learnt) return;
+  const bool learnt = ctx.first_visit && !rec.findings_learnt().empty();
+  if (npdu == 0 && rec.findings().empty() && !held && !learnt) return;
   fallback_tvb = ctx.frame_tvb;
   pending_upper = wmem_list_new(pinfo->pool);
   col_set_str(pinfo->cinfo, COL_PROTOCOL, "iWARP");
@@ -766,20 +768,20 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   // Nobody reads the text without a tree or columns (tshark -q): not built then.
   const bool text_read = tree != nullptr || pinfo->cinfo != nullptr;
   char info[pdu_info_size] = "";
-  if (text_read && held && rec.pdus_continued.empty()) {
-    for (std::uint32_t idx : rec.pdus_held) {
+  if (text_read && held && rec.pdus_continued().empty()) {
+    for (std::uint32_t idx : rec.pdus_held()) {
       describe_pdu(ctx.state->pdu(idx), info, sizeof info);
-      if (idx == rec.pdus_held.front())
+      if (idx == rec.pdus_held().front())
         col_add_str(pinfo->cinfo, COL_INFO, info);
       else
         col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", info);
     }
   }
-  if (text_read && rec.pdus_complete.empty() && !rec.pdus_continued.empty()) {
-    const PduRecord& p = ctx.state->pdu(rec.pdus_continued.front());
+  if (text_read && rec.pdus_complete.empty() && !rec.pdus_continued().empty()) {
+    const PduRecord& p = ctx.state->pdu(rec.pdus_continued().front());
     describe_pdu(p, info, sizeof info);
     col_add_fstr(pinfo->cinfo, COL_INFO, "[continuation of %s, completed in frame %u]", info,
-                 static_cast<unsigned>(p.completed_frame));
+                 static_cast<unsigned>(p.completed_frame()));
   }
 
   // Items findings attach to, parallel to the PDU list (complete ones first).
@@ -806,11 +808,11 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
     }
     items[k++] = draw_pdu(pctx, p, info, pinfo, tree);
   }
-  for (std::uint32_t idx : rec.pdus_continued) {
+  for (std::uint32_t idx : rec.pdus_continued()) {
     items[k++] = draw_continuation(ctx, ctx.state->pdu(idx), pinfo->num, tree);
   }
   if (held) {
-    for (std::uint32_t idx : rec.pdus_held) {
+    for (std::uint32_t idx : rec.pdus_held()) {
       const PduRecord& p = ctx.state->pdu(idx);
       if (text_read) describe_pdu(p, info, sizeof info);
       draw_pdu(pctx, p, info, pinfo, tree);
@@ -820,14 +822,14 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
   const auto& findings = ctx.state->model().findings;
   const SinkProfile profile = ctx.state->model().sink_profile.value_or(SinkProfile::rfc);
   proto_item* frame_item = nullptr;
-  for (std::size_t f : rec.findings) {
+  for (std::size_t f : rec.findings()) {
     if (f >= findings.size()) continue;
     const Finding& finding = findings[f];
     proto_item* target = nullptr;
     for (std::size_t i = 0; i < npdu && target == nullptr; ++i) {
       const std::uint32_t idx = i < rec.pdus_complete.size()
                                     ? rec.pdus_complete[i]
-                                    : rec.pdus_continued[i - rec.pdus_complete.size()];
+                                    : rec.pdus_continued()[i - rec.pdus_complete.size()];
       if (pdu_has_finding(ctx.state->pdu(idx), f)) target = items[i];
     }
     if (target == nullptr) {
@@ -857,7 +859,7 @@ void draw_frame(const DrawContext& ctx, const FrameRecord& rec, packet_info* pin
                            verdict.expert_tail, when);
   }
   if (learnt) {
-    for (std::size_t f : rec.findings_learnt) {
+    for (std::size_t f : rec.findings_learnt()) {
       if (f >= findings.size()) continue;
       const Finding& finding = findings[f];
       if (frame_item == nullptr) {

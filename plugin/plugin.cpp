@@ -174,7 +174,7 @@ bool claim(tvbuff_t* tvb, packet_info* pinfo, bool from_heuristic) {
     // Also frames the first pass learnt later hold octets of a PDU (its start, before the
     // handshake was known, or continuation octets): no other dissector should show them.
     return rec != nullptr &&
-           (rec->claimed || !rec->pdus_complete.empty() || !rec->pdus_continued.empty());
+           (rec->claimed || !rec->pdus_complete.empty() || !rec->pdus_continued().empty());
   }
   bool ours = is_hinted(pinfo->srcport) || is_hinted(pinfo->destport);
   if (!ours && (from_heuristic || heuristic_enabled())) {

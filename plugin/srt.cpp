@@ -78,13 +78,13 @@ tap_packet_status srt_packet(void* pss, packet_info* pinfo, epan_dissect_t* /*ed
     return TAP_PACKET_DONT_REDRAW;
   bool any = false;
   if (tap->first_visit) {
-    for (std::uint32_t i : tap->frame->operations_learnt) {
+    for (std::uint32_t i : tap->frame->operations_learnt()) {
       count(data, tap->state->operation(i), pinfo);
       any = true;
     }
   } else {
     for (std::uint32_t p : tap->frame->pdus_complete) {
-      for (std::uint32_t i : tap->state->pdu(p).operations) {
+      for (std::uint32_t i : tap->state->pdu(p).operations()) {
         count(data, tap->state->operation(i), pinfo);
         any = true;
       }
@@ -103,7 +103,7 @@ void register_srt(int proto_id) {
 void queue_srt(packet_info* pinfo, const CaptureState* state, const FrameRecord* frame) {
   if (srt_tap < 0 || state == nullptr || frame == nullptr || !have_tap_listener(srt_tap)) return;
   const bool first = !PINFO_FD_VISITED(pinfo);
-  if (first && frame->operations_learnt.empty()) return;
+  if (first && frame->operations_learnt().empty()) return;
   if (!first && frame->pdus_complete.empty()) return;
   auto* data = wmem_new(pinfo->pool, SrtTapData);
   data->state = state;
