@@ -146,26 +146,33 @@ class SctpRping(unittest.TestCase):
         self.assertEqual(rep["summary"]["messages"], 1 + count * 3 + count * 4)
         self.assertEqual(rep["findings"], [])
 
-    @unittest.skipUnless(TSHARK, "tshark not installed")
-    def test_rping_over_udp_encapsulation(self):
-        """usrsctp's fallback: SCTP over UDP (RFC 6951), the server on 9899, the client on another
-        UDP port (one host)."""
-        pcap = os.path.join(self.tmp.name, "rping-sctp-udp.pcap")
+    def rping_over_udp(self, name, server_udp, client_udp):
+        """rping -s / -c over usrsctp's SCTP in UDP (RFC 6951), two rounds, the server on UDP
+        port `server_udp` and the client on `client_udp`, captured on the server's UDP port."""
+        pcap = os.path.join(self.tmp.name, name)
         port = free_port()
-        live = start("live", "-i", "lo", "-f", "udp port 9899", "--write", pcap, "--duration",
-                     "60", "-q")
+        live = start("live", "-i", "lo", "-f", f"udp port {server_udp}", "--write", pcap,
+                     "--duration", "60", "-q")
         time.sleep(0.5)
         server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 2, "--llp", "sctp",
-                       "--sctp-udp-port", 9899)
+                       "--sctp-udp-port", server_udp)
         time.sleep(0.3)
         client = run("rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", 2, "-v", "--llp", "sctp",
-                     "--sctp-udp-port", 9898, "--sctp-peer-udp-port", 9899, timeout=60)
+                     "--sctp-udp-port", client_udp, "--sctp-peer-udp-port", server_udp,
+                     timeout=60)
         _, serr = server.communicate(timeout=30)
         time.sleep(0.5)
         live.send_signal(signal.SIGINT)
         live.communicate(timeout=30)
         self.assertEqual(client.returncode, 0, client.stderr)
         self.assertEqual(server.returncode, 0, serr)
+        return pcap
+
+    @unittest.skipUnless(TSHARK, "tshark not installed")
+    def test_rping_over_udp_encapsulation(self):
+        """usrsctp's fallback: SCTP over UDP (RFC 6951), the server on 9899, the client on another
+        UDP port (one host)."""
+        pcap = self.rping_over_udp("rping-sctp-udp.pcap", 9899, 9898)
         rows = tshark_fields(pcap, "udp.port", "sctp.checksum.status",
                              "sctp.data_payload_proto_id", display_filter="sctp")
         self.assertTrue(rows, "no SCTP over UDP captured")
@@ -179,22 +186,7 @@ class SctpRping(unittest.TestCase):
         """SCTP in UDP on ports other than 9899 (RFC 6951 §5.1 lets them be configured): the
         analyzer recognises it by the packets' CRC32c (issue 41). tshark reads it as SCTP only
         when told (-d udp.port==...,sctp): its segments are what the analyzer counts."""
-        pcap = os.path.join(self.tmp.name, "rping-sctp-udp-other.pcap")
-        port = free_port()
-        live = start("live", "-i", "lo", "-f", "udp port 5801", "--write", pcap, "--duration",
-                     "60", "-q")
-        time.sleep(0.5)
-        server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 2, "--llp", "sctp",
-                       "--sctp-udp-port", 5801)
-        time.sleep(0.3)
-        client = run("rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", 2, "--llp", "sctp",
-                     "--sctp-udp-port", 5802, "--sctp-peer-udp-port", 5801, timeout=60)
-        _, serr = server.communicate(timeout=30)
-        time.sleep(0.5)
-        live.send_signal(signal.SIGINT)
-        live.communicate(timeout=30)
-        self.assertEqual(client.returncode, 0, client.stderr)
-        self.assertEqual(server.returncode, 0, serr)
+        pcap = self.rping_over_udp("rping-sctp-udp-other.pcap", 5801, 5802)
         cmd = [TSHARK, "-r", pcap, "-d", "udp.port==5801,sctp", "-o", "sctp.checksum:CRC-32C",
                "-Y", "sctp", "-T", "fields", "-e", "sctp.checksum.status", "-e",
                "sctp.data_payload_proto_id"]

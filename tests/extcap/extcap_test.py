@@ -92,6 +92,25 @@ class Extcap(unittest.TestCase):
         self.assertEqual(bad.returncode, 1)
         self.assertIn("syntax error", bad.stdout)
 
+    def read_fifo(self):
+        """A FIFO read into a bytearray by a thread, opened before the extcap starts as Wireshark
+        opens it: (path, the octets read, the thread)."""
+        fifo = os.path.join(self.tmp.name, "fifo")
+        os.mkfifo(fifo)
+        received = bytearray()
+
+        def read():
+            with open(fifo, "rb") as f:
+                while True:
+                    chunk = f.read(65536)
+                    if not chunk:
+                        break
+                    received.extend(chunk)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        return fifo, received, reader
+
     def capture_session(self, pcap, llp=()):
         """An rping session captured by `ddpscope live`: over MPA, or with `llp` the rping
         options of another LLP (SCTP over UDP: the server on UDP port 9899)."""
@@ -121,20 +140,7 @@ class Extcap(unittest.TestCase):
         port = free_port()
         server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 3)
         time.sleep(0.2)
-        fifo = os.path.join(self.tmp.name, "fifo")
-        os.mkfifo(fifo)
-        received = bytearray()
-
-        def read_fifo():  # as Wireshark does: it opens the FIFO before starting the extcap
-            with open(fifo, "rb") as f:
-                while True:
-                    chunk = f.read(65536)
-                    if not chunk:
-                        break
-                    received.extend(chunk)
-
-        reader = threading.Thread(target=read_fifo)
-        reader.start()
+        fifo, received, reader = self.read_fifo()
         r = run(EXTCAP, "--capture", "--extcap-interface", IFACE, "--fifo", fifo,
                 "--extcap-capture-filter", "tcp", "--capture-file", orig, "--stream-index", 0,
                 "--side", "client", "--peer", f"127.0.0.1:{port}", timeout=60)
@@ -173,20 +179,7 @@ class Extcap(unittest.TestCase):
         port = free_port()
         server = start("rping", "-s", "-a", "127.0.0.1", "-p", port, "-C", 3, *SCTP_UDP_SERVER)
         time.sleep(0.3)
-        fifo = os.path.join(self.tmp.name, "fifo")
-        os.mkfifo(fifo)
-        received = bytearray()
-
-        def read_fifo():
-            with open(fifo, "rb") as f:
-                while True:
-                    chunk = f.read(65536)
-                    if not chunk:
-                        break
-                    received.extend(chunk)
-
-        reader = threading.Thread(target=read_fifo)
-        reader.start()
+        fifo, received, reader = self.read_fifo()
         r = run(EXTCAP, "--capture", "--extcap-interface", IFACE, "--fifo", fifo,
                 "--capture-file", orig, "--stream-index", 0, "--side", "client",
                 "--peer", f"127.0.0.1:{port}", "--llp", "sctp", "--sctp-stack", "user",
