@@ -97,79 +97,17 @@ struct Fault {
   std::size_t index = 0;
 };
 
-int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_index,
-                  std::vector<session::CapturedMessage> messages, const Fault& fault,
-                  bool retry_connect, std::optional<std::uint16_t> carried_cntlid, Reporter& out,
-                  StreamResult& result) {
-  result.stream = stream_index;
-  const StreamModel& sm = model.streams[stream_index];
-  const bool client = a.side == "client";
-  const auto side = client ? session::ReplaySide::client : session::ReplaySide::server;
-  std::string err;
-  // 2. The handshake parameters of our side.
-  const session::Llp llp = a.target_llp();
-  auto cfg = session::replay_session_config(sm, side, llp);
-  if (!cfg) {
-    const bool sctp = sm.llp == Llp::sctp;
-    std::cerr << "replay: stream " << stream_index << " has no "
-              << (sctp ? (client ? "Session Initiate" : "Session Accept")
-                       : (client ? "MPA Request" : "MPA Reply"))
-              << " in the capture: no connection setup to repeat\n";
-    return 2;
-  }
-  // Printed once connected (a listening replay's first line says it waits).
-  const std::vector<std::string> notes = session::replay_setup_notes(sm, side, llp);
-  for (const std::string& note : notes)
-    result.setup.push_back(note);
-  std::string host;
-  std::uint16_t port = 0;
-  if (!endpoint::split_host_port(a.peer, host, port)) {
-    std::cerr << "replay: --peer wants HOST:PORT\n";
-    return 2;
-  }
-  session::MemoryTable mem(endpoint::process_memory_limits());
-  cfg->pd = mem.alloc_pd();
-
-  // 3. The plan: our regions under the captured STags, filled with the captured data, each
-  // registered when the script first names it.
-  auto plan = session::make_replay_plan(sm, side, std::move(messages), err);
-  if (!plan) {
-    std::cerr << "replay: " << err << "\n";
-    return 2;
-  }
-  for (const std::string& f : a.ignore)
-    plan->ignored.push_back(f);
-  plan->nvme_cntlid = carried_cntlid;
-  if (carried_cntlid && plan->ulp == "nvme-rdma")
-    out.print("NVMe-oF controller ID " + hex_number(*carried_cntlid) +
-              " (the live controller's) goes into this stream's Connect");
-  result.ulp = plan->ulp;
-  result.messages = plan->script.size();
+// One stream's replay: its plan, its live connection and what it found.
+struct StreamRun {
+  std::uint32_t stream = 0;
+  const StreamModel* sm = nullptr;
+  std::size_t order = 0;  // its place among the streams replayed (captured order)
+  session::SessionConfig cfg;
+  std::vector<std::string> notes;  // what of the captured setup changed LLP
+  std::optional<session::ReplayPlan> plan;
   std::map<std::uint32_t, std::uint32_t> registered;  // STag index -> STag
-  const auto register_from = [&](std::size_t i) {
-    for (auto& [stag, r] : plan->regions) {
-      if (r.first_use != i) continue;
-      // The same index under a new key: the upper layer registered the buffer again.
-      if (auto it = registered.find(stag >> 8); it != registered.end()) mem.deregister(it->second);
-      if (!mem.register_region_at(stag, cfg->pd, r.mem, r.base, session::access::all)) {
-        std::cerr << "replay: cannot register STag " << hex_number(stag) << "\n";
-        return false;
-      }
-      registered[stag >> 8] = stag;
-    }
-    return true;
-  };
-  const std::vector<session::CapturedMessage>& script = plan->script;
-  const int us = plan->us();
-
-  // 4. The live connection.
-  endpoint::Loop loop(mem);
-  if (!apply_llp_flags(loop, a.llp, "replay")) return 2;
-  std::vector<Bytes> recvs(64, Bytes(plan->max_send));
-  std::deque<session::LiveMessage> live;
-  endpoint::Connection* conn = nullptr;
-  bool closed = false;
-  bool connect_failed = false;
+  std::vector<Bytes> recvs;
+  std::deque<session::LiveMessage> live;  // the live peer's messages not matched yet
   // Read Requests we issued, by wr_id: where the data lands.
   struct PendingRead {
     std::uint32_t stag;
@@ -177,38 +115,203 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
     std::uint32_t size;
   };
   std::vector<PendingRead> reads;
-  loop.on_connection = [&](endpoint::Connection& c) {
-    if (conn) {
-      c.abort();
-      return;
+  endpoint::Connection* conn = nullptr;
+  bool started = false;         // its connection was set up (or failed to)
+  bool closed = false;          // the live connection ended
+  bool connect_failed = false;  // a later stream's connect, to be tried again
+  bool stopped = false;         // nothing more of its script can be replayed
+  std::size_t next = 0;         // its next script message
+  int slow = 0;
+  std::int64_t cap_prev = 0, live_prev = 0;
+  StreamResult result;
+  bool established() const {
+    return closed || (conn && conn->session().state() == session::Session::State::established);
+  }
+};
+
+// The streams of one replay, on one endpoint loop: each stream's connection is set up where its
+// first message comes in the capture, and the messages of all streams are walked in captured
+// order, so that a ULP session whose connections depend on each other (NVMe-oF's I/O queues
+// name the controller its admin queue made, and the admin queue stays up meanwhile) runs as it
+// was captured.
+class Replayer {
+ public:
+  Replayer(const ReplayArgs& a, const Model& model, Fault fault, Reporter& out)
+      : a_(a),
+        model_(model),
+        fault_(std::move(fault)),
+        out_(out),
+        mem_(endpoint::process_memory_limits()),
+        loop_(mem_),
+        client_(a.side == "client") {}
+
+  // 2 when a stream cannot be replayed at all (its setup, its plan, the peer address).
+  int prepare(const std::vector<std::uint32_t>& streams,
+              std::map<std::uint32_t, std::vector<session::CapturedMessage>> messages) {
+    const auto side = client_ ? session::ReplaySide::client : session::ReplaySide::server;
+    const session::Llp llp = a_.target_llp();
+    if (!endpoint::split_host_port(a_.peer, host_, port_)) {
+      std::cerr << "replay: --peer wants HOST:PORT\n";
+      return 2;
     }
-    conn = &c;
-    for (std::size_t i = 0; i < recvs.size(); ++i)
-      c.session().post_recv(recvs[i], i);
-  };
-  loop.on_event = [&](endpoint::Connection& c, const Event& e) {
+    for (std::uint32_t i : streams) {
+      auto run = std::make_unique<StreamRun>();
+      run->stream = i;
+      run->order = runs_.size();
+      run->sm = &model_.streams[i];
+      run->result.stream = i;
+      auto cfg = session::replay_session_config(*run->sm, side, llp);
+      if (!cfg) {
+        const bool sctp = run->sm->llp == Llp::sctp;
+        std::cerr << "replay: stream " << i << " has no "
+                  << (sctp ? (client_ ? "Session Initiate" : "Session Accept")
+                           : (client_ ? "MPA Request" : "MPA Reply"))
+                  << " in the capture: no connection setup to repeat\n";
+        return 2;
+      }
+      run->cfg = *cfg;
+      run->cfg.pd = mem_.alloc_pd();
+      run->notes = session::replay_setup_notes(*run->sm, side, llp);
+      for (const std::string& note : run->notes)
+        run->result.setup.push_back(note);
+      // The plan: our regions under the captured STags, filled with the captured data, each
+      // registered when the script first names it.
+      std::string err;
+      run->plan = session::make_replay_plan(*run->sm, side, std::move(messages[i]), err);
+      if (!run->plan) {
+        std::cerr << "replay: " << err << "\n";
+        return 2;
+      }
+      for (const std::string& f : a_.ignore)
+        run->plan->ignored.push_back(f);
+      run->result.ulp = run->plan->ulp;
+      run->result.messages = run->plan->script.size();
+      run->recvs.assign(64, Bytes(run->plan->max_send));
+      runs_.push_back(std::move(run));
+    }
+    return 0;
+  }
+
+  int run() {
+    if (!apply_llp_flags(loop_, a_.llp, "replay")) return 2;
+    wire_loop();
+    if (!client_) {
+      std::string err;
+      if (!loop_.listen(host_, port_, runs_.front()->cfg, err)) {
+        std::cerr << "replay: " << err << "\n";
+        return 2;
+      }
+      if (!out_.json()) {
+        std::printf("replay: waiting for the live client on %s:%u\n", host_.c_str(),
+                    loop_.listen_port());
+        std::fflush(stdout);
+      }
+    }
+    // The walk: the next message is the earliest of every stream's next one (ties: the earlier
+    // stream); a stream is set up just before its first message.
+    for (;;) {
+      StreamRun* r = nullptr;
+      for (auto& run : runs_) {
+        if (run->stopped || run->next >= run->plan->script.size()) continue;
+        if (!r || run->plan->script[run->next].ts_ns < r->plan->script[r->next].ts_ns)
+          r = run.get();
+      }
+      if (!r) break;
+      if (!r->started && start(*r) == 2) return 2;
+      if (r->stopped) continue;
+      if (step(*r) == 2) return 2;
+    }
+    // Streams without a message after their setup are set up too; then each ends, in the order
+    // its last message came.
+    for (auto& run : runs_)
+      if (!run->started && start(*run) == 2) return 2;
+    std::vector<StreamRun*> ending;
+    for (auto& run : runs_)
+      ending.push_back(run.get());
+    std::stable_sort(ending.begin(), ending.end(), [](const StreamRun* x, const StreamRun* y) {
+      const auto last = [](const StreamRun* s) {
+        return s->plan->script.empty() ? std::int64_t{0} : s->plan->script.back().ts_ns;
+      };
+      return last(x) < last(y);
+    });
+    for (StreamRun* run : ending)
+      finish(*run);
+    if (!client_) loop_.stop_listening();
+    int rc = 0;
+    for (auto& run : runs_)
+      if (!run->result.differences.empty()) rc = 1;
+    return rc;
+  }
+
+  const std::vector<std::unique_ptr<StreamRun>>& runs() const { return runs_; }
+
+ private:
+  // Lines of several streams interleave: a line of another stream than the last one printed is
+  // headed by its stream's number.
+  void head(const StreamRun& r) {
+    if (runs_.size() > 1 && shown_ != &r) out_.print("== stream " + std::to_string(r.stream));
+    shown_ = &r;
+  }
+  void print(const StreamRun& r, const std::string& line) {
+    head(r);
+    out_.print(line);
+  }
+  void diff(StreamRun& r, std::size_t index, const std::string& arrow, const std::string& what,
+            const std::string& why, std::uint64_t frame = 0) {
+    head(r);
+    out_.diff(r.result, index, arrow, what, why, frame);
+  }
+
+  void wire_loop() {
+    // Server: the k-th connection the live client makes is the k-th stream, with that stream's
+    // captured setup; one more than the streams is refused.
+    loop_.on_accept = [this](endpoint::Connection& c, session::SessionConfig& cfg) {
+      if (accepted_ >= runs_.size()) return false;
+      StreamRun& r = *runs_[accepted_++];
+      cfg = r.cfg;
+      c.user = &r;
+      return true;
+    };
+    loop_.on_connection = [this](endpoint::Connection& c) {
+      auto* r = static_cast<StreamRun*>(c.user);
+      if (!r || r->conn) {
+        c.abort();
+        return;
+      }
+      r->conn = &c;
+      for (std::size_t i = 0; i < r->recvs.size(); ++i)
+        c.session().post_recv(r->recvs[i], i);
+    };
+    loop_.on_event = [this](endpoint::Connection& c, const Event& e) {
+      auto* r = static_cast<StreamRun*>(c.user);
+      if (r && r->conn == &c) on_event(*r, c, e);
+    };
+  }
+
+  void on_event(StreamRun& r, endpoint::Connection& c, const Event& e) {
+    session::ReplayPlan& plan = *r.plan;
     session::LiveMessage m;
     m.at_ns = endpoint::now_ns();
     m.opcode = e.opcode;
     m.length = e.length;
     switch (e.kind) {
       case EventKind::recv_completed:
-        m.data.assign(recvs[e.wr_id].begin(), recvs[e.wr_id].begin() + e.length);
-        c.session().post_recv(recvs[e.wr_id], e.wr_id);
+        m.data.assign(r.recvs[e.wr_id].begin(), r.recvs[e.wr_id].begin() + e.length);
+        c.session().post_recv(r.recvs[e.wr_id], e.wr_id);
         break;
       case EventKind::write_placed:
         m.stag = e.stag;
         m.to = e.to;
-        m.data = plan->region_bytes(e.stag, e.to, e.length);
+        m.data = plan.region_bytes(e.stag, e.to, e.length);
         break;
       case EventKind::read_requested:
         m.stag = e.stag;
         m.to = e.to;
         break;
       case EventKind::read_completed: {
-        const PendingRead& r = reads[e.wr_id];
+        const StreamRun::PendingRead& pr = r.reads[e.wr_id];
         m.opcode = static_cast<std::uint8_t>(wire::Opcode::read_response);
-        m.data = plan->region_bytes(r.stag, r.to, r.size);
+        m.data = plan.region_bytes(pr.stag, pr.to, pr.size);
         break;
       }
       case EventKind::immediate_received:
@@ -223,204 +326,247 @@ int replay_stream(const ReplayArgs& a, const Model& model, std::uint32_t stream_
       case EventKind::error:
       case EventKind::rejected:
         if (e.kind != EventKind::closed) {
-          if (retry_connect && e.kind == EventKind::error &&
+          if (client_ && r.order > 0 && e.kind == EventKind::error &&
               c.session().state() != session::Session::State::established) {
-            connect_failed = true;
+            r.connect_failed = true;  // a later stream: the live server may still go to listen
           } else {
-            out.print("live: " + std::string(to_string(e.kind)) + ": " + e.message);
+            print(r, "live: " + std::string(to_string(e.kind)) + ": " + e.message);
           }
         }
-        closed = true;
+        r.closed = true;
         return;
       case EventKind::terminate_sent:
-        out.print("live: we sent Terminate " + e.message);
-        closed = true;
+        print(r, "live: we sent Terminate " + e.message);
+        r.closed = true;
         return;
       default:
         return;
     }
-    plan->observe_live(m);
-    live.push_back(std::move(m));
-  };
-  const auto established = [&] {
-    return closed || (conn && conn->session().state() == session::Session::State::established);
-  };
-  if (client) {
-    // A later stream of a whole session: the live server may still be going back to listen.
-    for (int attempt = 0;; ++attempt) {
-      if (!loop.connect(host, port, *cfg, err)) {
-        std::cerr << "replay: " << err << "\n";
-        return 2;
+    plan.observe_live(m);
+    r.live.push_back(std::move(m));
+  }
+
+  // Sets up the stream's connection: 2 when it cannot be tried, else 0 (a stream whose live
+  // peer did not reach Full Operation is a difference and is stopped).
+  int start(StreamRun& r) {
+    r.started = true;
+    session::ReplayPlan& plan = *r.plan;
+    // The controller ID the live controller assigned at the admin queue's Connect goes into
+    // the later Connects (NVMe-oF 1.1 §3.3).
+    for (auto& other : runs_)
+      if (other.get() != &r && other->started && other->plan->learned_cntlid)
+        cntlid_ = other->plan->learned_cntlid;
+    plan.nvme_cntlid = r.order > 0 ? cntlid_ : std::nullopt;
+    if (plan.nvme_cntlid && plan.ulp == "nvme-rdma")
+      print(r, "NVMe-oF controller ID " + hex_number(*plan.nvme_cntlid) +
+                   " (the live controller's) goes into this stream's Connect");
+    std::string err;
+    if (client_) {
+      for (int attempt = 0;; ++attempt) {
+        endpoint::Connection* c = loop_.connect(host_, port_, r.cfg, err);
+        if (!c) {
+          std::cerr << "replay: " << err << "\n";
+          return 2;
+        }
+        c->user = &r;  // its session starts (on_connection) once TCP is up
+        loop_.run_until([&] { return r.established(); }, a_.timeout_s * 1000);
+        if (!r.connect_failed || attempt >= 50) break;
+        r.conn = nullptr;
+        r.closed = r.connect_failed = false;
+        loop_.run_until([] { return false; }, 100);
       }
-      loop.run_until(established, a.timeout_s * 1000);
-      if (!connect_failed || attempt >= 50) break;
-      conn = nullptr;
-      closed = connect_failed = false;
-      loop.run_until([] { return false; }, 100);
+    } else {
+      loop_.run_until([&] { return r.established(); }, a_.timeout_s * 1000);
+      // One connection per stream: once every stream has its own, none more is let in (TCP
+      // resets it; usrsctp would leave such an association hanging).
+      if (accepted_ >= runs_.size()) loop_.stop_listening();
     }
-  } else {
-    if (!loop.listen(host, port, *cfg, err)) {
-      std::cerr << "replay: " << err << "\n";
-      return 2;
+    const session::Llp llp = a_.target_llp();
+    if (!r.established() || r.closed) {
+      diff(r, 0, "handshake", "",
+           llp == session::Llp::sctp
+               ? "the live peer did not accept the DDP Stream session (RFC 5043 §6)"
+               : "the live peer did not reach Full Operation Phase");
+      r.stopped = true;
+      return 0;
     }
-    if (!out.json()) {
-      std::printf("replay: waiting for the live client on %s:%u\n", host.c_str(),
-                  loop.listen_port());
-      std::fflush(stdout);
-    }
-    loop.run_until(established, a.timeout_s * 1000);
-    // One connection per stream: the client's next one (a whole session's next stream) must
-    // not land in this listener's backlog while this stream runs. TCP resets it when the
-    // listener closes and the client retries; usrsctp leaves such an association hanging.
-    loop.stop_listening();
-  }
-  if (!established() || closed) {
-    out.diff(result, 0, "handshake", "",
-             llp == session::Llp::sctp
-                 ? "the live peer did not accept the DDP Stream session (RFC 5043 §6)"
-                 : "the live peer did not reach Full Operation Phase");
-    return 1;
-  }
-  result.connected = true;
-  const auto& neg = conn->session().negotiated();
-  {
+    r.result.connected = true;
+    const auto& neg = r.conn->session().negotiated();
     char line[160];
     if (llp == session::Llp::sctp)
       std::snprintf(line, sizeof line, "connected over %s: peer-to-peer %s, RTR %s",
-                    loop.transport_name().c_str(), neg.peer_to_peer ? "yes" : "no",
+                    loop_.transport_name().c_str(), neg.peer_to_peer ? "yes" : "no",
                     std::string(session::to_string(neg.rtr)).c_str());
     else
       std::snprintf(line, sizeof line, "connected: rev %u, CRC %s, peer-to-peer %s, RTR %s",
                     neg.revision, neg.crc ? "on" : "off", neg.peer_to_peer ? "yes" : "no",
                     std::string(session::to_string(neg.rtr)).c_str());
-    out.print(line);
-    for (const std::string& note : notes)
-      out.print("setup: " + note);
-    if (!plan->ulp.empty())
-      out.print("ULP: " + plan->ulp + " (stream " + std::to_string(stream_index) + ")");
+    print(r, line);
+    for (const std::string& note : r.notes)
+      print(r, "setup: " + note);
+    if (!plan.ulp.empty())
+      print(r, "ULP: " + plan.ulp + " (stream " + std::to_string(r.stream) + ")");
+    if (llp == session::Llp::mpa && r.sm->revision && neg.revision != *r.sm->revision)
+      diff(r, 0, "handshake", "",
+           "revision " + std::to_string(neg.revision) + ", captured " +
+               std::to_string(*r.sm->revision));
+    if (client_) loop_.run_until([&] { return r.closed; }, a_.start_delay_ms);
+    r.cap_prev = plan.script.empty() ? 0 : plan.script.front().ts_ns;
+    r.live_prev = endpoint::now_ns();
+    return 0;
   }
-  if (llp == session::Llp::mpa && sm.revision && neg.revision != *sm.revision)
-    out.diff(
-        result, 0, "handshake", "",
-        "revision " + std::to_string(neg.revision) + ", captured " + std::to_string(*sm.revision));
-  if (client) loop.run_until([&] { return closed; }, a.start_delay_ms);
 
-  // 5. Walk the captured messages in order.
-  int slow = 0;
-  std::size_t index = 0;
-  // Timing: the delay from the previous message (either side) to each peer message, captured
-  // vs live. Reported when the live peer is much slower; not counted as a difference.
-  std::int64_t cap_prev = script.empty() ? 0 : script.front().ts_ns;
-  std::int64_t live_prev = endpoint::now_ns();
-  auto& s = conn->session();
-  for (const session::CapturedMessage& m : script) {
-    const std::size_t at = index++;
-    if (!register_from(at)) return 2;
-    if (plan->ours_to_send(m)) plan->apply_fills(index);
-    const char* arrow = m.direction == 0 ? "client->server" : "server->client";
-    if (m.direction == us) {
-      if (!plan->ours_to_send(m)) continue;  // our session answers the live peer's requests
-      // A transfer for a command the live peer never sent has no live buffer to go to.
-      if (const std::string cmd = plan->blocked_by(at); !cmd.empty()) {
-        out.print("SKIP #" + std::to_string(index) + " " + arrow + " " + plan->label(at) + ": " +
-                  cmd + " was not sent by the live peer");
-        result.skipped.push_back({{"message", index}, {"label", plan->label(at)}});
-        continue;
+  bool register_from(StreamRun& r, std::size_t i) {
+    for (auto& [stag, region] : r.plan->regions) {
+      if (region.first_use != i) continue;
+      // The same index under a new key: the upper layer registered the buffer again.
+      if (auto it = r.registered.find(stag >> 8); it != r.registered.end())
+        mem_.deregister(it->second);
+      if (!mem_.register_region_at(stag, r.cfg.pd, region.mem, region.base, session::access::all)) {
+        std::cerr << "replay: cannot register STag " << hex_number(stag) << "\n";
+        return false;
       }
-      plan->observe_sent(at);
-      if (fault.kind == "skip" && fault.index == index) continue;
-      Bytes data = wire::opcode_is_send_family(m.opcode) ? plan->outgoing(at) : m.data;
-      if (fault.kind == "corrupt" && fault.index == index && !data.empty()) data[0] ^= 0xFF;
+      r.registered[stag >> 8] = stag;
+    }
+    return true;
+  }
+
+  // The stream's next captured message: ours is sent, the peer's is waited for and compared.
+  int step(StreamRun& r) {
+    session::ReplayPlan& plan = *r.plan;
+    const std::size_t at = r.next++;
+    const std::size_t index = r.next;  // 1-based, as DIFF lines number the messages
+    const session::CapturedMessage& m = plan.script[at];
+    if (!register_from(r, at)) return 2;
+    if (plan.ours_to_send(m)) plan.apply_fills(index);
+    const char* arrow = m.direction == 0 ? "client->server" : "server->client";
+    auto& s = r.conn->session();
+    if (m.direction == plan.us()) {
+      if (!plan.ours_to_send(m)) return 0;  // our session answers the live peer's requests
+      // A transfer for a command the live peer never sent has no live buffer to go to.
+      if (const std::string cmd = plan.blocked_by(at); !cmd.empty()) {
+        print(r, "SKIP #" + std::to_string(index) + " " + arrow + " " + plan.label(at) + ": " +
+                     cmd + " was not sent by the live peer");
+        r.result.skipped.push_back({{"message", index}, {"label", plan.label(at)}});
+        return 0;
+      }
+      plan.observe_sent(at);
+      if (fault_.kind == "skip" && fault_.index == index) return 0;
+      Bytes data = wire::opcode_is_send_family(m.opcode) ? plan.outgoing(at) : m.data;
+      if (fault_.kind == "corrupt" && fault_.index == index && !data.empty()) data[0] ^= 0xFF;
       const auto is = [&](wire::Opcode o) { return m.opcode == static_cast<std::uint8_t>(o); };
       session::PostStatus st = session::PostStatus::ok;
       if (wire::opcode_is_send_family(m.opcode)) {
         session::Session::SendOptions so;
         so.solicited = is(wire::Opcode::send_se) || is(wire::Opcode::send_se_invalidate);
         if (wire::opcode_invalidates(m.opcode))
-          so.invalidate_stag = plan->live_stag_to(m.rsvd_ulp1, 0).first;
+          so.invalidate_stag = plan.live_stag_to(m.rsvd_ulp1, 0).first;
         st = s.send(data, so);
       } else if (is(wire::Opcode::rdma_write)) {
-        auto [stag, to] = plan->live_stag_to(m.stag, m.to);
+        auto [stag, to] = plan.live_stag_to(m.stag, m.to);
         st = s.rdma_write(data, stag, to);
       } else if (m.read_request) {
         const wire::ReadRequest& rr = *m.read_request;
-        auto [stag, to] = plan->live_stag_to(rr.source_stag, rr.source_to);
-        reads.push_back({rr.sink_stag, rr.sink_to, rr.size});
-        st = s.rdma_read(rr.sink_stag, rr.sink_to, rr.size, stag, to, reads.size() - 1);
+        auto [stag, to] = plan.live_stag_to(rr.source_stag, rr.source_to);
+        r.reads.push_back({rr.sink_stag, rr.sink_to, rr.size});
+        st = s.rdma_read(rr.sink_stag, rr.sink_to, rr.size, stag, to, r.reads.size() - 1);
       } else if (m.immediate) {
         st = s.send_immediate(*m.immediate, is(wire::Opcode::immediate_data_se));
       } else if (m.atomic_request) {
         const wire::AtomicRequest& ar = *m.atomic_request;
-        auto [stag, to] = plan->live_stag_to(ar.remote_stag, ar.remote_to);
+        auto [stag, to] = plan.live_stag_to(ar.remote_stag, ar.remote_to);
         st = ar.atomic_opcode == static_cast<std::uint8_t>(wire::AtomicOp::fetch_add)
                  ? s.atomic_fetch_add(stag, to, ar.add_swap_data)
                  : s.atomic_compare_swap(stag, to, ar.compare_data, ar.add_swap_data);
       } else if (m.terminate) {
         s.terminate(*m.terminate);
       }
-      if (a.verbose || st != session::PostStatus::ok)
-        out.print(
-            "#" + std::to_string(index) + " " + arrow + " " + plan->label(at) + ": sent" +
-            (st == session::PostStatus::ok ? "" : " FAILED (" + std::string(to_string(st)) + ")"));
-      loop.flush();
-      cap_prev = m.ts_ns;
-      live_prev = endpoint::now_ns();
-      continue;
+      if (a_.verbose || st != session::PostStatus::ok)
+        print(r,
+              "#" + std::to_string(index) + " " + arrow + " " + plan.label(at) + ": sent" +
+                  (st == session::PostStatus::ok ? ""
+                                                 : " FAILED (" + std::string(to_string(st)) + ")"));
+      loop_.flush();
+      r.cap_prev = m.ts_ns;
+      r.live_prev = endpoint::now_ns();
+      return 0;
     }
     // A message of the peer: wait for the live one that stands for it (by the ULP's identity
     // where it has one) and compare.
     std::optional<std::size_t> k;
-    loop.run_until([&] { return (k = plan->pick(at, live)) || closed; }, a.wait_ms);
-    if (!k) k = plan->pick(at, live);
+    loop_.run_until([&] { return (k = plan.pick(at, r.live)) || r.closed; }, a_.wait_ms);
+    if (!k) k = plan.pick(at, r.live);
     if (!k) {
       const std::string lost =
-          plan->ulp_info[at].key ? plan->missing(at) : "the live peer sent nothing";
-      out.diff(result, index, arrow, plan->label(at), lost + (closed ? " (connection ended)" : ""),
-               m.frame);
-      if (closed && !plan->ulp_info[at].key) break;
-      continue;
+          plan.ulp_info[at].key ? plan.missing(at) : "the live peer sent nothing";
+      diff(r, index, arrow, plan.label(at), lost + (r.closed ? " (connection ended)" : ""),
+           m.frame);
+      if (r.closed && !plan.ulp_info[at].key) r.stopped = true;
+      return 0;
     }
-    session::LiveMessage l = std::move(live[*k]);
-    live.erase(live.begin() + static_cast<std::ptrdiff_t>(*k));
-    const std::int64_t cap_delay = m.ts_ns - cap_prev;
-    const std::int64_t live_delay = l.at_ns - live_prev;
-    cap_prev = m.ts_ns;
-    live_prev = l.at_ns;
+    session::LiveMessage l = std::move(r.live[*k]);
+    r.live.erase(r.live.begin() + static_cast<std::ptrdiff_t>(*k));
+    const std::int64_t cap_delay = m.ts_ns - r.cap_prev;
+    const std::int64_t live_delay = l.at_ns - r.live_prev;
+    r.cap_prev = m.ts_ns;
+    r.live_prev = l.at_ns;
     if (live_delay > 10 * cap_delay + 200'000'000) {
       char line[256];
       std::snprintf(line, sizeof line, "TIMING #%zu %s: %s after %.1f ms, captured after %.1f ms",
-                    index, arrow, plan->label(at).c_str(), static_cast<double>(live_delay) / 1e6,
+                    index, arrow, plan.label(at).c_str(), static_cast<double>(live_delay) / 1e6,
                     static_cast<double>(cap_delay) / 1e6);
-      out.print(line);
-      result.timing.push_back({{"message", index},
-                               {"live_ms", static_cast<double>(live_delay) / 1e6},
-                               {"captured_ms", static_cast<double>(cap_delay) / 1e6}});
-      ++slow;
+      print(r, line);
+      r.result.timing.push_back({{"message", index},
+                                 {"live_ms", static_cast<double>(live_delay) / 1e6},
+                                 {"captured_ms", static_cast<double>(cap_delay) / 1e6}});
+      ++r.slow;
     }
-    const std::string why = plan->compare(at, l);
+    const std::string why = plan.compare(at, l);
     if (why.empty()) {
-      if (a.verbose)
-        out.print("#" + std::to_string(index) + " " + arrow + " " + plan->label(at) + ": same");
+      if (a_.verbose)
+        print(r, "#" + std::to_string(index) + " " + arrow + " " + plan.label(at) + ": same");
     } else {
-      out.diff(result, index, arrow, plan->label(at), why, m.frame);
+      diff(r, index, arrow, plan.label(at), why, m.frame);
     }
+    return 0;
   }
-  // Anything more the live peer sends is a difference too.
-  loop.run_until([&] { return !live.empty() || closed; }, 300);
-  for (const auto& l : live)
-    out.diff(result, 0, "extra", "", plan->extra(l));
-  result.nvme_cntlid = plan->learned_cntlid;
-  if (!closed) {
-    s.close();
-    loop.run_until([&] { return conn->done() || closed; }, 1000);
+
+  // After the walk: anything more the live peer sent on the stream is a difference too; then
+  // the stream closes.
+  void finish(StreamRun& r) {
+    if (r.conn) {
+      loop_.run_until([&] { return !r.live.empty() || r.closed; }, 300);
+      for (const auto& l : r.live)
+        diff(r, 0, "extra", "", r.plan->extra(l));
+      r.live.clear();
+      if (!r.closed) {
+        r.conn->session().close();
+        loop_.run_until([&] { return r.conn->done() || r.closed; }, 1000);
+      }
+    }
+    r.result.nvme_cntlid = r.plan->learned_cntlid;
+    if (!r.result.connected) return;
+    const std::size_t diffs = r.result.differences.size();
+    std::string tail = std::to_string(r.plan->script.size()) + " captured messages replayed, " +
+                       std::to_string(diffs) + " difference" + (diffs == 1 ? "" : "s");
+    if (r.slow) tail += ", " + std::to_string(r.slow) + " much slower than captured";
+    print(r, tail);
   }
-  const std::size_t diffs = result.differences.size();
-  std::string tail = std::to_string(script.size()) + " captured messages replayed, " +
-                     std::to_string(diffs) + " difference" + (diffs == 1 ? "" : "s");
-  if (slow) tail += ", " + std::to_string(slow) + " much slower than captured";
-  out.print(tail);
-  return diffs ? 1 : 0;
-}
+
+  const ReplayArgs& a_;
+  const Model& model_;
+  Fault fault_;
+  Reporter& out_;
+  session::MemoryTable mem_;
+  endpoint::Loop loop_;
+  bool client_;
+  std::string host_;
+  std::uint16_t port_ = 0;
+  std::vector<std::unique_ptr<StreamRun>> runs_;
+  std::size_t accepted_ = 0;             // server: connections let in
+  const StreamRun* shown_ = nullptr;     // whose line was printed last
+  std::optional<std::uint16_t> cntlid_;  // NVMe-oF: the live controller's, once learned
+};
 
 int run_replay(const ReplayArgs& a) {
   // 1. The capture, once: every stream's messages are assembled in the one pass.
@@ -490,22 +636,17 @@ int run_replay(const ReplayArgs& a) {
   });
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   Reporter out(a.json);
-  nlohmann::json streams = nlohmann::json::array();
-  int rc = 0;
-  std::size_t total = 0;
-  std::optional<std::uint16_t> cntlid;
-  for (std::size_t n = 0; n < wanted.size(); ++n) {
-    const std::uint32_t i = wanted[n];
-    if (wanted.size() > 1) out.print("== stream " + std::to_string(i));
-    StreamResult result;
-    std::vector<session::CapturedMessage> messages;
+  std::map<std::uint32_t, std::vector<session::CapturedMessage>> messages;
+  for (std::uint32_t i : wanted)
     if (auto it = assemblers.by_stream.find(i); it != assemblers.by_stream.end())
-      messages = it->second->take_messages();
-    const int r =
-        replay_stream(a, model, i, std::move(messages), fault, n > 0, cntlid, out, result);
-    // The controller ID the live controller assigned at the admin queue's Connect goes into
-    // the later Connects (NVMe-oF 1.1 §3.3).
-    if (result.nvme_cntlid) cntlid = result.nvme_cntlid;
+      messages[i] = it->second->take_messages();
+  Replayer replayer(a, model, fault, out);
+  int rc = replayer.prepare(wanted, std::move(messages));
+  if (rc == 0) rc = replayer.run();
+  nlohmann::json streams = nlohmann::json::array();
+  std::size_t total = 0;
+  for (const auto& run : replayer.runs()) {
+    const StreamResult& result = run->result;
     total += result.differences.size();
     streams.push_back({{"stream", result.stream},
                        {"ulp", result.ulp},
@@ -517,8 +658,6 @@ int run_replay(const ReplayArgs& a) {
                        {"skipped", result.skipped},
                        {"setup", result.setup},
                        {"timing", result.timing}});
-    rc = std::max(rc, r);
-    if (r == 2) break;
   }
   if (a.json) {
     nlohmann::json j = {{"capture", a.capture},

@@ -381,6 +381,19 @@ void Loop::finish_connect(Connection& c) {
   start_session(c);
 }
 
+bool Loop::make_responder(Connection& c) {
+  session::SessionConfig config = listen_config_;
+  if (on_accept && !on_accept(c, config)) {
+    c.abort();
+    ++refused_;
+    return false;
+  }
+  config.role = session::Role::responder;
+  config.llp = transport_.llp;
+  c.session_ = std::make_unique<session::Session>(memory_, config);
+  return true;
+}
+
 void Loop::accept_all() {
   if (sctp_listener_) {
     sctp_listener_->drain_wakeups();
@@ -398,7 +411,7 @@ void Loop::accept_all() {
       c->sctp_ = std::move(sock);
       ++g_open;
       c->peer_ = peer_name(peer.ss);
-      c->session_ = std::make_unique<session::Session>(memory_, listen_config_);
+      if (!make_responder(*c)) continue;  // refused: its association is aborted
       Connection* raw = c.get();
       conns_.push_back(std::move(c));
       start_session(*raw);
@@ -423,7 +436,7 @@ void Loop::accept_all() {
     c->fd_ = fd;
     ++g_open;
     c->peer_ = peer_name(ss);
-    c->session_ = std::make_unique<session::Session>(memory_, listen_config_);
+    if (!make_responder(*c)) continue;  // refused: reset
     Connection* raw = c.get();
     conns_.push_back(std::move(c));
     start_session(*raw);

@@ -110,6 +110,9 @@ class Loop {
                       const session::SessionConfig& config, std::string& error,
                       const std::string& source = {});
 
+  // Called for an accepted connection before its session is made, with listen()'s config: may
+  // change that config for this connection (and set its `user`), or refuse it (false: reset).
+  std::function<bool(Connection&, session::SessionConfig&)> on_accept;
   // Called for a new connection before its session starts (post receive buffers here).
   std::function<void(Connection&)> on_connection;
   // Called for every session event.
@@ -139,6 +142,7 @@ class Loop {
 
  private:
   void accept_all();
+  bool make_responder(Connection& c);  // its session, or refused by on_accept
   void service(Connection& c, short revents);
   void read_from(Connection& c);
   void write_to(Connection& c);
