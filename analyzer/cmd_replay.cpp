@@ -8,7 +8,9 @@
 // its advertisements, compared with the captured peer's at the same message positions); the live
 // peer's Read Requests are answered from regions registered under the captured STags and
 // filled with the captured data. Each message the live peer sends is compared with the
-// capture's, in order: sequence, sizes, data, Terminates.
+// capture's, in order: sequence, sizes, data, Terminates. Several streams (a ULP session's
+// connections) run side by side on one loop, their messages walked in captured order
+// (Replayer).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "cmd_endpoint_options.h"
 #include "ddpscope/analysis/analyzer.h"
@@ -42,7 +45,7 @@ struct ReplayArgs {
   bool verbose = false;
   bool json = false;
   std::vector<std::string> ignore;
-  std::string fault;  // tests only: "skip:N" or "corrupt:N" (our script message N)
+  std::string fault;  // "KIND:N[:STREAM]" (Fault)
   LlpFlags llp;
   session::Llp target_llp() const {
     return llp.llp == "sctp" ? session::Llp::sctp : session::Llp::mpa;
@@ -54,6 +57,7 @@ struct StreamResult {
   std::uint32_t stream = 0;
   std::string ulp;
   std::size_t messages = 0;
+  std::size_t replayed = 0;  // of them, before the stream stopped (its connection ended)
   nlohmann::json differences = nlohmann::json::array();
   nlohmann::json timing = nlohmann::json::array();
   nlohmann::json skipped = nlohmann::json::array();
@@ -90,12 +94,38 @@ class Reporter {
   bool json_;
 };
 
-// Fault injection for the tests: our script message N (1-based, as DIFF numbers it) is not
-// sent ("skip") or goes with its first octet flipped ("corrupt").
+struct StreamRun;
+
+// A fault injected into our side (--fault KIND:N[:STREAM]), to see how the live peer takes
+// it: our script message N (1-based, as DIFF numbers it; of every stream, or of STREAM) is not
+// sent ("skip"), goes with its first octet flipped ("corrupt"), is an RDMA Write that carries
+// 512 octets more than captured, past the end of the buffer it fills ("overrun"), or is a Send
+// with Invalidate that names the STag with its key plus one ("invalidate-key").
 struct Fault {
   std::string kind;
   std::size_t index = 0;
+  std::optional<std::uint32_t> stream;
+  bool at(const StreamRun& r, std::size_t n, std::string_view k) const;
 };
+constexpr std::string_view kFaultKinds[] = {"skip", "corrupt", "overrun", "invalidate-key"};
+std::optional<Fault> parse_fault(const std::string& s) {
+  Fault f;
+  const auto c1 = s.find(':');
+  if (c1 == std::string::npos) return std::nullopt;
+  f.kind = s.substr(0, c1);
+  if (std::find(std::begin(kFaultKinds), std::end(kFaultKinds), f.kind) == std::end(kFaultKinds))
+    return std::nullopt;
+  char* end = nullptr;
+  f.index = std::strtoul(s.c_str() + c1 + 1, &end, 10);
+  if (f.index == 0 || end == s.c_str() + c1 + 1) return std::nullopt;
+  if (*end == ':') {
+    const char* st = end + 1;
+    f.stream = static_cast<std::uint32_t>(std::strtoul(st, &end, 10));
+    if (end == st) return std::nullopt;
+  }
+  if (*end) return std::nullopt;
+  return f;
+}
 
 // One stream's replay: its plan, its live connection and what it found.
 struct StreamRun {
@@ -128,6 +158,10 @@ struct StreamRun {
     return closed || (conn && conn->session().state() == session::Session::State::established);
   }
 };
+
+bool Fault::at(const StreamRun& r, std::size_t n, std::string_view k) const {
+  return kind == k && index == n && (!stream || *stream == r.stream);
+}
 
 // The streams of one replay, on one endpoint loop: each stream's connection is set up where its
 // first message comes in the capture, and the messages of all streams are walked in captured
@@ -344,6 +378,8 @@ class Replayer {
     }
     plan.observe_live(m);
     r.live.push_back(std::move(m));
+    // A Terminate ends the stream (RFC 5040 §5.4): nothing after it is waited for.
+    if (e.kind == EventKind::terminate_received) r.closed = true;
   }
 
   // Sets up the stream's connection: 2 when it cannot be tried, else 0 (a stream whose live
@@ -451,19 +487,25 @@ class Replayer {
         return 0;
       }
       plan.observe_sent(at);
-      if (fault_.kind == "skip" && fault_.index == index) return 0;
+      if (fault_.at(r, index, "skip")) return 0;
       Bytes data = wire::opcode_is_send_family(m.opcode) ? plan.outgoing(at) : m.data;
-      if (fault_.kind == "corrupt" && fault_.index == index && !data.empty()) data[0] ^= 0xFF;
+      if (fault_.at(r, index, "corrupt") && !data.empty()) data[0] ^= 0xFF;
       const auto is = [&](wire::Opcode o) { return m.opcode == static_cast<std::uint8_t>(o); };
       session::PostStatus st = session::PostStatus::ok;
       if (wire::opcode_is_send_family(m.opcode)) {
         session::Session::SendOptions so;
         so.solicited = is(wire::Opcode::send_se) || is(wire::Opcode::send_se_invalidate);
-        if (wire::opcode_invalidates(m.opcode))
+        if (wire::opcode_invalidates(m.opcode)) {
           so.invalidate_stag = plan.live_stag_to(m.rsvd_ulp1, 0).first;
+          if (fault_.at(r, index, "invalidate-key") && so.invalidate_stag) {
+            const std::uint32_t stag = *so.invalidate_stag;
+            so.invalidate_stag = (stag & ~0xFFu) | ((stag + 1) & 0xFFu);
+          }
+        }
         st = s.send(data, so);
       } else if (is(wire::Opcode::rdma_write)) {
         auto [stag, to] = plan.live_stag_to(m.stag, m.to);
+        if (fault_.at(r, index, "overrun")) data.resize(data.size() + 512, 0xEE);
         st = s.rdma_write(data, stag, to);
       } else if (m.read_request) {
         const wire::ReadRequest& rr = *m.read_request;
@@ -497,11 +539,14 @@ class Replayer {
     loop_.run_until([&] { return (k = plan.pick(at, r.live)) || r.closed; }, a_.wait_ms);
     if (!k) k = plan.pick(at, r.live);
     if (!k) {
+      // The connection ended: what the live peer sent last (its Terminate) is told first, and
+      // nothing after this message can happen on the stream.
+      if (r.closed) report_extras(r);
       const std::string lost =
           plan.ulp_info[at].key ? plan.missing(at) : "the live peer sent nothing";
       diff(r, index, arrow, plan.label(at), lost + (r.closed ? " (connection ended)" : ""),
            m.frame);
-      if (r.closed && !plan.ulp_info[at].key) r.stopped = true;
+      if (r.closed) r.stopped = true;
       return 0;
     }
     session::LiveMessage l = std::move(r.live[*k]);
@@ -533,22 +578,30 @@ class Replayer {
 
   // After the walk: anything more the live peer sent on the stream is a difference too; then
   // the stream closes.
+  void report_extras(StreamRun& r) {
+    for (const auto& l : r.live)
+      diff(r, 0, "extra", "", r.plan->extra(l));
+    r.live.clear();
+  }
+
   void finish(StreamRun& r) {
     if (r.conn) {
       loop_.run_until([&] { return !r.live.empty() || r.closed; }, 300);
-      for (const auto& l : r.live)
-        diff(r, 0, "extra", "", r.plan->extra(l));
-      r.live.clear();
+      report_extras(r);
       if (!r.closed) {
         r.conn->session().close();
         loop_.run_until([&] { return r.conn->done() || r.closed; }, 1000);
       }
     }
     r.result.nvme_cntlid = r.plan->learned_cntlid;
+    r.result.replayed = r.next;
     if (!r.result.connected) return;
     const std::size_t diffs = r.result.differences.size();
-    std::string tail = std::to_string(r.plan->script.size()) + " captured messages replayed, " +
-                       std::to_string(diffs) + " difference" + (diffs == 1 ? "" : "s");
+    const std::size_t n = r.plan->script.size();
+    std::string tail = r.next < n ? std::to_string(r.next) + " of " + std::to_string(n) +
+                                        " captured messages replayed (the connection ended), "
+                                  : std::to_string(n) + " captured messages replayed, ";
+    tail += std::to_string(diffs) + " difference" + (diffs == 1 ? "" : "s");
     if (r.slow) tail += ", " + std::to_string(r.slow) + " much slower than captured";
     print(r, tail);
   }
@@ -578,10 +631,13 @@ int run_replay(const ReplayArgs& a) {
   }
   Fault fault;
   if (!a.fault.empty()) {
-    const auto colon = a.fault.find(':');
-    fault.kind = a.fault.substr(0, colon);
-    if (colon != std::string::npos)
-      fault.index = std::strtoul(a.fault.c_str() + colon + 1, nullptr, 10);
+    auto f = parse_fault(a.fault);
+    if (!f) {
+      std::cerr << "replay: --fault wants KIND:N[:STREAM], KIND one of skip, corrupt, overrun, "
+                   "invalidate-key\n";
+      return 2;
+    }
+    fault = *f;
   }
   Analyzer analyzer;
   // The assemblers watch every stream asked for; --all-streams: all, found after the pass.
@@ -651,6 +707,7 @@ int run_replay(const ReplayArgs& a) {
     streams.push_back({{"stream", result.stream},
                        {"ulp", result.ulp},
                        {"messages", result.messages},
+                       {"replayed", result.replayed},
                        {"connected", result.connected},
                        {"nvme_cntlid", result.nvme_cntlid ? nlohmann::json(*result.nvme_cntlid)
                                                           : nlohmann::json()},
@@ -716,7 +773,11 @@ void add_replay_command(CLI::App& app, std::function<int()>& run) {
         "a ULP field not to compare, besides the defaults: " + fields.substr(0, fields.size() - 2))
       ->check(CLI::IsMember(names));
   add_llp_flags(sc, a->llp);
-  sc->add_option("--fault", a->fault, "")->group("");  // tests: skip:N or corrupt:N
+  sc->add_option("--fault", a->fault,
+                 "KIND:N[:STREAM]: inject a fault into our message N (as DIFF lines number "
+                 "them) of every stream or of STREAM: skip (not sent), corrupt (first octet "
+                 "flipped), overrun (an RDMA Write 512 octets past its captured end), "
+                 "invalidate-key (a Send with Invalidate naming the STag's key plus one)");
   sc->callback([a, &run] { run = [a] { return run_replay(*a); }; });
 }
 

@@ -48,6 +48,9 @@ class ReplayUlp(unittest.TestCase):
         for pcap, args, ulp in (("siw/siw-nvmeof.pcap", [], "nvme-rdma"),
                                 ("siw/siw-nvmeof-inline.pcap", [], "nvme-rdma"),
                                 ("siw/siw-nfs-rdma.pcap", ["--all-streams"], "rpc-rdma"),
+                                # Recorded in the lab VM (admin and I/O queue side by side).
+                                ("siw/replay/lab-replay-nvmeof.pcap", ["--all-streams"],
+                                 "nvme-rdma"),
                                 # The admin queue of the fault sample (its faults are all on
                                 # the I/O queue, below).
                                 ("synthetic/fault-nvmeof.pcap", [], "nvme-rdma")):
@@ -82,7 +85,7 @@ class ReplayUlp(unittest.TestCase):
             (r"DIFF #1[78] server->client: expected (SCSI READ\(10\) ITT 0x22 LUN 0 \(response\)|"
              r"RDMA Write for SCSI READ\(10\) ITT 0x22 LUN 0); .*\(connection ended\)", "client"),
             (r"DIFF #19 client->server: expected SCSI READ\(10\) ITT 0x23 LUN 0; SCSI READ\(10\) "
-             r"ITT 0x23 LUN 0: the live peer did not send it", "server"),
+             r"ITT 0x23 LUN 0: the live peer did not send it \(connection ended\)", "server"),
             (r"DIFF extra: the live peer sent Terminate RDMAP / Remote Protection / STag cannot "
              r"be invalidated, not in the capture", "server"),
             # ulp.access-mismatch: the target Writes into the WRITE(10)'s buffer before it
@@ -94,7 +97,7 @@ class ReplayUlp(unittest.TestCase):
             (r"DIFF #1[78] server->client: expected (NFSv3 READ xid 0x104 \(response\)|"
              r"RDMA Write for NFSv3 READ xid 0x104); .*\(connection ended\)", "client"),
             (r"DIFF #19 client->server: expected NFSv3 READ xid 0x105; NFSv3 READ xid 0x105: the "
-             r"live peer did not send it", "server"),
+             r"live peer did not send it \(connection ended\)", "server"),
             (r"DIFF extra: the live peer sent Terminate RDMAP / Remote Protection / STag cannot "
              r"be invalidated, not in the capture", "server"),
             (r"DIFF #10 client->server: expected RDMA Read Response for NFSv3 WRITE xid 0x102; "
@@ -104,7 +107,7 @@ class ReplayUlp(unittest.TestCase):
             (r"DIFF #1[89] server->client: expected (SMB2 READ mid 4 \(response\)|"
              r"RDMA Write for SMB2 READ mid 4); .*\(connection ended\)", "client"),
             (r"DIFF #20 client->server: expected SMB2 READ mid 5; SMB2 READ mid 5: the live peer "
-             r"did not send it", "server"),
+             r"did not send it \(connection ended\)", "server"),
             (r"DIFF extra: the live peer sent Terminate RDMAP / Remote Protection / STag cannot "
              r"be invalidated, not in the capture", "server"),
             (r"DIFF #11 client->server: expected RDMA Read Response for SMB2 WRITE mid 2; data "
@@ -162,6 +165,35 @@ class ReplayUlp(unittest.TestCase):
             "the live peer sent nothing",
             "DIFF #24 server->client: expected NVMe Get Log Page cid 15 (admin) (response); "
             "NVMe Get Log Page cid 15 (admin) (response): the live peer did not send it"])
+
+    def test_faults_the_host_terminates_are_named_before_what_it_never_sent(self):
+        pcap = sample("siw/siw-nvmeof.pcap")
+        # Our message #20 is the RDMA Write of Identify cid 14's data (4096 octets into the
+        # host's 4096), #21 its response, a Send with Invalidate. Our endpoint replaying the
+        # host is a compliant Data Sink: it answers each fault with the Terminate the rule layer
+        # names, and the replayed target reports that Terminate, then the command the host
+        # never sent because the stream ended, and stops there.
+        for fault, term in (("overrun:20", "DDP / Tagged Buffer / Base or bounds violation"),
+                            ("invalidate-key:21",
+                             "RDMAP / Remote Protection / STag cannot be invalidated")):
+            with self.subTest(fault=fault):
+                out, rc, client = self.pair(pcap, server_extra=["--fault", fault])
+                self.assertEqual(rc, 1, out)
+                self.assertIn(f"live: we sent Terminate {term}", client.stdout)
+                self.assertEqual(diffs(out), [
+                    f"DIFF extra: the live peer sent Terminate {term}, not in the capture",
+                    "DIFF #22 client->server: expected NVMe Get Log Page cid 15 (admin); NVMe Get "
+                    "Log Page cid 15 (admin): the live peer did not send it (connection ended)"])
+                self.assertIn("22 of 57 captured messages replayed (the connection ended), "
+                              "2 differences", out)
+
+    def test_fault_option_is_checked(self):
+        for bad in ("overrun", "overrun:0", "overrun:x", "bogus:3", "skip:3:", "skip:3:1x"):
+            with self.subTest(fault=bad):
+                r = run("replay", sample("siw/siw-nvmeof.pcap"), "--peer", "127.0.0.1:9",
+                        "--fault", bad)
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                self.assertIn("--fault wants KIND:N[:STREAM]", r.stderr)
 
     @staticmethod
     def nvme_session(path):

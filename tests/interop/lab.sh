@@ -23,6 +23,11 @@
 #                                           gets cases.json, cases/NN-NAME.pcap (one per case) and
 #                                           the boots' captures; then check with
 #                                           tests/interop/check_oracle.py DDPSCOPE OUT [--observed-only]
+#   tests/interop/lab.sh replay DDPSCOPE [OUT]  storage replay against live peers (issue 41,
+#                                           scenarios/replay.sh): NVMe-oF host side vs nvmet,
+#                                           target side vs the kernel host, injected faults, NFS
+#                                           client side vs knfsd; check with
+#                                           tests/interop/check_replay.py DDPSCOPE OUT
 #   tests/interop/lab.sh timing [OUT]       timing samples (scenarios/timing.sh): ib_read_lat
 #                                           unloaded and under netem delay, ib_read_bw under
 #                                           netem loss, fio over NVMe-oF, with the tools' reports;
@@ -283,9 +288,13 @@ PY
       log "the guest died: boot $boot continues at case $next"
     done
     python3 "$HERE/oracle_collect.py" collect "$out" ;;
+  replay)  # DDPSCOPE [OUT]: storage captures replayed against nvmet, the kernel NVMe host and knfsd
+    [ $# -ge 1 ] || die "usage: lab.sh replay DDPSCOPE [OUT]"
+    setup; rm -rf "${2:-$LAB/replay}"
+    LAB_DDPSCOPE="$1" run_vm "$HERE/scenarios/replay.sh" "${2:-$LAB/replay}" ;;
   timing)  # [OUT]: delay, loss and NVMe-oF fio samples with the tools' own reports (issue 42)
     setup; build_helpers; rm -rf "${1:-$LAB/timing}"
     run_vm "$HERE/scenarios/timing.sh" "${1:-$LAB/timing}" ;;
   clean) rm -rf "$LAB" ;;
-  *) echo "usage: $0 setup|run SCRIPT OUT|samples [OUT]|smoke [DDPSCOPE]|ipsec DDPSCOPE [OUT]|sctp DDPSCOPE [OUT]|oracle DDPSCOPE OUT|timing [OUT]|clean" >&2; exit 2 ;;
+  *) echo "usage: $0 setup|run SCRIPT OUT|samples [OUT]|smoke [DDPSCOPE]|ipsec DDPSCOPE [OUT]|sctp DDPSCOPE [OUT]|oracle DDPSCOPE OUT|replay DDPSCOPE [OUT]|timing [OUT]|clean" >&2; exit 2 ;;
 esac

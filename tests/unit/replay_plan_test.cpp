@@ -811,6 +811,63 @@ INSTANTIATE_TEST_SUITE_P(EveryDecoder, ReplayUlp, ::testing::ValuesIn(ulp_cases(
                            return n;
                          });
 
+// A live NVMe host picks its CIDs anew (Linux: from its block layer's tags, which start at a
+// random per-CPU hint): each live command stands for the first captured one not matched yet
+// that asks the same (opcode, NSID, CDW10-15), our completion carries the live CID, and a live
+// command whose CID is a captured one's but asks something else is not taken for it.
+TEST(ReplayPlan, NvmeHostThatPicksOtherCidsIsMatchedByWhatItAsks) {
+  const UlpCase u = ulp_cases().front();
+  ASSERT_EQ(u.name, "nvme-rdma");
+  Capture c;
+  ulp_exchange(c, u);
+  std::string err;
+  auto plan = plan_of(c, ReplaySide::server, err);
+  ASSERT_TRUE(plan) << err;
+  const std::size_t c97 = index_of(*plan, "NVMe Read cid 97 nsid 1");
+  const std::size_t c98 = index_of(*plan, "NVMe Read cid 98 nsid 1");
+  ASSERT_LT(c98, plan->script.size());
+  std::deque<LiveMessage> live;
+  // cid 98, but a Write (opcode 01h): not captured command 98.
+  Bytes write = nvme_read(98, 0x5500, 0x500000, 4096);
+  write[0] = 0x01;
+  for (Bytes cmd : {write, nvme_read(0x1005, 0x7701, 0x910000, 4096),
+                    nvme_read(0x2006, 0x7702, 0x920000, 4096)}) {
+    LiveMessage l = live_send(std::move(cmd));
+    plan->observe_live(l);
+    live.push_back(std::move(l));
+  }
+  EXPECT_EQ(plan->pick(c97, live), std::optional<std::size_t>(1));
+  EXPECT_EQ(plan->pick(c98, live), std::optional<std::size_t>(2));
+  EXPECT_EQ(plan->compare(c97, live[1]), "");  // the CID is the live host's choice
+  EXPECT_EQ(plan->live_stag_to(0x1201, 0x10000), std::make_pair(0x7701u, std::uint64_t{0x910000}));
+  EXPECT_EQ(plan->live_stag_to(0x1202, 0x20000), std::make_pair(0x7702u, std::uint64_t{0x920000}));
+  EXPECT_NE(plan->extra(live[0]).find("the capture has no such command"), std::string::npos)
+      << plan->extra(live[0]);
+  // Our completions answer the live CIDs: octets 12..13 of the CQE.
+  const std::size_t r97 = index_of(*plan, "NVMe Read cid 97 nsid 1 (response)");
+  const std::size_t r98 = index_of(*plan, "NVMe Read cid 98 nsid 1 (response)");
+  ASSERT_LT(r98, plan->script.size());
+  EXPECT_EQ(plan->outgoing(r97), nvme_cqe(0x1005, true, 0));
+  EXPECT_EQ(plan->outgoing(r98), nvme_cqe(0x2006, true, 0));
+}
+
+// Linux's host sends the Connect data apart from the capsule: the target RDMA-Reads it, and
+// the Read Response carries HOSTID (a new one at each connect), CNTLID and HOSTNQN at the
+// data's own offsets (NVMe-oF 1.1 §3.3, Figure 20). Seen against the kernel host in the lab.
+TEST(ReplayPlan, NvmeConnectDataReadByTheTargetHasTheSameVaryingFields) {
+  const std::vector<std::string> all = {"nvme.hostid", "nvme.cntlid", "nvme.hostnqn"};
+  using Ranges = std::vector<std::pair<std::size_t, std::size_t>>;
+  EXPECT_EQ(varying_ranges("nvme-rdma", all, "RDMA Read Response for NVMe-oF Connect cid 0 qid 0",
+                           Bytes(1024)),
+            (Ranges{{0, 16}, {16, 18}, {512, 768}}));
+  EXPECT_EQ(
+      varying_ranges("nvme-rdma", {"nvme.hostid"}, "NVMe-oF Connect cid 0 qid 0", Bytes(64 + 1024)),
+      (Ranges{{64, 80}}));
+  // Not a Connect's: nothing left out.
+  EXPECT_TRUE(varying_ranges("nvme-rdma", all, "RDMA Write for NVMe Read cid 4 nsid 1", Bytes(1024))
+                  .empty());
+}
+
 // NVMe-oF: the controller ID and host identity of a Connect differ between runs and are not
 // compared; a later queue's Connect carries the controller ID the live admin queue was given.
 TEST(ReplayPlan, NvmeConnectFieldsThatDifferBetweenRuns) {

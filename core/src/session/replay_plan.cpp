@@ -299,7 +299,11 @@ std::optional<ReplayPlan> make_replay_plan(const StreamModel& stream, ReplaySide
       const auto& asked = command_names[1 - m.direction];
       if (auto it = asked.find(info.key->id); info.key->completion && it != asked.end())
         info.name = it->second;
-      if (m.direction != us) plan.by_key_[*info.key] = plan.script.size();
+      if (m.direction != us) {
+        plan.by_key_[*info.key] = plan.script.size();
+        if (!info.key->completion && info.signature)
+          plan.by_signature_[info.signature].push_back(plan.script.size());
+      }
       for (const AdvertisedRegion& r : info.regions)
         plan.stag_owner_[r.stag] = info.name;
     }
@@ -439,6 +443,22 @@ std::string ReplayPlan::compare(const CapturedMessage& m, const LiveMessage& l) 
 std::string ReplayPlan::compare(std::size_t i, const LiveMessage& l) {
   const CapturedMessage& m = script[i];
   const UlpMessageInfo& u = ulp_info[i];
+  if (l.opcode == m.opcode && !ulp.empty() && l.data.size() == m.data.size() &&
+      (is_opcode(m.opcode, wire::Opcode::rdma_write) ||
+       is_opcode(m.opcode, wire::Opcode::read_response))) {
+    // A command's data: its fields that differ between runs are left out as in a Send.
+    const auto ranges = varying_ranges(ulp, ignored, label(i), m.data);
+    if (!ranges.empty()) {
+      Bytes cap = m.data, live = l.data;
+      for (const auto& [b, e] : ranges) {
+        std::fill(cap.begin() + static_cast<std::ptrdiff_t>(b),
+                  cap.begin() + static_cast<std::ptrdiff_t>(e), 0);
+        std::fill(live.begin() + static_cast<std::ptrdiff_t>(b),
+                  live.begin() + static_cast<std::ptrdiff_t>(e), 0);
+      }
+      return cap == live ? "" : data_difference(cap, live);
+    }
+  }
   if (l.opcode != m.opcode || ulp.empty() || !wire::opcode_is_send_family(m.opcode))
     return compare(m, l);
   // A completion's status first: it says more than the octets that carry it.
@@ -458,6 +478,12 @@ std::string ReplayPlan::compare(std::size_t i, const LiveMessage& l) {
               live.begin() + static_cast<std::ptrdiff_t>(e), 0);
   }
   mask_buffers(cap, live, u.regions, l.ulp.regions);
+  // A live command that stands for this one under another identifier (observe_live): the
+  // identifier is the live peer's choice (NVMe: the SQE's CID, octets 2..3).
+  if (u.key && !u.completion && ulp == "nvme-rdma" && live_id_.count(*u.key) &&
+      cap.size() >= ulp::kNvmeSqeSize) {
+    cap[2] = cap[3] = live[2] = live[3] = 0;
+  }
   return cap == live ? "" : data_difference(cap, live);
 }
 
@@ -485,6 +511,7 @@ UlpMessageInfo ReplayPlan::decode_ulp(UlpStreamDecoders& d,
       info.key = UlpKey{false, c.id, 0};
       info.name = std::move(c.name);
       info.regions = std::move(c.regions);
+      info.signature = c.signature;
     } else if (!info.key && !e.completions.empty()) {
       info.key = UlpKey{true, e.completions.front().id, 0};
       info.completion = e.completions.front();
@@ -526,15 +553,39 @@ std::string ReplayPlan::label(std::size_t i) const {
 void ReplayPlan::observe_sent(std::size_t i) {
   if (i >= script.size() || !live_decoders_) return;
   const CapturedMessage& m = script[i];
-  decode_ulp(*live_decoders_, live_seen_, m.direction, m.opcode, m.rsvd_ulp1, m.data);
+  // What goes on the wire (a response given the live command's identifier).
+  decode_ulp(*live_decoders_, live_seen_, m.direction, m.opcode, m.rsvd_ulp1, outgoing(i));
 }
 
 void ReplayPlan::observe_live(LiveMessage& l) {
   if (!live_decoders_) return;
   l.ulp = decode_ulp(*live_decoders_, live_seen_, 1 - us(), l.opcode, 0, l.data);
   if (!l.ulp.key) return;
-  const auto it = by_key_.find(*l.ulp.key);
+  auto it = by_key_.find(*l.ulp.key);
+  const auto asks_the_same = [&](std::size_t i) {
+    const std::uint64_t sig = ulp_info[i].signature;
+    return !sig || !l.ulp.signature || sig == l.ulp.signature;
+  };
+  if (it != by_key_.end() && (matched_.count(it->first) || !asks_the_same(it->second)))
+    it = by_key_.end();
+  if (it == by_key_.end() && !l.ulp.key->completion && l.ulp.signature) {
+    // Another identifier: the first captured command not matched yet that asks the same.
+    if (auto s = by_signature_.find(l.ulp.signature); s != by_signature_.end()) {
+      auto& q = s->second;
+      while (!q.empty() && matched_.count(*ulp_info[q.front()].key))
+        q.pop_front();
+      if (!q.empty()) {
+        const UlpKey captured = *ulp_info[q.front()].key;
+        live_id_[captured] = l.ulp.key->id;
+        l.ulp.key = captured;
+        l.ulp.name.clear();
+        it = by_key_.find(captured);
+      }
+    }
+  }
   if (it == by_key_.end()) return;
+  matched_.insert(it->first);
+  l.matched = true;
   const UlpMessageInfo& cap = ulp_info[it->second];
   if (l.ulp.name.empty()) l.ulp.name = cap.name;
   // An admin Connect's response gives the controller ID in DW0 (NVMe-oF 1.1 §3.3).
@@ -558,7 +609,7 @@ std::optional<std::size_t> ReplayPlan::pick(std::size_t i,
   const UlpMessageInfo& u = ulp_info[i];
   if (u.key) {
     for (std::size_t k = 0; k < live.size(); ++k)
-      if (live[k].ulp.key == u.key) return k;
+      if (live[k].matched && live[k].ulp.key == u.key) return k;
     return std::nullopt;
   }
   // A transfer of the peer's reaches a region of ours, registered under the captured STag: the
@@ -608,6 +659,13 @@ Bytes ReplayPlan::outgoing(std::size_t i) const {
   if (i >= script.size()) return {};
   const CapturedMessage& m = script[i];
   if (!wire::opcode_is_send_family(m.opcode)) return m.data;
+  if (const auto& u = ulp_info[i]; ulp == "nvme-rdma" && u.completion && u.key) {
+    // Our response to a live command of another CID carries the live one.
+    const auto it = live_id_.find(UlpKey{false, u.key->id, u.key->occurrence});
+    if (it != live_id_.end() && m.data.size() == ulp::kNvmeCqeSize)
+      return ulp::nvme_cqe_with_cid(m.data, static_cast<std::uint16_t>(it->second));
+    return m.data;
+  }
   constexpr std::size_t kConnectCntlid = ulp::kNvmeSqeSize + 16;
   if (ulp == "nvme-rdma" && nvme_cntlid && !ulp_info[i].completion &&
       ulp_info[i].name.find("Connect") != std::string::npos &&
@@ -682,11 +740,15 @@ std::vector<std::pair<std::size_t, std::size_t>> varying_ranges(
     if (n == ulp::kNvmeCqeSize) {
       if (connect && want("nvme.cntlid")) add(0, 2);  // Connect response DW0: CNTLID
       if (want("nvme.sqhd")) add(8, 10);
-    } else if (connect && n >= sqe + ulp::kNvmeConnectDataSize) {
-      // Connect data (NVMe-oF 1.1 §3.3): HOSTID 0..15, CNTLID 16..17, HOSTNQN 512..767.
-      if (want("nvme.hostid")) add(sqe, sqe + 16);
-      if (want("nvme.cntlid")) add(sqe + 16, sqe + 18);
-      if (want("nvme.hostnqn")) add(sqe + 512, sqe + 768);
+    } else if (connect &&
+               (n == ulp::kNvmeConnectDataSize || n >= sqe + ulp::kNvmeConnectDataSize)) {
+      // Connect data (NVMe-oF 1.1 §3.3): HOSTID 0..15, CNTLID 16..17, HOSTNQN 512..767; in
+      // the capsule after the SQE, or alone (the RDMA Read Response of a Connect whose data
+      // is not in the capsule, as Linux's host sends it).
+      const std::size_t d = n == ulp::kNvmeConnectDataSize ? 0 : sqe;
+      if (want("nvme.hostid")) add(d, d + 16);
+      if (want("nvme.cntlid")) add(d + 16, d + 18);
+      if (want("nvme.hostnqn")) add(d + 512, d + 768);
     }
   } else if (ulp == "iser") {
     constexpr std::size_t bhs = ulp::kIserHeaderSize;

@@ -388,6 +388,28 @@ void NvmeRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, By
   decode_command(ctx, st, message, out);
 }
 
+std::uint64_t nvme_command_signature(ByteView sqe) {
+  if (sqe.size() < kNvmeSqeSize) return 0;
+  // FNV-1a over octet 0 (opcode), octet 1's FUSE bits, octets 4..7 (NSID, or a Fabrics
+  // command's FCTYPE) and 40..63 (CDW10..CDW15); CID (2..3), MPTR and DPTR are left out.
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  const auto mix = [&h](std::uint8_t b) { h = (h ^ b) * 0x100000001b3ULL; };
+  mix(sqe[0]);
+  mix(sqe[1] & 0x03);
+  for (std::size_t i = 4; i < 8; ++i)
+    mix(sqe[i]);
+  for (std::size_t i = 40; i < kNvmeSqeSize; ++i)
+    mix(sqe[i]);
+  return h ? h : 1;
+}
+
+Bytes nvme_cqe_with_cid(ByteView cqe, std::uint16_t cid) {
+  auto c = decode_nvme_cqe(cqe);
+  if (!c) return Bytes(cqe.begin(), cqe.end());
+  c->cid = cid;
+  return encode_nvme_cqe(*c);
+}
+
 namespace {
 
 // Response and command capsules, out of line: most Sends of a stream that is not NVMe are
@@ -430,6 +452,7 @@ void decode_command(const AdvertContext& ctx, NvmeRdmaStream* st, ByteView messa
   cmd.id = sqe->cid;
   cmd.name = nvme_command_name(*sqe, st->qid ? std::optional<bool>(admin) : std::nullopt);
   cmd.operation = cmd.name.substr(0, cmd.name.find(" cid "));  // "NVMe Read", "NVMe-oF Connect"
+  cmd.signature = nvme_command_signature(message);
   const NvmeDataDirection dir = nvme_data_direction(*sqe);
   if (dir != NvmeDataDirection::none) {
     const NvmeCapsuleBuffers bufs = nvme_capsule_buffers(*sqe, message);

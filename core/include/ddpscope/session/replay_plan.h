@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -128,6 +129,7 @@ struct UlpMessageInfo {
   std::string name;                       // "NVMe Read cid 97 nsid 1" (a completion: its command's)
   std::vector<AdvertisedRegion> regions;  // the command's buffers
   std::optional<UlpCompletion> completion;
+  std::uint64_t signature = 0;  // a command's UlpCommand::signature
 };
 
 // Fields of a ULP message that legitimately differ between two runs and are not compared
@@ -155,7 +157,8 @@ struct LiveMessage {
   std::uint32_t length = 0;
   std::uint64_t value = 0;  // Immediate Data, or an Atomic's original value
   TerminateError terminate{};
-  UlpMessageInfo ulp;  // set by ReplayPlan::observe_live
+  UlpMessageInfo ulp;    // set by ReplayPlan::observe_live
+  bool matched = false;  // observe_live: it stands for the captured message of key ulp.key
 };
 std::string describe(const LiveMessage& m);
 
@@ -195,7 +198,11 @@ class ReplayPlan {
   // cid 97 nsid 1" for a transfer into or out of a command's buffer, else describe(m).
   std::string label(std::size_t i) const;
   // Decodes a live message of the peer, in the order they arrive, setting l.ulp; a command the
-  // capture has (same UlpKey) teaches live_stag_to() its live buffers.
+  // capture has teaches live_stag_to() its live buffers. A command stands for the captured one
+  // of the same UlpKey when both ask the same (UlpCommand::signature), else for the first
+  // captured command not matched yet that asks the same (a peer that picks its identifiers
+  // anew, as Linux's NVMe host picks CIDs from its block layer's tags): l.ulp.key becomes that
+  // command's, and our response to it carries the live identifier (outgoing()).
   void observe_live(LiveMessage& l);
   // Our script[i], as we send it, told to the decoders that read the live stream.
   void observe_sent(std::size_t i);
@@ -213,7 +220,8 @@ class ReplayPlan {
   std::string extra(const LiveMessage& l) const;
   // Our Send script[i] as it goes to the live peer: chunk lists naming the peer's buffers
   // (RPC-over-RDMA's Reply echoes the requester's segments) rewritten onto the live STags, an
-  // NVMe-oF I/O queue's Connect given nvme_cntlid.
+  // NVMe-oF I/O queue's Connect given nvme_cntlid, a response to a live command of another
+  // identifier given that identifier (NVMe: the CQE's CID).
   Bytes outgoing(std::size_t i) const;
 
   // A message the host posts itself (not a response, which our session produces).
@@ -256,6 +264,11 @@ class ReplayPlan {
   std::shared_ptr<UlpStreamDecoders> live_decoders_;
   std::array<net::Endpoint, 2> ends_{};   // by direction: the captured sender
   std::map<UlpKey, std::size_t> by_key_;  // the peer's captured commands/completions
+  // The peer's captured commands by signature, in captured order; those a live command stood
+  // for; the live identifier of each captured command matched to one of another identifier.
+  std::map<std::uint64_t, std::deque<std::size_t>> by_signature_;
+  std::set<UlpKey> matched_;
+  std::map<UlpKey, std::uint64_t> live_id_;
   std::map<std::pair<bool, std::uint64_t>, std::uint32_t> live_seen_;  // occurrences so far
   std::map<std::uint32_t, std::string> unreachable_;  // captured STag -> missing command
   std::map<std::uint32_t, std::string> stag_owner_;   // captured STag -> its command's name

@@ -68,6 +68,11 @@ struct UlpCommand {
   // Not every data descriptor was read (an SGL list past the octets kept): the regions are a
   // lower bound, so no transfer check is made.
   bool partial = false;
+  // What the command asks, apart from the identifier and buffers its sender chose (NVMe: the
+  // opcode, fused bits, NSID and CDW10-15), as a hash: two commands with the same signature ask
+  // the same, so a replay can tell which captured command a live peer's stands for when the
+  // peer picks its identifiers anew. 0: the ULP gives none.
+  std::uint64_t signature = 0;
 };
 
 struct UlpCompletion {

@@ -105,6 +105,10 @@ struct NvmeCqe {
 };
 std::optional<NvmeCqe> decode_nvme_cqe(ByteView capsule);  // exactly 16 octets
 Bytes encode_nvme_cqe(const NvmeCqe& cqe);
+// A command's signature (UlpCommand::signature): what it asks without its CID and buffers.
+std::uint64_t nvme_command_signature(ByteView sqe);
+// The response capsule `cqe` answering command `cid` instead (unchanged when it is no CQE).
+Bytes nvme_cqe_with_cid(ByteView cqe, std::uint16_t cid);
 
 // Which way a command's data goes, by its opcode (or a Fabrics command's fctype): bits 1:0.
 enum class NvmeDataDirection : std::uint8_t { none, host_to_controller, controller_to_host, both };
