@@ -2,12 +2,12 @@
 // ddpscope-extcap: a Wireshark extcap interface, "ddpscope replay". Wireshark (or tshark -i)
 // runs it to list the interface, its link type and its options; on --capture it starts
 // `ddpscope replay CAPTURE --stream-index N --side S --peer HOST:PORT` (with replay's --llp,
-// --sctp-stack, --sctp-udp-port, --sctp-peer-udp-port, --ignore and --all-streams when given)
-// and streams the replayed exchange, captured live on lo (LiveSession, filtered to the peer's
-// TCP or SCTP port, or to its UDP port for SCTP over UDP, and the user's capture filter), into
-// Wireshark's FIFO. It ends when the replay has ended (and the last
-// frames were captured) or when Wireshark stops it (SIGTERM), and then stops the replay.
-// The protocol: https://www.wireshark.org/docs/wsdg_html_chunked/ChCaptureExtcap.html
+// --sctp-stack, --sctp-udp-port, --sctp-peer-udp-port, --ignore, --all-streams and --fault when
+// given) and streams the replayed exchange, captured live on lo (LiveSession, filtered to the
+// peer's TCP or SCTP port, or to its UDP port for SCTP over UDP, and the user's capture filter),
+// into Wireshark's FIFO. It ends when the replay has ended (and the last frames were captured) or
+// when Wireshark stops it (SIGTERM), and then stops the replay. The protocol:
+// https://www.wireshark.org/docs/wsdg_html_chunked/ChCaptureExtcap.html
 #include <getopt.h>
 #include <signal.h>
 #include <spawn.h>
@@ -62,6 +62,7 @@ struct Args {
   std::string sctp_peer_udp_port;  // ... to this one of the peer's (replay's default: 9899)
   std::string ignore;              // ULP fields not to compare, comma-separated
   bool all_streams = false;
+  std::string fault;  // replay's --fault KIND:N[:STREAM]
 };
 
 void print_interfaces() {
@@ -109,7 +110,10 @@ void print_config() {
       "nvme.sqhd,smb2.credits}\n"
       "arg {number=10}{call=--all-streams}{display=Replay every stream}{type=boolflag}"
       "{tooltip=Every stream of the capture, in captured order (a ULP session over several "
-      "connections)}\n");
+      "connections)}\n"
+      "arg {number=11}{call=--fault}{display=Inject a fault}{type=string}"
+      "{tooltip=KIND:N[:STREAM] into our message N: skip, corrupt, overrun or invalidate-key "
+      "(ddpscope replay --help)}\n");
 }
 
 std::string default_ddpscope() {
@@ -162,6 +166,7 @@ pid_t start_replay(const Args& a, std::string& error) {
     if (comma > at) argv_s.insert(argv_s.end(), {"--ignore", a.ignore.substr(at, comma - at)});
     at = comma + 1;
   }
+  if (!a.fault.empty()) argv_s.insert(argv_s.end(), {"--fault", a.fault});
   std::vector<char*> argv;
   for (auto& s : argv_s)
     argv.push_back(s.data());
@@ -297,6 +302,7 @@ int main(int argc, char** argv) {
     kSctpPeerUdpPort,
     kIgnore,
     kAllStreams,
+    kFault,
     kIgnored,
   };
   static const option longopts[] = {
@@ -323,6 +329,7 @@ int main(int argc, char** argv) {
       {"sctp-peer-udp-port", required_argument, nullptr, kSctpPeerUdpPort},
       {"ignore", required_argument, nullptr, kIgnore},
       {"all-streams", no_argument, nullptr, kAllStreams},
+      {"fault", required_argument, nullptr, kFault},
       // Passed by some Wireshark versions; nothing to do for them here.
       {"extcap-reload-option", required_argument, nullptr, kIgnored},
       {"extcap-control-in", required_argument, nullptr, kIgnored},
@@ -398,6 +405,9 @@ int main(int argc, char** argv) {
       case kAllStreams:
         a.all_streams = true;
         break;
+      case kFault:
+        a.fault = optarg;
+        break;
       case kVersion:
       case kIgnored:
         break;
@@ -407,7 +417,8 @@ int main(int argc, char** argv) {
                      "(--extcap-dlts | --extcap-config | --capture --fifo PATH "
                      "--capture-file FILE --peer HOST:PORT [--stream-index N | --all-streams] "
                      "[--side S] [--llp mpa|sctp] [--sctp-stack auto|kernel|user] "
-                     "[--sctp-udp-port N] [--sctp-peer-udp-port N] [--ignore F,F...])\n",
+                     "[--sctp-udp-port N] [--sctp-peer-udp-port N] [--ignore F,F...] "
+                     "[--fault KIND:N[:STREAM]])\n",
                      kInterface);
         return 2;
     }

@@ -64,6 +64,12 @@ ReplayPage::ReplayPage(QWidget* parent) : QWidget(parent) {
   ignore_->setToolTip(
       tr("ULP fields not compared besides the defaults, comma-separated "
          "(ddpscope replay --help lists them)"));
+  fault_ = new QLineEdit;
+  fault_->setPlaceholderText(QStringLiteral("overrun:17:1"));
+  fault_->setToolTip(
+      tr("KIND:N[:STREAM]: a fault in our message N (as the differences number them) of every "
+         "stream or of STREAM: skip, corrupt, overrun or invalidate-key (ddpscope replay "
+         "--help)"));
   wait_ms_ = new QSpinBox;
   wait_ms_->setRange(100, 600000);
   wait_ms_->setSingleStep(500);
@@ -104,6 +110,7 @@ ReplayPage::ReplayPage(QWidget* parent) : QWidget(parent) {
   udp_row->addStretch(1);
   form->addRow(tr("SCTP over UDP ports:"), udp_row);
   form->addRow(tr("Not compared:"), ignore_);
+  form->addRow(tr("Inject a fault:"), fault_);
   form->addRow(tr("Wait for each peer message:"), wait_ms_);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(run_);
@@ -175,6 +182,8 @@ QStringList ReplayPage::arguments() const {
   }
   for (const QString& f : ignore_->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
     if (!f.trimmed().isEmpty()) a << QStringLiteral("--ignore") << f.trimmed();
+  if (!fault_->text().trimmed().isEmpty())
+    a << QStringLiteral("--fault") << fault_->text().trimmed();
   if (wait_ms_->value() != kDefaultWaitMs)
     a << QStringLiteral("--wait-ms") << QString::number(wait_ms_->value());
   a << QStringLiteral("--json");

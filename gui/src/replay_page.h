@@ -53,6 +53,7 @@ class ReplayPage : public QWidget {
   QSpinBox* udpPortSpin() const { return udp_port_; }
   QSpinBox* peerUdpPortSpin() const { return peer_udp_port_; }
   QLineEdit* ignoreEdit() const { return ignore_; }
+  QLineEdit* faultEdit() const { return fault_; }
   QTreeWidget* differencesView() const { return tree_; }
   QString statusText() const;
 
@@ -76,6 +77,7 @@ class ReplayPage : public QWidget {
   QSpinBox* udp_port_ = nullptr;
   QSpinBox* peer_udp_port_ = nullptr;
   QLineEdit* ignore_ = nullptr;
+  QLineEdit* fault_ = nullptr;
   QSpinBox* wait_ms_ = nullptr;
   QPushButton* run_ = nullptr;
   QPushButton* stop_ = nullptr;

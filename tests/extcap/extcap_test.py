@@ -72,7 +72,8 @@ class Extcap(unittest.TestCase):
         self.assertRegex(r.stdout, r"^dlt \{number=1\}\{name=EN10MB\}")
         r = run(EXTCAP, f"--extcap-interface={IFACE}", "--extcap-config")
         self.assertEqual(r.returncode, 0, r.stderr)
-        for call in ("--capture-file", "--stream-index", "--side", "--peer"):
+        for call in ("--capture-file", "--stream-index", "--side", "--peer", "--ignore",
+                     "--all-streams", "--fault"):
             self.assertIn("{call=%s}" % call, r.stdout)
         # The stream's number is --stream-index, as in `ddpscope replay`: --stream is an
         # endpoint (IP:PORT) wherever ddpscope accepts it (issue 39).
@@ -167,6 +168,20 @@ class Extcap(unittest.TestCase):
             self.assertEqual(t.returncode, 0, t.stderr)
             self.assertEqual(len(t.stdout.split()), rep["frames"])
 
+
+    def test_fault_goes_to_the_replay(self):
+        orig = os.path.join(self.tmp.name, "session.pcap")
+        self.capture_session(orig)
+        fifo, received, reader = self.read_fifo()
+        r = run(EXTCAP, "--capture", "--extcap-interface", IFACE, "--fifo", fifo,
+                "--capture-file", orig, "--stream-index", 0, "--side", "client",
+                "--peer", f"127.0.0.1:{free_port()}", "--fault", "bogus:1", timeout=60)
+        if reader.is_alive():  # the FIFO was never opened for writing: let the reader go
+            with open(fifo, "wb"):
+                pass
+        reader.join(timeout=30)
+        self.assertNotEqual(r.returncode, 0, r.stderr)
+        self.assertIn("replay: --fault wants KIND:N[:STREAM]", r.stderr)
 
     def test_capture_of_a_replay_over_sctp_in_udp(self):
         """The extcap takes replay's LLP options (issue 41): an rping session over SCTP in UDP

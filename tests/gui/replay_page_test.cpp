@@ -57,14 +57,15 @@ class ReplayPageTest : public QObject {
     page.peerUdpPortSpin()->setValue(9899);
     page.ignoreEdit()->setText(QStringLiteral(" nvme.sqhd, smb2.credits,"));
     page.waitSpin()->setValue(500);
+    page.faultEdit()->setText(QStringLiteral(" overrun:17:1 "));
     QCOMPARE(
         page.arguments(),
         QStringList(
-            {"replay",       "/x/a.pcap", "--stream-index",  "2",        "--side",
-             "server",       "--peer",    "10.0.0.2:4420",   "--llp",    "sctp",
-             "--sctp-stack", "auto",      "--sctp-udp-port", "9898",     "--sctp-peer-udp-port",
-             "9899",         "--ignore",  "nvme.sqhd",       "--ignore", "smb2.credits",
-             "--wait-ms",    "500",       "--json"}));
+            {"replay",       "/x/a.pcap",    "--stream-index",  "2",        "--side",
+             "server",       "--peer",       "10.0.0.2:4420",   "--llp",    "sctp",
+             "--sctp-stack", "auto",         "--sctp-udp-port", "9898",     "--sctp-peer-udp-port",
+             "9899",         "--ignore",     "nvme.sqhd",       "--ignore", "smb2.credits",
+             "--fault",      "overrun:17:1", "--wait-ms",       "500",      "--json"}));
     page.peerEdit()->setText(QStringLiteral("no port"));
     QVERIFY(!page.start());
     QVERIFY(page.statusText().contains(QStringLiteral("HOST:PORT")));
