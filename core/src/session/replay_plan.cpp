@@ -36,6 +36,18 @@ std::string data_difference(const Bytes& captured, const Bytes& live) {
   return "data differs at offset " + hex_number(at) + " of " + std::to_string(captured.size());
 }
 
+// Zeroes the octets [b, e) of each range in both messages (same size), so that they compare
+// equal there.
+void blank_ranges(Bytes& cap, Bytes& live,
+                  const std::vector<std::pair<std::size_t, std::size_t>>& ranges) {
+  for (const auto& [b, e] : ranges) {
+    std::fill(cap.begin() + static_cast<std::ptrdiff_t>(b),
+              cap.begin() + static_cast<std::ptrdiff_t>(e), 0);
+    std::fill(live.begin() + static_cast<std::ptrdiff_t>(b),
+              live.begin() + static_cast<std::ptrdiff_t>(e), 0);
+  }
+}
+
 // A command names its sender's buffers, and a live peer's buffers are its own: where the
 // captured message holds a captured region's STag or base (in either byte order, as the ULP
 // lays it out) and the live one holds the live region's in the same place, neither is compared.
@@ -450,12 +462,7 @@ std::string ReplayPlan::compare(std::size_t i, const LiveMessage& l) {
     const auto ranges = varying_ranges(ulp, ignored, label(i), m.data);
     if (!ranges.empty()) {
       Bytes cap = m.data, live = l.data;
-      for (const auto& [b, e] : ranges) {
-        std::fill(cap.begin() + static_cast<std::ptrdiff_t>(b),
-                  cap.begin() + static_cast<std::ptrdiff_t>(e), 0);
-        std::fill(live.begin() + static_cast<std::ptrdiff_t>(b),
-                  live.begin() + static_cast<std::ptrdiff_t>(e), 0);
-      }
+      blank_ranges(cap, live, ranges);
       return cap == live ? "" : data_difference(cap, live);
     }
   }
@@ -471,12 +478,7 @@ std::string ReplayPlan::compare(std::size_t i, const LiveMessage& l) {
            std::to_string(m.data.size());
   // Fields that legitimately differ between runs are left out of the comparison.
   Bytes cap = m.data, live = l.data;
-  for (const auto& [b, e] : varying_ranges(ulp, ignored, u.name, cap)) {
-    std::fill(cap.begin() + static_cast<std::ptrdiff_t>(b),
-              cap.begin() + static_cast<std::ptrdiff_t>(e), 0);
-    std::fill(live.begin() + static_cast<std::ptrdiff_t>(b),
-              live.begin() + static_cast<std::ptrdiff_t>(e), 0);
-  }
+  blank_ranges(cap, live, varying_ranges(ulp, ignored, u.name, cap));
   mask_buffers(cap, live, u.regions, l.ulp.regions);
   // A live command that stands for this one under another identifier (observe_live): the
   // identifier is the live peer's choice (NVMe: the SQE's CID, octets 2..3).
@@ -511,7 +513,7 @@ UlpMessageInfo ReplayPlan::decode_ulp(UlpStreamDecoders& d,
       info.key = UlpKey{false, c.id, 0};
       info.name = std::move(c.name);
       info.regions = std::move(c.regions);
-      info.signature = c.signature;
+      info.signature = d.decoder(found.decoder).command_signature(data);
     } else if (!info.key && !e.completions.empty()) {
       info.key = UlpKey{true, e.completions.front().id, 0};
       info.completion = e.completions.front();

@@ -452,7 +452,6 @@ void decode_command(const AdvertContext& ctx, NvmeRdmaStream* st, ByteView messa
   cmd.id = sqe->cid;
   cmd.name = nvme_command_name(*sqe, st->qid ? std::optional<bool>(admin) : std::nullopt);
   cmd.operation = cmd.name.substr(0, cmd.name.find(" cid "));  // "NVMe Read", "NVMe-oF Connect"
-  cmd.signature = nvme_command_signature(message);
   const NvmeDataDirection dir = nvme_data_direction(*sqe);
   if (dir != NvmeDataDirection::none) {
     const NvmeCapsuleBuffers bufs = nvme_capsule_buffers(*sqe, message);

@@ -129,7 +129,7 @@ struct UlpMessageInfo {
   std::string name;                       // "NVMe Read cid 97 nsid 1" (a completion: its command's)
   std::vector<AdvertisedRegion> regions;  // the command's buffers
   std::optional<UlpCompletion> completion;
-  std::uint64_t signature = 0;  // a command's UlpCommand::signature
+  std::uint64_t signature = 0;  // a command's, AdvertisementDecoder::command_signature
 };
 
 // Fields of a ULP message that legitimately differ between two runs and are not compared
@@ -199,10 +199,10 @@ class ReplayPlan {
   std::string label(std::size_t i) const;
   // Decodes a live message of the peer, in the order they arrive, setting l.ulp; a command the
   // capture has teaches live_stag_to() its live buffers. A command stands for the captured one
-  // of the same UlpKey when both ask the same (UlpCommand::signature), else for the first
-  // captured command not matched yet that asks the same (a peer that picks its identifiers
-  // anew, as Linux's NVMe host picks CIDs from its block layer's tags): l.ulp.key becomes that
-  // command's, and our response to it carries the live identifier (outgoing()).
+  // of the same UlpKey when both ask the same (AdvertisementDecoder::command_signature), else for
+  // the first captured command not matched yet that asks the same (a peer that picks its
+  // identifiers anew, as Linux's NVMe host picks CIDs from its block layer's tags): l.ulp.key
+  // becomes that command's, and our response to it carries the live identifier (outgoing()).
   void observe_live(LiveMessage& l);
   // Our script[i], as we send it, told to the decoders that read the live stream.
   void observe_sent(std::size_t i);

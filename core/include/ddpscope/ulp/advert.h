@@ -68,11 +68,6 @@ struct UlpCommand {
   // Not every data descriptor was read (an SGL list past the octets kept): the regions are a
   // lower bound, so no transfer check is made.
   bool partial = false;
-  // What the command asks, apart from the identifier and buffers its sender chose (NVMe: the
-  // opcode, fused bits, NSID and CDW10-15), as a hash: two commands with the same signature ask
-  // the same, so a replay can tell which captured command a live peer's stands for when the
-  // peer picks its identifiers anew. 0: the ULP gives none.
-  std::uint64_t signature = 0;
 };
 
 struct UlpCompletion {
@@ -129,6 +124,11 @@ class AdvertisementDecoder {
   // What one complete untagged message tells. `state` is new_stream()'s for this stream.
   virtual void decode(const AdvertContext& ctx, UlpStreamState* state, ByteView message,
                       UlpEvents& out) const = 0;
+  // What the command `message` (one decode() named) asks, apart from the identifier and
+  // buffers its sender chose, as a hash: two commands with the same signature ask the same, so
+  // a replay can tell which captured command a live peer's stands for when the peer picks its
+  // identifiers anew. 0: the ULP gives none. Only replay asks (not the analysis' hot path).
+  virtual std::uint64_t command_signature(ByteView /*message*/) const { return 0; }
 };
 
 // rping (rdma-core librdmacm/examples/rping.c): a 16-octet SEND holding

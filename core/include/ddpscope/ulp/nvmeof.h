@@ -105,7 +105,8 @@ struct NvmeCqe {
 };
 std::optional<NvmeCqe> decode_nvme_cqe(ByteView capsule);  // exactly 16 octets
 Bytes encode_nvme_cqe(const NvmeCqe& cqe);
-// A command's signature (UlpCommand::signature): what it asks without its CID and buffers.
+// A command's signature (AdvertisementDecoder::command_signature): what it asks without its
+// CID and buffers: opcode, FUSE bits, NSID (a Fabrics command's FCTYPE) and CDW10-15.
 std::uint64_t nvme_command_signature(ByteView sqe);
 // The response capsule `cqe` answering command `cid` instead (unchanged when it is no CQE).
 Bytes nvme_cqe_with_cid(ByteView cqe, std::uint16_t cid);
@@ -161,6 +162,9 @@ class NvmeRdmaDecoder final : public AdvertisementDecoder {
   void setup(UlpStreamState* state, const UlpSetup& setup) const override;
   void decode(const AdvertContext& ctx, UlpStreamState* state, ByteView message,
               UlpEvents& out) const override;
+  std::uint64_t command_signature(ByteView message) const override {
+    return nvme_command_signature(message);
+  }
 };
 
 }  // namespace ddpscope::ulp
