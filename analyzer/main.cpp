@@ -414,119 +414,154 @@ void print_commands(const CLI::App& app) {
 
 }  // namespace
 
+// The command a command line runs: its first word, when that is a command other than help
+// (commands come first: ddpscope has no options of its own but --help and --version). Only that
+// command's options are built then: the option tree of every command is ~2.5 M instructions, a
+// third of start-up (bench/RESULTS.md), and help, the manual page and the completion need all
+// of it. Empty: build every command.
+std::string_view command_run(int argc, char** argv) {
+  if (argc < 2) return {};
+  const std::string_view word = argv[1];
+  for (std::string_view name : {"analyze", "timing", "synth", "list-findings", "list-limits",
+                                "endpoint", "rping", "live", "replay"})
+    if (word == name) return name;
+  return {};
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"ddpscope: see and debug iWARP (MPA/DDP/RDMAP) traffic"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("ddpscope ") + DDPSCOPE_VERSION);
+  const std::string_view only = command_run(argc, argv);
+  const auto wants = [only](std::string_view name) { return only.empty() || only == name; };
 
   AnalyzeArgs aa;
-  auto* an = app.add_subcommand("analyze", "Analyze a pcap/pcapng capture");
-  an->add_option("-r,FILE", aa.file,
-                 "capture file: pcap or pcapng, gzip-compressed or not (.pcap.gz); - for stdin")
-      ->required();
-  an->add_option("-Y,--filter", aa.filter,
-                 "BPF capture filter applied while reading (pcap-filter(7)); frames keep their "
-                 "numbers");
-  an->add_flag("--json", aa.json, "JSON report (schema in the README)");
-  an->add_option("--regions", aa.regions, "JSON file of known STag regions");
-  an->add_option("--export-dir", aa.export_dir, "write each shadow buffer and index.json here");
-  an->add_option("--port", aa.ports,
-                 "analyze streams on this TCP port even without an MPA handshake")
-      ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
-  an->add_option("--stream", aa.streams,
-                 "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
-  cli::add_mid_stream_crc_option(an, aa.hint_crc);
-  an->add_flag("--mid-stream-markers", aa.hint_markers,
-               "accepted, no effect: markers are located only from the MPA handshake");
-  an->add_flag("--no-advertisements", aa.no_advert,
-               "do not learn regions from rping-style advertisements");
-  an->add_flag("--no-crc-check", aa.no_crc_check, "do not verify MPA CRCs");
-  an->add_option("--send-buffer", aa.send_buffer, "size of the receive buffers posted for Sends");
-  cli::add_sink_profile_option(an, aa.sink_profile);
-  an->add_option("--retain-mib", aa.retention_mib,
-                 "MiB of placed payload kept for shadow buffers (0 = none)");
-  an->add_option("--window-mib", aa.window_mib, "MiB of out-of-order TCP data held per direction");
-  cli::add_limit_option(an, aa.limits);
-  an->add_option("-o,--output", aa.output, "write the report to this file");
-  an->add_flag("-q,--quiet", aa.quiet,
-               "no progress line (shown on stderr only when it is a terminal)");
-  an->add_option("--threads", aa.threads,
-                 "threads: 1 reads, decodes and analyses on one; 2 reads and decodes on one "
-                 "while another analyses; N >= 3 reads on one and analyses on N - 1, the "
-                 "streams spread over them (the same report: streams sharing an STag are "
-                 "analysed again on one); default: the cores available")
-      ->check(CLI::Range(1u, 1024u));
-  add_reader_option(an, aa.reader);
+  CLI::App* an = nullptr;
+  if (wants("analyze")) {
+    an = app.add_subcommand("analyze", "Analyze a pcap/pcapng capture");
+    an->add_option("-r,FILE", aa.file,
+                   "capture file: pcap or pcapng, gzip-compressed or not (.pcap.gz); - for stdin")
+        ->required();
+    an->add_option("-Y,--filter", aa.filter,
+                   "BPF capture filter applied while reading (pcap-filter(7)); frames keep their "
+                   "numbers");
+    an->add_flag("--json", aa.json, "JSON report (schema in the README)");
+    an->add_option("--regions", aa.regions, "JSON file of known STag regions");
+    an->add_option("--export-dir", aa.export_dir, "write each shadow buffer and index.json here");
+    an->add_option("--port", aa.ports,
+                   "analyze streams on this TCP port even without an MPA handshake")
+        ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
+    an->add_option("--stream", aa.streams,
+                   "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
+    cli::add_mid_stream_crc_option(an, aa.hint_crc);
+    an->add_flag("--mid-stream-markers", aa.hint_markers,
+                 "accepted, no effect: markers are located only from the MPA handshake");
+    an->add_flag("--no-advertisements", aa.no_advert,
+                 "do not learn regions from rping-style advertisements");
+    an->add_flag("--no-crc-check", aa.no_crc_check, "do not verify MPA CRCs");
+    an->add_option("--send-buffer", aa.send_buffer, "size of the receive buffers posted for Sends");
+    cli::add_sink_profile_option(an, aa.sink_profile);
+    an->add_option("--retain-mib", aa.retention_mib,
+                   "MiB of placed payload kept for shadow buffers (0 = none)");
+    an->add_option("--window-mib", aa.window_mib,
+                   "MiB of out-of-order TCP data held per direction");
+    cli::add_limit_option(an, aa.limits);
+    an->add_option("-o,--output", aa.output, "write the report to this file");
+    an->add_flag("-q,--quiet", aa.quiet,
+                 "no progress line (shown on stderr only when it is a terminal)");
+    an->add_option("--threads", aa.threads,
+                   "threads: 1 reads, decodes and analyses on one; 2 reads and decodes on one "
+                   "while another analyses; N >= 3 reads on one and analyses on N - 1, the "
+                   "streams spread over them (the same report: streams sharing an STag are "
+                   "analysed again on one); default: the cores available")
+        ->check(CLI::Range(1u, 1024u));
+    add_reader_option(an, aa.reader);
 
-  an->add_option("--esp-sa", aa.esp_sa,
-                 "decrypt IPsec ESP with the SAs of this file (Wireshark's esp_sa table, as in a "
-                 "Wireshark profile); repeatable");
-  an->add_option("--xfrm", aa.xfrm,
-                 "decrypt IPsec ESP with the SAs of this file (the output of ip -s xfrm state); "
-                 "repeatable");
-  an->add_flag("--require-esp", aa.require_esp,
-               "an iWARP stream seen in the clear is a finding (esp.unprotected)");
-  an->add_option("--esp-policy", aa.esp_policy,
-                 "integrity (default): NULL encryption is allowed; confidentiality: it is an "
-                 "esp.profile-violation")
-      ->check(CLI::IsMember({"integrity", "confidentiality"}));
-  an->add_flag("--timing", aa.timing,
-               "add operation latencies, throughput and stalls to the report (\"timing\" in JSON)");
+    an->add_option("--esp-sa", aa.esp_sa,
+                   "decrypt IPsec ESP with the SAs of this file (Wireshark's esp_sa table, as in a "
+                   "Wireshark profile); repeatable");
+    an->add_option("--xfrm", aa.xfrm,
+                   "decrypt IPsec ESP with the SAs of this file (the output of ip -s xfrm state); "
+                   "repeatable");
+    an->add_flag("--require-esp", aa.require_esp,
+                 "an iWARP stream seen in the clear is a finding (esp.unprotected)");
+    an->add_option("--esp-policy", aa.esp_policy,
+                   "integrity (default): NULL encryption is allowed; confidentiality: it is an "
+                   "esp.profile-violation")
+        ->check(CLI::IsMember({"integrity", "confidentiality"}));
+    an->add_flag(
+        "--timing", aa.timing,
+        "add operation latencies, throughput and stalls to the report (\"timing\" in JSON)");
+  }
 
   AnalyzeArgs ta;
   ta.timing_tables = true;
-  auto* tm = app.add_subcommand(
-      "timing", "Operation latencies, placed-octet throughput and stalls of a capture, as tables");
-  tm->add_option("-r,FILE", ta.file, "capture file: pcap or pcapng, gzip-compressed or not")
-      ->required();
-  tm->add_option("--by", ta.timing_by,
-                 "stream: operations per stream, kind and direction, then throughput (default); "
-                 "ulp: per operation kind over every stream; stag: placed octets per STag")
-      ->check(CLI::IsMember({"stream", "ulp", "stag"}));
-  tm->add_option("--top", ta.timing_top, "slowest operations listed per row (default 10)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
-  tm->add_flag("--csv", ta.timing_csv, "comma-separated values, one header line");
-  tm->add_option("-Y,--filter", ta.filter, "BPF capture filter applied while reading");
-  tm->add_option("--port", ta.ports,
-                 "analyze streams on this TCP port even without an MPA handshake")
-      ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
-  tm->add_option("--stream", ta.streams,
-                 "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
-  cli::add_mid_stream_crc_option(tm, ta.hint_crc);
-  cli::add_limit_option(tm, ta.limits);
-  tm->add_option("-o,--output", ta.output, "write the tables to this file");
-  tm->add_flag("-q,--quiet", ta.quiet, "no progress line");
-  tm->add_option("--threads", ta.threads, "threads (as analyze --threads)")
-      ->check(CLI::Range(1u, 1024u));
-  add_reader_option(tm, ta.reader);
+  CLI::App* tm = nullptr;
+  if (wants("timing")) {
+    tm = app.add_subcommand(
+        "timing",
+        "Operation latencies, placed-octet throughput and stalls of a capture, as tables");
+    tm->add_option("-r,FILE", ta.file, "capture file: pcap or pcapng, gzip-compressed or not")
+        ->required();
+    tm->add_option("--by", ta.timing_by,
+                   "stream: operations per stream, kind and direction, then throughput (default); "
+                   "ulp: per operation kind over every stream; stag: placed octets per STag")
+        ->check(CLI::IsMember({"stream", "ulp", "stag"}));
+    tm->add_option("--top", ta.timing_top, "slowest operations listed per row (default 10)")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
+    tm->add_flag("--csv", ta.timing_csv, "comma-separated values, one header line");
+    tm->add_option("-Y,--filter", ta.filter, "BPF capture filter applied while reading");
+    tm->add_option("--port", ta.ports,
+                   "analyze streams on this TCP port even without an MPA handshake")
+        ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
+    tm->add_option("--stream", ta.streams,
+                   "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
+    cli::add_mid_stream_crc_option(tm, ta.hint_crc);
+    cli::add_limit_option(tm, ta.limits);
+    tm->add_option("-o,--output", ta.output, "write the tables to this file");
+    tm->add_flag("-q,--quiet", ta.quiet, "no progress line");
+    tm->add_option("--threads", ta.threads, "threads (as analyze --threads)")
+        ->check(CLI::Range(1u, 1024u));
+    add_reader_option(tm, ta.reader);
+  }
 
   std::string scenario, synth_out;
-  auto* sy = app.add_subcommand("synth", "Generate a synthetic capture from a scenario");
-  sy->add_option("SCENARIO", scenario, "scenario JSON (docs/synth-scenarios.md)")->required();
-  sy->add_option("-o,--output", synth_out, "output pcap")->required();
+  CLI::App* sy = nullptr;
+  if (wants("synth")) {
+    sy = app.add_subcommand("synth", "Generate a synthetic capture from a scenario");
+    sy->add_option("SCENARIO", scenario, "scenario JSON (docs/synth-scenarios.md)")->required();
+    sy->add_option("-o,--output", synth_out, "output pcap")->required();
+  }
 
   bool lf_json = false;
-  auto* lf = app.add_subcommand("list-findings", "List every finding code the analyzer reports");
-  lf->add_flag("--json", lf_json, "as JSON");
   std::vector<std::string> lf_codes;
-  lf->add_option("CODE", lf_codes,
-                 "only these codes, or every code under a prefix (ddp.tagged); default: all");
+  CLI::App* lf = nullptr;
+  if (wants("list-findings")) {
+    lf = app.add_subcommand("list-findings", "List every finding code the analyzer reports");
+    lf->add_flag("--json", lf_json, "as JSON");
+    lf->add_option("CODE", lf_codes,
+                   "only these codes, or every code under a prefix (ddp.tagged); default: all");
+  }
 
-  auto* ll = app.add_subcommand("list-limits",
-                                "List the engine's caps (--limit NAME=VALUE) with their defaults");
+  CLI::App* ll = nullptr;
+  if (wants("list-limits"))
+    ll = app.add_subcommand("list-limits",
+                            "List the engine's caps (--limit NAME=VALUE) with their defaults");
 
   std::function<int()> run_endpoint_command;  // endpoint, rping, live, replay
-  cli::add_endpoint_commands(app, run_endpoint_command);
+  cli::add_endpoint_commands(app, run_endpoint_command, wants);
 
   std::vector<std::string> help_topic;
-  auto* hp =
-      app.add_subcommand("help", "Show the help of ddpscope or of one command (help CMD [SUB])");
-  hp->add_option("COMMAND", help_topic, "a command, and a subcommand of it (endpoint listen)");
-  // Hidden: the build writes ddpscope.1 and the bash completion from this App tree.
   bool write_man = false, write_completion = false;
-  hp->add_flag("--man", write_man, "write the manual page (troff)")->group("");
-  hp->add_flag("--bash-completion", write_completion, "write the bash completion script")
-      ->group("");
+  CLI::App* hp = nullptr;
+  if (only.empty()) {
+    hp = app.add_subcommand("help", "Show the help of ddpscope or of one command (help CMD [SUB])");
+    hp->add_option("COMMAND", help_topic, "a command, and a subcommand of it (endpoint listen)");
+    // Hidden: the build writes ddpscope.1 and the bash completion from this App tree.
+    hp->add_flag("--man", write_man, "write the manual page (troff)")->group("");
+    hp->add_flag("--bash-completion", write_completion, "write the bash completion script")
+        ->group("");
+  }
 
   try {
     app.parse(argc, argv);
@@ -548,14 +583,14 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
   }
-  if (hp->parsed() && (write_man || write_completion)) {
+  if (hp && hp->parsed() && (write_man || write_completion)) {
     if (write_man)
       cli::write_man_page(std::cout, app, DDPSCOPE_VERSION);
     else
       cli::write_bash_completion(std::cout, app);
     return kExitClean;
   }
-  if (hp->parsed()) {
+  if (hp && hp->parsed()) {
     const CLI::App* topic = &app;
     for (const auto& name : help_topic) {
       const CLI::App* sub = nullptr;
@@ -575,11 +610,11 @@ int main(int argc, char** argv) {
     return kExitClean;
   }
   if (run_endpoint_command) return run_endpoint_command();
-  if (an->parsed()) return analyze(aa);
-  if (tm->parsed()) return analyze(ta);
-  if (lf->parsed()) return list_findings(lf_json, lf_codes);
-  if (ll->parsed()) return cli::list_limits();
-  if (sy->parsed()) {
+  if (an && an->parsed()) return analyze(aa);
+  if (tm && tm->parsed()) return analyze(ta);
+  if (lf && lf->parsed()) return list_findings(lf_json, lf_codes);
+  if (ll && ll->parsed()) return cli::list_limits();
+  if (sy && sy->parsed()) {
 #ifdef DDPSCOPE_HAVE_SYNTH
     synth::SynthResult result;
     std::string err;
