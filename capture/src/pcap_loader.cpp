@@ -8,63 +8,29 @@
 // is ~40 M instructions. libpcap is still what reads live interfaces, BPF filters, compressed
 // and unusual files, and what writes captures; those calls land here.
 //
-// Each function below has libpcap's own name and prototype (checked by the compiler against
-// <pcap/pcap.h>), so every caller in capture/ is written against the real libpcap API. The
-// first call resolves the real function in the library DDPSCOPE_LIBPCAP_SONAME names (the
-// SONAME the build linked against before, found by CMake) and later calls go straight to it.
-// They are hidden: a program linking this library neither exports them nor has them preempt
-// another libpcap in the process (a host such as Wireshark loads its own; dlopen of the same
-// SONAME then returns that one).
-//
-// If the library cannot be loaded or lacks a function, the program says which and exits with
-// status 2 (the analyzer's "unreadable input" status): the package depends on libpcap, so this
-// is a broken installation, not input.
-#include <dlfcn.h>
-
-#include <cstdio>
-#include <cstdlib>
-
+// The functions below are the libpcap API capture/ calls (common/lazy_library.h says how); the
+// first of them to run loads DDPSCOPE_LIBPCAP_SONAME, the SONAME CMake found. Hidden: a program
+// linking this library neither exports them nor has them preempt another libpcap in the process
+// (a host such as Wireshark loads its own; dlopen of the same SONAME then returns that one).
 #pragma GCC visibility push(hidden)
 #include <pcap/pcap.h>
 #pragma GCC visibility pop
 
+#include "ddpscope/common/lazy_library.h"
+
 #ifndef DDPSCOPE_LIBPCAP_SONAME
-#define DDPSCOPE_LIBPCAP_SONAME "libpcap.so"
+#error "DDPSCOPE_LIBPCAP_SONAME: set by capture/CMakeLists.txt"
 #endif
 
 namespace {
-
 void* libpcap() {
-  static void* const handle = [] {
-    void* h = dlopen(DDPSCOPE_LIBPCAP_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) {
-      std::fprintf(stderr, "ddpscope: cannot load libpcap (%s): %s\n", DDPSCOPE_LIBPCAP_SONAME,
-                   dlerror());
-      std::exit(2);
-    }
-    return h;
-  }();
+  static void* const handle = ddpscope::lazy_library_open(DDPSCOPE_LIBPCAP_SONAME);
   return handle;
 }
-
-template <typename Fn>
-Fn resolve(const char* name) {
-  void* sym = dlsym(libpcap(), name);
-  if (sym == nullptr) {
-    std::fprintf(stderr, "ddpscope: %s has no %s\n", DDPSCOPE_LIBPCAP_SONAME, name);
-    std::exit(2);
-  }
-  return reinterpret_cast<Fn>(sym);
-}
-
 }  // namespace
 
-// RET NAME(PARAMS) { return <the real NAME>(ARGS); }, resolved once (thread-safe static).
-#define DDPSCOPE_PCAP_CALL(ret, name, params, args)                  \
-  extern "C" __attribute__((visibility("hidden"))) ret name params { \
-    static const auto real = resolve<decltype(&name)>(#name);        \
-    return real args;                                                \
-  }
+#define DDPSCOPE_PCAP_CALL(ret, name, params, args) \
+  DDPSCOPE_LAZY_CALL(libpcap, DDPSCOPE_LIBPCAP_SONAME, ret, name, params, args)
 
 DDPSCOPE_PCAP_CALL(int, pcap_activate, (pcap_t * p), (p))
 DDPSCOPE_PCAP_CALL(void, pcap_close, (pcap_t * p), (p))

@@ -3,16 +3,18 @@
 """What ddpscope loads at start (issue 43: start-up was 7.9 M instructions, a tenth of a 10 MB
 analysis), on the real binary and the real dynamic loader (LD_DEBUG=libs lists every library
 the process initialises, dlopen'ed ones included):
-- libpcap (and libdbus, libsystemd, ... under it) is not loaded by `analyze` of an
-  uncompressed pcap or pcapng file (read mapped), nor by help or list-findings;
-- it is loaded when a run needs it (a BPF filter, --reader libpcap, writing a capture with
+- libpcap (and libdbus, libsystemd, ... under it), libgcrypt and usrsctp are not loaded by
+  `analyze` of an uncompressed pcap or pcapng file (read mapped), nor by help or list-findings;
+- libpcap is loaded when a run needs it (a BPF filter, --reader libpcap, writing a capture with
   synth), and that run's report is the same as without the filter where the filter keeps
-  every frame;
+  every frame; libgcrypt when ESP is decrypted (--esp-sa), and the report then equals the
+  sample's golden one (the payload was decrypted);
 - libstdc++ is not a shared library the binary loads (linked in) unless the build was
   configured otherwise (ddpscope -> DDPSCOPE_STATIC_LIBSTDCXX, sanitizer builds): then that
   check is skipped, said on stdout.
 
 Usage: startup_test.py DDPSCOPE SAMPLES"""
+import json
 import os
 import subprocess
 import sys
@@ -48,13 +50,18 @@ def main():
         if pcapng:
             break
 
-    def expect(args, want_pcap, what):
+    # libpcap's own dependencies (libsystemd) load libgcrypt: not checked where libpcap is.
+    def expect(args, want_pcap, what, want_gcrypt=False):
+        if want_pcap:
+            want_gcrypt = None
         rc, out, names = libraries([ddpscope] + args)
         if rc not in (0, 1):
             failures.append(f"{what}: exit {rc}")
-        if has(names, "libpcap.so") != want_pcap:
-            failures.append(f"{what}: libpcap {'not ' if want_pcap else ''}loaded "
-                            f"(initialised: {sorted(names)})")
+        for lib, want in (("libpcap.so", want_pcap), ("libgcrypt.so", want_gcrypt),
+                          ("libusrsctp.so", False)):
+            if want is not None and has(names, lib) != want:
+                failures.append(f"{what}: {lib} {'not ' if want else ''}loaded "
+                                f"(initialised: {sorted(names)})")
         return out, names
 
     plain, names = expect(["analyze", pcap, "--json", "-q"], False, "analyze of a pcap file")
@@ -70,6 +77,13 @@ def main():
                             "analyze --reader libpcap")
     if via_libpcap != plain:
         failures.append("analyze --reader libpcap differs from the mapped reader's report")
+    esp = os.path.join(samples, "ipsec", "esp-cbc-sha256-transport")
+    decrypted, _ = expect(["analyze", esp + ".pcap", "--json", "-q", "--esp-sa", esp + ".esp_sa"],
+                          False, "analyze --esp-sa", want_gcrypt=True)
+    with open(esp + ".golden.json", "rb") as f:
+        golden = json.load(f)
+    if json.loads(decrypted).get("streams") != golden.get("streams"):
+        failures.append("analyze --esp-sa: streams differ from the sample's golden report")
     with tempfile.TemporaryDirectory() as tmp:
         scenario = os.path.join(tmp, "s.json")
         with open(scenario, "w") as f:
