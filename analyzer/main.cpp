@@ -412,7 +412,16 @@ void print_commands(const CLI::App& app) {
                "options.\n");
 }
 
-}  // namespace
+// --port, --stream and --mid-stream-crc: what analyze and timing take for streams whose MPA
+// handshake the capture does not hold.
+void add_mid_stream_options(CLI::App* sc, AnalyzeArgs& a) {
+  sc->add_option("--port", a.ports,
+                 "analyze streams on this TCP port even without an MPA handshake")
+      ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
+  sc->add_option("--stream", a.streams,
+                 "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
+  cli::add_mid_stream_crc_option(sc, a.hint_crc);
+}
 
 // The command a command line runs: its first word, when that is a command other than help
 // (commands come first: ddpscope has no options of its own but --help and --version). Only that
@@ -427,6 +436,8 @@ std::string_view command_run(int argc, char** argv) {
     if (word == name) return name;
   return {};
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ddpscope: see and debug iWARP (MPA/DDP/RDMAP) traffic"};
@@ -448,12 +459,7 @@ int main(int argc, char** argv) {
     an->add_flag("--json", aa.json, "JSON report (schema in the README)");
     an->add_option("--regions", aa.regions, "JSON file of known STag regions");
     an->add_option("--export-dir", aa.export_dir, "write each shadow buffer and index.json here");
-    an->add_option("--port", aa.ports,
-                   "analyze streams on this TCP port even without an MPA handshake")
-        ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
-    an->add_option("--stream", aa.streams,
-                   "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
-    cli::add_mid_stream_crc_option(an, aa.hint_crc);
+    add_mid_stream_options(an, aa);
     an->add_flag("--mid-stream-markers", aa.hint_markers,
                  "accepted, no effect: markers are located only from the MPA handshake");
     an->add_flag("--no-advertisements", aa.no_advert,
@@ -511,12 +517,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
     tm->add_flag("--csv", ta.timing_csv, "comma-separated values, one header line");
     tm->add_option("-Y,--filter", ta.filter, "BPF capture filter applied while reading");
-    tm->add_option("--port", ta.ports,
-                   "analyze streams on this TCP port even without an MPA handshake")
-        ->check(CLI::Range(1, 65535).description("a TCP port, 1 to 65535"));
-    tm->add_option("--stream", ta.streams,
-                   "analyze the stream with this endpoint (IP:PORT) even without an MPA handshake");
-    cli::add_mid_stream_crc_option(tm, ta.hint_crc);
+    add_mid_stream_options(tm, ta);
     cli::add_limit_option(tm, ta.limits);
     tm->add_option("-o,--output", ta.output, "write the tables to this file");
     tm->add_flag("-q,--quiet", ta.quiet, "no progress line");

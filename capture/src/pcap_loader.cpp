@@ -22,12 +22,7 @@
 #error "DDPSCOPE_LIBPCAP_SONAME: set by capture/CMakeLists.txt"
 #endif
 
-namespace {
-void* libpcap() {
-  static void* const handle = ddpscope::lazy_library_open(DDPSCOPE_LIBPCAP_SONAME);
-  return handle;
-}
-}  // namespace
+DDPSCOPE_LAZY_LIBRARY(libpcap, DDPSCOPE_LIBPCAP_SONAME)
 
 #define DDPSCOPE_PCAP_CALL(ret, name, params, args) \
   DDPSCOPE_LAZY_CALL(libpcap, DDPSCOPE_LIBPCAP_SONAME, ret, name, params, args)

@@ -17,12 +17,7 @@
 #error "DDPSCOPE_USRSCTP_SONAME: set by endpoint/CMakeLists.txt"
 #endif
 
-namespace {
-void* libusrsctp() {
-  static void* const handle = ddpscope::lazy_library_open(DDPSCOPE_USRSCTP_SONAME);
-  return handle;
-}
-}  // namespace
+DDPSCOPE_LAZY_LIBRARY(libusrsctp, DDPSCOPE_USRSCTP_SONAME)
 
 #define DDPSCOPE_USRSCTP_CALL(ret, name, params, args) \
   DDPSCOPE_LAZY_CALL(libusrsctp, DDPSCOPE_USRSCTP_SONAME, ret, name, params, args)

@@ -18,12 +18,7 @@
 #error "DDPSCOPE_GCRYPT_SONAME: set by esp/CMakeLists.txt"
 #endif
 
-namespace {
-void* libgcrypt() {
-  static void* const handle = ddpscope::lazy_library_open(DDPSCOPE_GCRYPT_SONAME);
-  return handle;
-}
-}  // namespace
+DDPSCOPE_LAZY_LIBRARY(libgcrypt, DDPSCOPE_GCRYPT_SONAME)
 
 #define DDPSCOPE_GCRYPT_CALL(ret, name, params, args) \
   DDPSCOPE_LAZY_CALL(libgcrypt, DDPSCOPE_GCRYPT_SONAME, ret, name, params, args)

@@ -24,8 +24,17 @@ void* lazy_library_symbol(void* handle, const char* soname, const char* name);
 
 }  // namespace ddpscope
 
-// Defines RET NAME(PARAMS) as a call of the real NAME in the library LIBRARY() returns (a
-// function of the loader file: its handle, opened once), resolved on the first call.
+// Defines `void* LIBRARY()` in the loader file: the handle of SONAME, opened on its first call.
+#define DDPSCOPE_LAZY_LIBRARY(library, soname)                         \
+  namespace {                                                          \
+  void* library() {                                                    \
+    static void* const handle = ::ddpscope::lazy_library_open(soname); \
+    return handle;                                                     \
+  }                                                                    \
+  }
+
+// Defines RET NAME(PARAMS) as a call of the real NAME in the library LIBRARY() returns (see
+// DDPSCOPE_LAZY_LIBRARY), resolved on the first call.
 #define DDPSCOPE_LAZY_CALL(library, soname, ret, name, params, args) \
   extern "C" __attribute__((visibility("hidden"))) ret name params { \
     static const auto real = reinterpret_cast<decltype(&name)>(      \
