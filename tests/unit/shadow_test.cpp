@@ -143,7 +143,9 @@ TEST_F(Shadow, OverlapWithDifferentContentAndNothingInFlightIsReuseAndTheLatestW
 // The caller's delivery state, as the analysis keeps it: messages in flight until delivered.
 struct FakeWriters final : WriterState {
   std::vector<PlacementWriter> flying;
+  mutable int asked = 0;
   bool in_flight(const PlacementWriter& w) const override {
+    ++asked;
     return std::find(flying.begin(), flying.end(), w) != flying.end();
   }
   void deliver(const PlacementWriter& w) {
@@ -247,6 +249,42 @@ TEST_F(ShadowInFlight, OnePlacementOverInFlightAndDeliveredOctetsSplitsTheCount)
   EXPECT_TRUE(r.reused);
   EXPECT_EQ(r.reused_octets, 5u);
   EXPECT_EQ(r.conflict_writer, other_stream);
+}
+
+// The next segments of the message that placed a buffer's extents meet none of them: nothing is
+// compared, and nothing asked. Another message's segment asks.
+TEST_F(ShadowInFlight, TheNextSegmentsOfAMessageAskNothing) {
+  writers.flying = {a, b};
+  put_as(a, 0, pattern(100), 1);
+  writers.asked = 0;
+  for (std::uint64_t to = 100; to < 1000; to += 100)
+    put_as(a, to, pattern(100), 2);
+  EXPECT_EQ(writers.asked, 0);
+  EXPECT_FALSE(put_as(b, 2000, pattern(100), 3).conflict);
+  EXPECT_EQ(writers.asked, 1);
+  // Its own octets again are asked about and compared.
+  const PlaceResult r = put_as(a, 50, Bytes(10, 0xEE), 4);
+  EXPECT_TRUE(r.conflict);
+  EXPECT_TRUE(r.conflict_own);
+  EXPECT_EQ(r.conflict_frame, 1u);
+}
+
+// A message no longer in flight (its stream ended) that goes on placing keeps extents nobody
+// asked about: the next message's placement over them is reuse, not a conflict.
+TEST_F(ShadowInFlight, AMessageNoLongerInFlightThatGoesOnPlacingConflictsWithNothing) {
+  writers.flying = {a};
+  put_as(a, 0, Bytes(64, 0xAA), 1);
+  writers.deliver(a);
+  put_as(a, 64, Bytes(64, 0xAA), 2);
+  writers.flying = {b};
+  const PlaceResult r = put_as(b, 0, Bytes(128, 0xBB), 3);
+  EXPECT_FALSE(r.conflict);
+  EXPECT_TRUE(r.reused);
+  EXPECT_EQ(r.reused_octets, 128u);
+  // b's own extent is all that is left: a rewrite of it is b's own conflict.
+  const PlaceResult own = put_as(b, 10, Bytes(4, 0xCC), 4);
+  EXPECT_TRUE(own.conflict_own);
+  EXPECT_EQ(own.conflict_frame, 3u);
 }
 
 TEST_F(ShadowInFlight, WithoutRetainedContentNothingIsAConflict) {

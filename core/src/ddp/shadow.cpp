@@ -299,6 +299,16 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
 void ShadowMemory::check_in_flight(ShadowBuffer& buf, const PlacedRange& range, ByteView content,
                                    const WriterState& writers, PlaceResult& r) {
   auto& fl = buf.in_flight_;
+  const std::uint64_t cend = range.begin + content.size();
+  // The common case: the next segment of the message that placed every extent here, meeting
+  // none of them. Nothing to compare, so nothing is asked: should that message be no longer in
+  // flight (a "no" is final), its extents stay until a placement that meets them, or another
+  // message's, drops them before comparing (meanwhile they only grow, unseen).
+  const PlacementWriter own = range.writer();
+  if (std::all_of(fl.begin(), fl.end(), [&](const ShadowBuffer::InFlight& e) {
+        return e.writer == own && std::max(e.begin, range.begin) >= std::min(e.end, cend);
+      }))
+    return;
   fl.erase(
       std::remove_if(fl.begin(), fl.end(),
                      [&](const ShadowBuffer::InFlight& e) { return !writers.in_flight(e.writer); }),
@@ -306,7 +316,6 @@ void ShadowMemory::check_in_flight(ShadowBuffer& buf, const PlacedRange& range, 
   // Octets of `content` found different from a message in flight, each counted once (extents
   // of two messages in flight may overlap each other).
   std::vector<bool> counted;
-  const std::uint64_t cend = range.begin + content.size();
   for (const auto& e : fl) {
     const std::uint64_t lo = std::max(e.begin, range.begin);
     const std::uint64_t hi = std::min(e.end, cend);

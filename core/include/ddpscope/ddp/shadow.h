@@ -80,7 +80,9 @@ struct PlacementWriter {
 };
 
 // The caller's answer for placements: whether a message is still in flight (placing, or placed
-// and not yet delivered; not abandoned). Asked only where octets are placed again.
+// and not yet delivered; not abandoned). Asked where a buffer holds octets of messages that
+// were in flight, not necessarily on every placement. A "no" is final: a message delivered,
+// abandoned or of an ended stream is never in flight again.
 class WriterState {
  public:
   virtual bool in_flight(const PlacementWriter& writer) const = 0;
