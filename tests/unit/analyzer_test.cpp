@@ -1628,5 +1628,138 @@ TEST(AnalyzerTiming, AReadThatFillsTheRespondersIrdIsNamed) {
   }
 }
 
+// The engine reuses its events (PduEvent::reset): a reset event reads as a fresh one, whatever
+// the PDU before it set.
+TEST(PduEventReset, ResetEventReadsAsAFreshOne) {
+  static const std::uint8_t octets[4] = {1, 2, 3, 4};
+  static const wire::MpaReqRep reqrep{};
+  PduEvent e;
+  e.id = 7;
+  e.stream = 3;
+  e.direction = 1;
+  e.kind = PduKind::unframed;
+  e.llp = Llp::sctp;
+  e.sctp_stream_id = 9;
+  e.stream_offset = 100;
+  e.raw = ByteView(octets);
+  e.slices.push_back({5, 6, 7});
+  e.reqrep = &reqrep;
+  e.ulpdu_length = 12;
+  e.plain = ByteView(octets);
+  e.ulpdu = ByteView(octets);
+  e.crc_field = 0xabcd;
+  e.crc_expected = 0x1234;
+  e.crc_ok = false;
+  e.markers.push_back({});
+  e.marker_offsets.push_back(2);
+  e.leading_marker = true;
+  e.framing_resumed = true;
+  e.resumed_after_gap = true;
+  e.resync_skipped = 11;
+  e.ddp = wire::DdpSegment{};
+  e.read_request = wire::ReadRequest{};
+  e.terminate = wire::Terminate{};
+  e.terminate->rdmap_header.assign(28, 1);
+  e.atomic_request = wire::AtomicRequest{};
+  e.atomic_response = wire::AtomicResponse{};
+  e.immediate_data = 42;
+  e.analysis.placed = true;
+  e.analysis.region = RegionKey{{}, 0x100};
+  e.analysis.region_source = RegionSource::advertisement;
+  e.analysis.region_bounds_known = true;
+  e.analysis.offset_in_region = 8;
+  e.analysis.region_bytes_placed = 16;
+  e.analysis.expected_msn = 2;
+  e.analysis.message = 3;
+  e.analysis.request_frame = 4;
+  e.analysis.response_time_ns = 5;
+  e.analysis.quoted_frame = 6;
+  e.analysis.messages_completed.push_back(1);
+  e.analysis.messages_delivered.push_back(1);
+  e.findings.push_back(0);
+  e.operations.push_back({OpKind::rdma_read, 1, 2, 3, 4, "NVMe Read", "NVMe Read cid 1"});
+  e.reset();
+  const PduEvent f;
+  EXPECT_EQ(e.id, f.id);
+  EXPECT_EQ(e.stream, f.stream);
+  EXPECT_EQ(e.direction, f.direction);
+  EXPECT_EQ(e.kind, f.kind);
+  EXPECT_EQ(e.llp, f.llp);
+  EXPECT_EQ(e.sctp_stream_id, f.sctp_stream_id);
+  EXPECT_EQ(e.stream_offset, f.stream_offset);
+  EXPECT_TRUE(e.raw.empty());
+  EXPECT_TRUE(e.slices.empty());
+  EXPECT_EQ(e.reqrep, nullptr);
+  EXPECT_EQ(e.ulpdu_length, f.ulpdu_length);
+  EXPECT_TRUE(e.plain.empty());
+  EXPECT_TRUE(e.ulpdu.empty());
+  EXPECT_EQ(e.crc_field, f.crc_field);
+  EXPECT_FALSE(e.crc_expected);
+  EXPECT_EQ(e.crc_ok, f.crc_ok);
+  EXPECT_TRUE(e.markers.empty());
+  EXPECT_TRUE(e.marker_offsets.empty());
+  EXPECT_EQ(e.leading_marker, f.leading_marker);
+  EXPECT_EQ(e.framing_resumed, f.framing_resumed);
+  EXPECT_EQ(e.resumed_after_gap, f.resumed_after_gap);
+  EXPECT_EQ(e.resync_skipped, f.resync_skipped);
+  EXPECT_FALSE(e.ddp);
+  EXPECT_FALSE(e.read_request);
+  EXPECT_FALSE(e.terminate);
+  EXPECT_FALSE(e.atomic_request);
+  EXPECT_FALSE(e.atomic_response);
+  EXPECT_FALSE(e.immediate_data);
+  EXPECT_EQ(e.analysis.placed, f.analysis.placed);
+  EXPECT_FALSE(e.analysis.region);
+  EXPECT_EQ(e.analysis.region_source, f.analysis.region_source);
+  EXPECT_EQ(e.analysis.region_bounds_known, f.analysis.region_bounds_known);
+  EXPECT_EQ(e.analysis.offset_in_region, f.analysis.offset_in_region);
+  EXPECT_EQ(e.analysis.region_bytes_placed, f.analysis.region_bytes_placed);
+  EXPECT_FALSE(e.analysis.expected_msn);
+  EXPECT_FALSE(e.analysis.message);
+  EXPECT_FALSE(e.analysis.request_frame);
+  EXPECT_FALSE(e.analysis.response_time_ns);
+  EXPECT_FALSE(e.analysis.quoted_frame);
+  EXPECT_TRUE(e.analysis.messages_completed.empty());
+  EXPECT_TRUE(e.analysis.messages_delivered.empty());
+  EXPECT_TRUE(e.findings.empty());
+  EXPECT_TRUE(e.operations.empty());
+}
+
+// What one PDU set is not seen on the next: each Send after the Read Request and the Read
+// Response carries no Read Request, region or completed operation of theirs.
+TEST(PduEventReset, NothingOfAPduIsSeenOnTheNext) {
+  struct Events final : AnalysisObserver {
+    std::vector<PduEvent> seen;  // copies: an event is valid only in the callback
+    void on_pdu(const PduEvent& e) override {
+      PduEvent& c = seen.emplace_back();
+      c.kind = e.kind;
+      c.read_request = e.read_request;
+      c.ddp = e.ddp;
+      static_cast<SegmentFacts&>(c.analysis) = e.analysis;
+      c.analysis.messages_completed = e.analysis.messages_completed;
+      c.findings = e.findings;
+      c.operations = e.operations;
+    }
+  } events;
+  Conn c = one_read();
+  c.send(0, 1, pattern(10));
+  Analyzer a(timing_on());
+  a.set_observer(&events);
+  c.run(a, c.segments());
+  // MPA Request, Reply, Read Request, two Read Response segments, the Send.
+  ASSERT_EQ(events.seen.size(), 6u);
+  EXPECT_TRUE(events.seen[2].read_request);
+  EXPECT_FALSE(events.seen[4].operations.empty());
+  EXPECT_TRUE(events.seen[4].analysis.region);
+  const PduEvent& send = events.seen[5];
+  ASSERT_TRUE(send.ddp);
+  EXPECT_FALSE(send.read_request);
+  EXPECT_FALSE(send.analysis.region);
+  EXPECT_FALSE(send.analysis.request_frame);
+  EXPECT_TRUE(send.operations.empty());
+  EXPECT_TRUE(send.findings.empty());
+  ASSERT_EQ(send.analysis.messages_completed.size(), 1u);
+}
+
 }  // namespace
 }  // namespace ddpscope

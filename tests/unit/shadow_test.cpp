@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <map>
+#include <memory_resource>
 
 namespace ddpscope {
 namespace {
@@ -141,7 +143,9 @@ TEST_F(Shadow, OverlapWithDifferentContentAndNothingInFlightIsReuseAndTheLatestW
 // The caller's delivery state, as the analysis keeps it: messages in flight until delivered.
 struct FakeWriters final : WriterState {
   std::vector<PlacementWriter> flying;
+  mutable int asked = 0;
   bool in_flight(const PlacementWriter& w) const override {
+    ++asked;
     return std::find(flying.begin(), flying.end(), w) != flying.end();
   }
   void deliver(const PlacementWriter& w) {
@@ -245,6 +249,42 @@ TEST_F(ShadowInFlight, OnePlacementOverInFlightAndDeliveredOctetsSplitsTheCount)
   EXPECT_TRUE(r.reused);
   EXPECT_EQ(r.reused_octets, 5u);
   EXPECT_EQ(r.conflict_writer, other_stream);
+}
+
+// The next segments of the message that placed a buffer's extents meet none of them: nothing is
+// compared, and nothing asked. Another message's segment asks.
+TEST_F(ShadowInFlight, TheNextSegmentsOfAMessageAskNothing) {
+  writers.flying = {a, b};
+  put_as(a, 0, pattern(100), 1);
+  writers.asked = 0;
+  for (std::uint64_t to = 100; to < 1000; to += 100)
+    put_as(a, to, pattern(100), 2);
+  EXPECT_EQ(writers.asked, 0);
+  EXPECT_FALSE(put_as(b, 2000, pattern(100), 3).conflict);
+  EXPECT_EQ(writers.asked, 1);
+  // Its own octets again are asked about and compared.
+  const PlaceResult r = put_as(a, 50, Bytes(10, 0xEE), 4);
+  EXPECT_TRUE(r.conflict);
+  EXPECT_TRUE(r.conflict_own);
+  EXPECT_EQ(r.conflict_frame, 1u);
+}
+
+// A message no longer in flight (its stream ended) that goes on placing keeps extents nobody
+// asked about: the next message's placement over them is reuse, not a conflict.
+TEST_F(ShadowInFlight, AMessageNoLongerInFlightThatGoesOnPlacingConflictsWithNothing) {
+  writers.flying = {a};
+  put_as(a, 0, Bytes(64, 0xAA), 1);
+  writers.deliver(a);
+  put_as(a, 64, Bytes(64, 0xAA), 2);
+  writers.flying = {b};
+  const PlaceResult r = put_as(b, 0, Bytes(128, 0xBB), 3);
+  EXPECT_FALSE(r.conflict);
+  EXPECT_TRUE(r.reused);
+  EXPECT_EQ(r.reused_octets, 128u);
+  // b's own extent is all that is left: a rewrite of it is b's own conflict.
+  const PlaceResult own = put_as(b, 10, Bytes(4, 0xCC), 4);
+  EXPECT_TRUE(own.conflict_own);
+  EXPECT_EQ(own.conflict_frame, 3u);
 }
 
 TEST_F(ShadowInFlight, WithoutRetainedContentNothingIsAConflict) {
@@ -559,7 +599,10 @@ TEST_F(Shadow, OneRunAndBitmapPagesKnowTheirPlacedOctets) {
   EXPECT_EQ(back, d);
 }
 
-TEST_F(Shadow, ChangedOctetsAndContentMatchAnOctetByOctetModel) {
+// Places random content over kSpan octets at kBase, pages whole, partly placed and new, and
+// checks every placement's changed octets and the final content against an octet-by-octet
+// model of the sink's memory.
+void match_octet_model(ShadowMemory& mem, ShadowBuffer& buf) {
   constexpr std::uint64_t kSpan = 5 * 4096 + 123;  // spans pages, starts mid-page
   constexpr std::uint64_t kBase = 4096 * 7 + 1000;
   std::vector<int> model(kSpan, -1);  // -1: never placed
@@ -585,19 +628,129 @@ TEST_F(Shadow, ChangedOctetsAndContentMatchAnOctetByOctetModel) {
       if (model[off + i] >= 0 && model[off + i] != content[i]) ++expect;
       model[off + i] = content[i];
     }
-    const PlaceResult r = put(kBase + off, content);
+    const PlaceResult r = mem.place(buf, range(kBase + off, kBase + off + len), content);
     ASSERT_EQ(r.reused_octets, expect) << "round " << round << " at " << off << " len " << len;
     ASSERT_EQ(r.reused, expect > 0);
     total_changed += expect;
   }
   EXPECT_GT(total_changed, 0u);
-  EXPECT_EQ(buf->reused_octets(), total_changed);
+  EXPECT_EQ(buf.reused_octets(), total_changed);
   std::vector<bool> known;
-  const Bytes got = buf->read(kBase, kSpan, &known);
+  const Bytes got = buf.read(kBase, kSpan, &known);
+  const Bytes got_alone = buf.read(kBase, kSpan);
   for (std::uint64_t i = 0; i < kSpan; ++i) {
     ASSERT_EQ(known[i], model[i] >= 0) << i;
     ASSERT_EQ(got[i], model[i] >= 0 ? model[i] : 0) << i;
+    ASSERT_EQ(got_alone[i], got[i]) << i;
   }
+}
+
+TEST_F(Shadow, ChangedOctetsAndContentMatchAnOctetByOctetModel) {
+  match_octet_model(mem, *buf);
+}
+
+// Page memory that is never zero where nothing was written: a new page is written only where
+// placed, so octets never placed read as 0 (and count as unknown) because read() masks them,
+// whatever the memory under them held.
+class DirtyPages final : public std::pmr::memory_resource {
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    void* p = std::pmr::new_delete_resource()->allocate(bytes, alignment);
+    std::memset(p, 0xA5, bytes);
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override {
+    return this == &o;
+  }
+};
+
+struct ShadowOverDirtyPages : ShadowInFlight {
+  DirtyPages pages;  // outlives dirty_mem's buffers, as adopt() asks
+  ShadowMemory dirty_mem;
+  void SetUp() override {
+    ShadowBuffer b(&pages);
+    b.key = key(0x200);
+    ASSERT_TRUE(dirty_mem.adopt(std::move(b)));
+    buf = dirty_mem.find(key(0x200));
+    ASSERT_NE(buf, nullptr);
+  }
+  PlaceResult put_dirty(std::uint64_t to, const Bytes& content,
+                        const PlacementWriter& w = PlacementWriter{}) {
+    PlacedRange r = range(to, to + content.size());
+    r.stream = w.stream;
+    r.direction = w.direction;
+    r.message = w.message;
+    return dirty_mem.place(*buf, r, content, &writers);
+  }
+};
+
+TEST_F(ShadowOverDirtyPages, OctetsNeverPlacedReadAsZeroAndUnknown) {
+  const Bytes run = pattern(1000, 1), apart = pattern(100, 2), whole = pattern(4096, 3);
+  put_dirty(4096 + 100, run);     // page 1: one run [100, 1100)
+  put_dirty(2 * 4096 + 10, run);  // page 2: a run, then a bitmap
+  put_dirty(2 * 4096 + 3000, apart);
+  put_dirty(3 * 4096, whole);                                                 // page 3: whole
+  dirty_mem.place(*buf, range(4 * 4096 + 5, 4 * 4096 + 50), pattern(20, 4));  // content short
+  Bytes want(5 * 4096, 0);
+  std::vector<bool> want_known(5 * 4096, false);
+  const auto expect = [&](std::uint64_t to, const Bytes& b) {
+    std::copy(b.begin(), b.end(), want.begin() + static_cast<std::ptrdiff_t>(to));
+    std::fill_n(want_known.begin() + static_cast<std::ptrdiff_t>(to), b.size(), true);
+  };
+  expect(4096 + 100, run);
+  expect(2 * 4096 + 10, run);
+  expect(2 * 4096 + 3000, apart);
+  expect(3 * 4096, whole);
+  expect(4 * 4096 + 5, pattern(20, 4));
+  std::vector<bool> known;
+  EXPECT_EQ(buf->read(0, 5 * 4096, &known), want);
+  EXPECT_EQ(known, want_known);
+  EXPECT_EQ(buf->read(0, 5 * 4096), want);
+  // Reads starting and ending inside a page, across runs and gaps.
+  for (const std::uint64_t to : {4096u + 50, 2 * 4096u + 1000, 3 * 4096u - 7, 4 * 4096u + 1}) {
+    const Bytes got = buf->read(to, 3000, &known);
+    EXPECT_EQ(got, Bytes(want.begin() + static_cast<std::ptrdiff_t>(to),
+                         want.begin() + static_cast<std::ptrdiff_t>(to + 3000)))
+        << to;
+    EXPECT_EQ(known, std::vector<bool>(want_known.begin() + static_cast<std::ptrdiff_t>(to),
+                                       want_known.begin() + static_cast<std::ptrdiff_t>(to + 3000)))
+        << to;
+  }
+}
+
+TEST_F(ShadowOverDirtyPages, ChangedOctetsAndContentMatchAnOctetByOctetModel) {
+  match_octet_model(dirty_mem, *buf);
+}
+
+// Compare and replace over a message in flight counts only octets it placed: the octets around
+// them, never placed, are neither conflict nor reuse whatever the page memory held.
+TEST_F(ShadowOverDirtyPages, ConflictAndReuseCountOnlyPlacedOctets) {
+  writers.flying = {a, b};
+  put_dirty(100, Bytes(50, 0xA5), a);  // the same value as the memory under the page
+  put_dirty(300, Bytes(50, 0x11), a);
+  const PlaceResult r = put_dirty(90, Bytes(280, 0xBB), b);
+  EXPECT_TRUE(r.conflict);
+  EXPECT_EQ(r.conflict_octets, 100u);
+  EXPECT_EQ(r.conflict_writer, a);
+  EXPECT_FALSE(r.reused);
+  EXPECT_EQ(r.new_bytes, 180u);
+  EXPECT_EQ(buf->read(90, 280), Bytes(280, 0xBB));
+  // Delivered, the same octets again are reuse, counted over what was placed.
+  writers.deliver(a);
+  writers.deliver(b);
+  const PlaceResult again = put_dirty(0, Bytes(400, 0xCC));
+  EXPECT_FALSE(again.conflict);
+  EXPECT_EQ(again.reused_octets, 280u);
+  EXPECT_EQ(again.new_bytes, 120u);
+  std::vector<bool> known;
+  EXPECT_EQ(buf->read(0, 500, &known), [] {
+    Bytes b(500, 0);
+    std::fill_n(b.begin(), 400, 0xCC);
+    return b;
+  }());
+  EXPECT_EQ(std::count(known.begin(), known.end(), true), 400);
 }
 
 }  // namespace

@@ -412,18 +412,22 @@ struct Analyzer::Impl {
   std::int64_t cur_ts = 0;
   PduEvent* cur_ev = nullptr;
   std::uint64_t next_pdu_id = 0;  // PduEvent::id of the next event framed
-  // A PDU's message lists (SegmentAnalysis) get the storage of the PDU before, handed back once
-  // observers have seen it: a Send completes and delivers a message, two allocations a PDU.
-  std::vector<std::size_t> spare_completed, spare_delivered;
-  void lend_message_lists(PduEvent& ev) {
-    ev.analysis.messages_completed.swap(spare_completed);
-    ev.analysis.messages_delivered.swap(spare_delivered);
+  // The events PDUs are built in, reused (PduEvent::reset) rather than constructed and
+  // destroyed per PDU, their vectors keeping their storage: a Send completes and delivers a
+  // message, two allocations a PDU otherwise. A stack, as building one event can build another
+  // (framing one direction's MPA Reply frames the other's octets); each is owned apart, so an
+  // outer event stays where it is while the stack grows. Observers see an event only during
+  // on_pdu, as before.
+  std::vector<std::unique_ptr<PduEvent>> events;
+  std::size_t events_used = 0;
+  PduEvent& take_event() {
+    if (events_used == events.size()) events.push_back(std::make_unique<PduEvent>());
+    return *events[events_used++];
   }
-  void take_back_message_lists(PduEvent& ev) {
-    ev.analysis.messages_completed.clear();
-    ev.analysis.messages_delivered.clear();
-    spare_completed.swap(ev.analysis.messages_completed);
-    spare_delivered.swap(ev.analysis.messages_delivered);
+  // The event take_event() returned last, back to default values for the next PDU.
+  void give_back_event(PduEvent& ev) {
+    ev.reset();
+    --events_used;
   }
 
   // ---- findings (engine_tcp.cpp) ----

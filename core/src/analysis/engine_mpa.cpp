@@ -146,8 +146,7 @@ void Analyzer::Impl::report_lost_framing(Connection& c, int dir) {
 
 void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
   StreamModel& sm = model.streams[c.stream];
-  PduEvent ev;
-  lend_message_lists(ev);
+  PduEvent& ev = take_event();
   if (p.kind != RawPdu::Kind::not_mpa) ev.id = next_pdu_id++;
   ev.stream = c.stream;
   ev.direction = dir;
@@ -164,7 +163,7 @@ void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
       on_not_mpa(c, dir, ctx);
       cur_ev = outer;
       p.slices = std::move(ev.slices);
-      take_back_message_lists(ev);
+      give_back_event(ev);
       return;  // nothing consumed: no event
     case RawPdu::Kind::reqrep:
       ev.kind =
@@ -195,7 +194,7 @@ void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
   cur_ev = outer;
   if (observer) observer->on_pdu(ev);
   p.slices = std::move(ev.slices);  // the framer reuses the storage
-  take_back_message_lists(ev);
+  give_back_event(ev);
 }
 
 void Analyzer::Impl::on_not_mpa(Connection& c, int dir, const Ctx& ctx) {

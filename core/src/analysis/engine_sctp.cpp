@@ -792,8 +792,7 @@ void Analyzer::Impl::sctp_segment(Connection& c, int dir, SctpOrderedMessage& om
     if (sm.mid_stream) ds.sink.start_mid_stream();
   }
   const ByteView segment = ByteView(m.data).subspan(wire::kDdpSsnSize);
-  PduEvent ev;
-  lend_message_lists(ev);
+  PduEvent& ev = take_event();
   ev.stream = c.stream;
   ev.direction = dir;
   ev.kind = PduKind::fpdu;
@@ -822,7 +821,7 @@ void Analyzer::Impl::sctp_segment(Connection& c, int dir, SctpOrderedMessage& om
   }
   cur_ev = outer;
   if (observer) observer->on_pdu(ev);
-  take_back_message_lists(ev);
+  give_back_event(ev);
 }
 
 // ---- end of input --------------------------------------------------------------------------

@@ -84,6 +84,8 @@ class Analyzer::Impl::ShadowView final : public rdmap::SinkMemory {
 class Analyzer::Impl::MessagesInFlight final : public WriterState {
  public:
   explicit MessagesInFlight(const Analyzer::Impl& e) : e_(e) {}
+  // A "no" is final, as WriterState asks: a stream does not reopen, delivery_base only grows
+  // and an abandoned message stays so.
   bool in_flight(const PlacementWriter& w) const override {
     if (w.stream >= e_.conns.size() || w.direction > 1 || e_.stream_ended(w.stream)) return false;
     const DirectionEngine& ds = e_.conns[w.stream]->ds(w.direction);

@@ -132,12 +132,26 @@ Bytes ShadowBuffer::read(std::uint64_t to, std::size_t len, std::vector<bool>* k
     auto it = pages_.find(page);
     if (it != pages_.end()) {
       const Page& pg = it->second;
-      // Octets never placed are 0 in the page, as they are in `out`.
-      std::memcpy(out.data() + i, pg.data.data() + in_page, n);
-      if (known) {
+      // Only placed octets are copied: the others hold what the page's memory held before
+      // (place_content writes no more than it places), and stay 0 in `out`.
+      if (pg.valid_count == kPage) {
+        std::memcpy(out.data() + i, pg.data.data() + in_page, n);
+        if (known) std::fill_n(known->begin() + static_cast<std::ptrdiff_t>(i), n, true);
+      } else if (!pg.valid) {  // one run: where it meets [in_page, in_page + n)
+        const std::size_t b0 = std::max<std::size_t>(in_page, pg.run_begin);
+        const std::size_t b1 = std::min<std::size_t>(in_page + n, pg.run_begin + pg.valid_count);
+        if (b0 < b1) {
+          std::memcpy(out.data() + i + (b0 - in_page), pg.data.data() + b0, b1 - b0);
+          if (known)
+            std::fill_n(known->begin() + static_cast<std::ptrdiff_t>(i + (b0 - in_page)), b1 - b0,
+                        true);
+        }
+      } else {
         for (std::size_t k = 0; k < n; ++k) {
           const std::size_t b = in_page + k;
-          if (pg.placed(b)) (*known)[i + k] = true;
+          if (!pg.placed(b)) continue;
+          out[i + k] = pg.data[b];
+          if (known) (*known)[i + k] = true;
         }
       }
     }
@@ -285,6 +299,16 @@ PlaceResult ShadowMemory::place(ShadowBuffer& buf, const PlacedRange& range_in, 
 void ShadowMemory::check_in_flight(ShadowBuffer& buf, const PlacedRange& range, ByteView content,
                                    const WriterState& writers, PlaceResult& r) {
   auto& fl = buf.in_flight_;
+  const std::uint64_t cend = range.begin + content.size();
+  // The common case: the next segment of the message that placed every extent here, meeting
+  // none of them. Nothing to compare, so nothing is asked: should that message be no longer in
+  // flight (a "no" is final), its extents stay until a placement that meets them, or another
+  // message's, drops them before comparing (meanwhile they only grow, unseen).
+  const PlacementWriter own = range.writer();
+  if (std::all_of(fl.begin(), fl.end(), [&](const ShadowBuffer::InFlight& e) {
+        return e.writer == own && std::max(e.begin, range.begin) >= std::min(e.end, cend);
+      }))
+    return;
   fl.erase(
       std::remove_if(fl.begin(), fl.end(),
                      [&](const ShadowBuffer::InFlight& e) { return !writers.in_flight(e.writer); }),
@@ -292,7 +316,6 @@ void ShadowMemory::check_in_flight(ShadowBuffer& buf, const PlacedRange& range, 
   // Octets of `content` found different from a message in flight, each counted once (extents
   // of two messages in flight may overlap each other).
   std::vector<bool> counted;
-  const std::uint64_t cend = range.begin + content.size();
   for (const auto& e : fl) {
     const std::uint64_t lo = std::max(e.begin, range.begin);
     const std::uint64_t hi = std::min(e.end, cend);
@@ -414,16 +437,15 @@ std::uint64_t ShadowMemory::place_content(ShadowBuffer& buf, std::uint64_t begin
         r.content_dropped = true;
         continue;
       }
-      // A new page: written once, its placed octets one run.
+      // A new page: its placed octets one run, the only ones written (nothing reads an octet
+      // before it is placed: ShadowBuffer::read, count_changed).
       at = pages.emplace_hint(at, std::piecewise_construct, std::forward_as_tuple(page),
                               std::forward_as_tuple(ShadowBuffer::Page::Unset{}));
       at->second.ordinal = ordinal;
       retained_ += kPage;
       buf.retained_ += kPage;
       auto& pg = at->second;
-      std::memset(pg.data.data(), 0, in_page);
       std::memcpy(pg.data.data() + in_page, src, chunk);
-      std::memset(pg.data.data() + in_page + chunk, 0, kPage - in_page - chunk);
       set_valid(pg, in_page, chunk);
     } else if (auto& pg = at->second; pg.valid_count == kPage) {
       // Memory holds the latest, as the sink's would.

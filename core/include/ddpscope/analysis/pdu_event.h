@@ -127,7 +127,50 @@ struct PduEvent {
   // Operations this PDU answered (a Read Response's first and last segment, an Atomic
   // Response, a ULP completion), with AnalyzerOptions::timing only.
   std::vector<CompletedOperation> operations;
+
+  // Back to a default-constructed event with the vectors' storage kept: the engine reuses its
+  // events instead of building one per PDU (constructing and destroying one costs more than
+  // framing a small FPDU).
+  void reset();
 };
+
+inline void PduEvent::reset() {
+  // Every field is named below: one added above must be added here (64-bit layout).
+  static_assert(sizeof(void*) != 8 || sizeof(PduEvent) == 784, "PduEvent changed: update reset");
+  id = 0;
+  stream = 0;
+  direction = 0;
+  kind = PduKind::fpdu;
+  llp = Llp::mpa;
+  sctp_stream_id = 0;
+  stream_offset = 0;
+  raw = {};
+  slices.clear();
+  reqrep = nullptr;
+  ulpdu_length = 0;
+  plain = {};
+  ulpdu = {};
+  crc_field = 0;
+  crc_expected.reset();
+  crc_ok = true;
+  markers.clear();
+  marker_offsets.clear();
+  leading_marker = false;
+  framing_resumed = false;
+  resumed_after_gap = false;
+  resync_skipped = 0;
+  ddp.reset();
+  read_request.reset();
+  terminate.reset();
+  atomic_request.reset();
+  atomic_response.reset();
+  immediate_data.reset();
+  static_cast<SegmentFacts&>(analysis) = SegmentFacts{};
+  analysis.messages_completed.clear();
+  analysis.messages_delivered.clear();
+  findings.clear();
+  operations.clear();
+}
 
 // An FPDU at the start of a TCP segment that reassembly holds behind a hole (reordering, a
 // retransmission still to come, or capture loss not yet declared), for hosts that show each

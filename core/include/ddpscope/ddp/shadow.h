@@ -80,7 +80,9 @@ struct PlacementWriter {
 };
 
 // The caller's answer for placements: whether a message is still in flight (placing, or placed
-// and not yet delivered; not abandoned). Asked only where octets are placed again.
+// and not yet delivered; not abandoned). Asked where a buffer holds octets of messages that
+// were in flight, not necessarily on every placement. A "no" is final: a message delivered,
+// abandoned or of an ended stream is never in flight again.
 class WriterState {
  public:
   virtual bool in_flight(const PlacementWriter& writer) const = 0;
@@ -187,8 +189,9 @@ class ShadowBuffer {
   std::uint64_t conflicts() const { return conflicts_; }
   std::uint64_t conflict_octets() const { return conflict_octets_; }
 
-  // Retained content in 4 KiB pages keyed by page index (TO / 4096). Octets never placed are 0
-  // in `data`; `valid_count` counts the placed ones. A whole page (valid_count 4096, the common
+  // Retained content in 4 KiB pages keyed by page index (TO / 4096). Octets never placed are
+  // undefined in `data` (a new page is written only where placed; read() masks them to 0);
+  // `valid_count` counts the placed ones. A whole page (valid_count 4096, the common
   // case) carries nothing more, so it costs its 4 KiB and little more. A page partly placed in
   // one run of octets (in-order segments filling it) says where the run starts: its placed
   // octets are [run_begin, run_begin + valid_count). Any other partly placed page has `valid`,
@@ -203,7 +206,8 @@ class ShadowBuffer {
     // With a PageGate: the page's place in the gate's order of retained pages (1-based).
     std::uint32_t ordinal = 0;
     Page() : data{} {}
-    // `data` left as it is: for a page whose every octet is written at once (place_content).
+    // `data` left as it is: for a page whose octets are written as they are placed
+    // (place_content).
     struct Unset {};
     explicit Page(Unset) {}
     Page(const Page& o)  // buffers are copied (the GUI's snapshots of the model)
