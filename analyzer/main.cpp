@@ -427,7 +427,8 @@ void add_mid_stream_options(CLI::App* sc, AnalyzeArgs& a) {
 // (commands come first: ddpscope has no options of its own but --help and --version). Only that
 // command's options are built then: the option tree of every command is ~2.5 M instructions, a
 // third of start-up (bench/RESULTS.md), and help, the manual page and the completion need all
-// of it. Empty: build every command.
+// of it. Empty: build every command (also for a command missing from this list: it is then
+// built with all the others, only slower).
 std::string_view command_run(int argc, char** argv) {
   if (argc < 2) return {};
   const std::string_view word = argv[1];

@@ -22,14 +22,21 @@ std::uint64_t bit_range(std::size_t lo, std::size_t hi) {
   return upto_hi & ~((1ull << lo) - 1);
 }
 
+// Where a page's one run of placed octets (no bitmap) meets [lo, hi): [first, second), empty
+// when first >= second.
+std::pair<std::size_t, std::size_t> run_within(const ShadowBuffer::Page& pg, std::size_t lo,
+                                               std::size_t hi) {
+  return {std::max<std::size_t>(lo, pg.run_begin),
+          std::min<std::size_t>(hi, std::size_t{pg.run_begin} + pg.valid_count)};
+}
+
 // Octets [lo, lo + n) of a page not wholly placed that were placed and differ from `src` (a
 // whole page is compared as it is copied: copy_counting_changes).
 std::uint64_t count_changed(const ShadowBuffer::Page& pg, std::size_t lo, const std::uint8_t* src,
                             std::size_t n) {
   const std::size_t hi = lo + n;
   if (!pg.valid) {  // one run (or none): only where it meets [lo, hi)
-    const std::size_t b0 = std::max<std::size_t>(lo, pg.run_begin);
-    const std::size_t b1 = std::min<std::size_t>(hi, pg.run_begin + pg.valid_count);
+    const auto [b0, b1] = run_within(pg, lo, hi);
     return b0 < b1 ? count_differing(pg.data.data() + b0, src + (b0 - lo), b1 - b0) : 0;
   }
   std::uint64_t changed = 0;
@@ -138,8 +145,7 @@ Bytes ShadowBuffer::read(std::uint64_t to, std::size_t len, std::vector<bool>* k
         std::memcpy(out.data() + i, pg.data.data() + in_page, n);
         if (known) std::fill_n(known->begin() + static_cast<std::ptrdiff_t>(i), n, true);
       } else if (!pg.valid) {  // one run: where it meets [in_page, in_page + n)
-        const std::size_t b0 = std::max<std::size_t>(in_page, pg.run_begin);
-        const std::size_t b1 = std::min<std::size_t>(in_page + n, pg.run_begin + pg.valid_count);
+        const auto [b0, b1] = run_within(pg, in_page, in_page + n);
         if (b0 < b1) {
           std::memcpy(out.data() + i + (b0 - in_page), pg.data.data() + b0, b1 - b0);
           if (known)
