@@ -371,6 +371,7 @@ class Oracle {
     ctx.length = step.message_length;
     ctx.invalidate_stag = step.invalidated.value_or(0);
     ctx.from_initiator = dir == 0;
+    ctx.msn = step.msn;
     const auto learn = [&](const AdvertisedRegion& a) {
       KnownRegion& k = regions_[{a.owner, a.stag}];
       if (k.source == KnownRegion::Source::regions_file) return;

@@ -580,8 +580,8 @@ struct Analyzer::Impl {
   // A complete Send: regions, commands and completions the decoders find in it.
   // `record`: the message's record (kNoIndex: none), named after what the decoders found.
   void advertisements(Connection& c, int dir, PduEvent& ev, const Ctx& ctx, std::uint8_t op,
-                      ByteView body, std::uint64_t length, std::uint32_t invalidate_stag,
-                      std::size_t record);
+                      ByteView body, std::uint64_t length, std::uint32_t msn,
+                      std::uint32_t invalidate_stag, std::size_t record);
   void name_message(const UlpStream& u, MessageRecord& m,
                     const std::vector<UlpStreamDecoders::Decoded>& found);
   void ulp_learn(Connection& c, int dir, const Ctx& ctx, std::size_t decoder,

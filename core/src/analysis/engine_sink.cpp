@@ -350,7 +350,7 @@ void Analyzer::Impl::untagged_message(Connection& c, int dir, PduEvent& ev, cons
     case wire::Opcode::send:
     case wire::Opcode::send_se:
       if (options.decode_advertisements)
-        advertisements(c, dir, ev, ctx, step.opcode, body, step.message_length,
+        advertisements(c, dir, ev, ctx, step.opcode, body, step.message_length, step.msn,
                        ev.ddp->header.rsvd_ulp1, ev.analysis.message.value_or(kNoIndex));
       return;
     case wire::Opcode::terminate:

@@ -94,7 +94,8 @@ void Analyzer::Impl::ulp_setup(Connection& c, std::optional<ByteView> request_pd
 
 void Analyzer::Impl::advertisements(Connection& c, int dir, PduEvent& ev, const Ctx& ctx,
                                     std::uint8_t opcode, ByteView body, std::uint64_t length,
-                                    std::uint32_t invalidate_stag, std::size_t record) {
+                                    std::uint32_t msn, std::uint32_t invalidate_stag,
+                                    std::size_t record) {
   StreamModel& sm = model.streams[c.stream];
   AdvertContext actx;
   actx.opcode = opcode;
@@ -102,6 +103,7 @@ void Analyzer::Impl::advertisements(Connection& c, int dir, PduEvent& ev, const 
   actx.receiver = sm.dirs[dir].to;
   actx.stream = c.stream;
   actx.length = length;
+  actx.msn = msn;
   const bool with_invalidate =
       opcode == static_cast<std::uint8_t>(wire::Opcode::send_invalidate) ||
       opcode == static_cast<std::uint8_t>(wire::Opcode::send_se_invalidate);

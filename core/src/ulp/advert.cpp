@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ddpscope/ulp/advert.h"
 
+#include <bit>
 #include <cstdio>
+#include <stdexcept>
 
 #include "ddpscope/ulp/iser.h"
 #include "ddpscope/ulp/nvmeof.h"
@@ -75,6 +77,9 @@ std::string ulp_message_name(std::string_view ulp, const UlpEvents& events,
 UlpStreamDecoders::UlpStreamDecoders(
     const std::vector<std::unique_ptr<AdvertisementDecoder>>& decoders)
     : decoders_(decoders) {
+  // One bit per decoder (default_advertisement_decoders has five).
+  if (decoders.size() > 32) throw std::length_error("more than 32 advertisement decoders");
+  asked_ = decoders.size() == 32 ? ~0u : (1u << decoders.size()) - 1;
   states_.reserve(decoders.size());
   for (const auto& d : decoders)
     states_.push_back(d->new_stream());
@@ -105,8 +110,8 @@ std::vector<UlpStreamDecoders::Decoded> UlpStreamDecoders::decode(const AdvertCo
   // One event list for every decoder: most find nothing in a message, and what one found is
   // moved out (leaving the list empty for the next).
   Decoded d;
-  const std::size_t n = decoders_.size();
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::uint32_t left = asked_; left != 0; left &= left - 1) {
+    const auto i = static_cast<std::size_t>(std::countr_zero(left));
     UlpStreamState* const st = states_[i].get();
     decoders_[i]->decode(ctx, st, message, d.events);
     if (st && st->claimed()) {
@@ -124,7 +129,27 @@ std::vector<UlpStreamDecoders::Decoded> UlpStreamDecoders::decode(const AdvertCo
       d.events = UlpEvents{};
     }
   }
+  if (opening_msn_ != 0 && ctx.msn == opening_msn_) judge_opening(ctx, message);
   return out;
+}
+
+// The initiator's opening message, which no decoder claimed the stream on: a decoder whose ULP
+// cannot open so (its may_open) is not asked again. Judged once, on a whole message the MSN says
+// is the initiator's first Send (capture loss before it leaves the stream unjudged: MSN 1 never
+// comes, or comes damaged and is not decoded), so the rule-out follows from the ULPs' own rules,
+// not from where the capture started.
+void UlpStreamDecoders::judge_opening(const AdvertContext& ctx, ByteView message) {
+  if (ctx.from_initiator != true) return;
+  if (ctx.length == 0) {  // an RTR (RFC 6581) or an empty Send opens nothing
+    opening_msn_ = ctx.msn + 1;
+    return;
+  }
+  opening_msn_ = 0;
+  if (message.size() != ctx.length) return;  // not all of it at hand
+  for (std::uint32_t left = asked_; left != 0; left &= left - 1) {
+    const auto i = static_cast<std::size_t>(std::countr_zero(left));
+    if (!decoders_[i]->may_open(ctx, states_[i].get(), message)) asked_ &= ~(1u << i);
+  }
 }
 
 }  // namespace ddpscope

@@ -266,6 +266,23 @@ void IserDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteVi
   decode_iser_body(ctx, st, h, message, first_of_sender, senders_known, out);
 }
 
+// An iSCSI connection begins with its login (RFC 7143 §6): over iSER the initiator's first
+// message is the Login Request in an iSER control header, or, after a login in streaming mode,
+// the iSER Hello (RFC 7145 §5.1). A Hello is claimed only with a hint (decode), which keeps the
+// decoder asked anyway: the port, the iSER CM private data.
+bool IserDecoder::may_open(const AdvertContext& ctx, const UlpStreamState* state,
+                           ByteView first) const {
+  const auto* st = static_cast<const IserStream*>(state);
+  if (st->cm_hint || ctx.sender.port == kIscsiPort || ctx.receiver.port == kIscsiPort) return true;
+  if (!wire::opcode_is_send_family(ctx.opcode)) return true;
+  const auto h = decode_iser_header(first);
+  if (!h) return false;
+  if (h->opcode == iser_opcode::hello) return true;
+  if (h->opcode != iser_opcode::control) return false;
+  const auto bhs = decode_iscsi_bhs(first.subspan(kIserHeaderSize));
+  return bhs && bhs->opcode == iscsi_opcode::login_request;
+}
+
 namespace {
 
 void decode_iser_body(const AdvertContext& ctx, IserStream* st, const std::optional<IserHeader>& h,

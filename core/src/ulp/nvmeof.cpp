@@ -388,6 +388,20 @@ void NvmeRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, By
   decode_command(ctx, st, message, out);
 }
 
+// A queue is created by its Connect: the host's first capsule on it is the Fabrics Connect
+// command (NVMe over Fabrics; the section is not re-checked here, but Linux's target,
+// nvmet_req_init, answers any other command on a queue not yet connected with an error). The
+// opcode and FCTYPE decide, plausible or not: a
+// malformed Connect still opens an NVMe stream, which the decoder then judges. Port 4420 keeps
+// the decoder asked (it claims a stream on the port and a command capsule).
+bool NvmeRdmaDecoder::may_open(const AdvertContext& ctx, const UlpStreamState* /*state*/,
+                               ByteView first) const {
+  if (ctx.sender.port == kNvmeRdmaPort || ctx.receiver.port == kNvmeRdmaPort) return true;
+  if (!wire::opcode_is_send_family(ctx.opcode)) return true;
+  return first.size() >= kNvmeSqeSize && first[0] == kNvmeFabricsOpcode &&
+         first[4] == kFctypeConnect;
+}
+
 std::uint64_t nvme_command_signature(ByteView sqe) {
   if (sqe.size() < kNvmeSqeSize) return 0;
   // FNV-1a over octet 0 (opcode), octet 1's FUSE bits, octets 4..7 (NSID, or a Fabrics

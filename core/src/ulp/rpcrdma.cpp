@@ -308,6 +308,21 @@ void RpcRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, Byt
   decode_rpcrdma_body(ctx, st, h, message, out);
 }
 
+// Every message of an RPC-over-RDMA connection, its first too, is a transport header: XID,
+// version, credits, procedure (RFC 8166 §4.2). A requester may open with a version its peer
+// answers with ERR_VERS before it falls back to version 1, so any small version number is
+// allowed here; that other versions keep the version in the second word is assumed (the one
+// published version, 1, is the only one checked against its RFC). Port 20049 keeps the decoder
+// asked.
+bool RpcRdmaDecoder::may_open(const AdvertContext& ctx, const UlpStreamState* /*state*/,
+                              ByteView first) const {
+  if (ctx.sender.port == kNfsRdmaPort || ctx.receiver.port == kNfsRdmaPort) return true;
+  if (!wire::opcode_is_send_family(ctx.opcode)) return true;
+  if (first.size() < 16) return false;
+  const std::uint32_t vers = load_be32(&first[4]);
+  return vers >= 1 && vers <= 0xFF;
+}
+
 namespace {
 
 void decode_rpcrdma_body(const AdvertContext& ctx, RpcRdmaStream* st,

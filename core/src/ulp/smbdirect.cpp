@@ -299,6 +299,18 @@ void SmbDirectDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, B
   decode_smbdirect_body(ctx, st, h, message, out);
 }
 
+// The client's first message is the SMBDirect Negotiate Request (MS-SMBD 3.1.5: the negotiation
+// comes before any data transfer message; the subsection is not re-checked here). Port 5445 keeps
+// the decoder asked, for a client that breaks that rule and whose SMB2 messages the user still
+// wants decoded.
+bool SmbDirectDecoder::may_open(const AdvertContext& ctx, const UlpStreamState* /*state*/,
+                                ByteView first) const {
+  if (ctx.sender.port == kSmbDirectPort || ctx.receiver.port == kSmbDirectPort) return true;
+  if (!wire::opcode_is_send_family(ctx.opcode)) return true;
+  return first.size() == kSmbdNegotiateRequestSize &&
+         decode_smbd_negotiate_request(first).has_value();
+}
+
 namespace {
 
 void decode_smbdirect_body(const AdvertContext& ctx, SmbDirectStream* st,

@@ -36,6 +36,9 @@ struct AdvertContext {
   std::uint32_t invalidate_stag = 0;
   // The sender is the stream's MPA initiator (nullopt: no handshake seen).
   std::optional<bool> from_initiator;
+  // The message's MSN on its queue (RFC 5041 §5.1: a stream's first Send has MSN 1); 0: not
+  // known. With from_initiator it tells the initiator's opening message (UlpStreamDecoders).
+  std::uint32_t msn = 0;
 };
 
 struct AdvertisedRegion {
@@ -129,6 +132,17 @@ class AdvertisementDecoder {
   // a replay can tell which captured command a live peer's stands for when the peer picks its
   // identifiers anew. 0: the ULP gives none. Only replay asks (not the analysis' hot path).
   virtual std::uint64_t command_signature(ByteView /*message*/) const { return 0; }
+  // Whether `first`, whole, can be the first message the stream's MPA initiator sends when the
+  // stream carries this decoder's ULP, or the stream may still be claimed for another reason
+  // (its well-known port, a set-up hint in `state`). Asked once per stream, about the
+  // initiator's first Send with content, after decode() did not claim the stream on it: false
+  // rules the decoder out for the stream, which it is then never asked about again. A ULP that
+  // opens with a message of its own (NVMe-oF's Connect, SMB Direct's Negotiate Request) says so
+  // here; the default, true, keeps the decoder asked about every message.
+  virtual bool may_open(const AdvertContext& /*ctx*/, const UlpStreamState* /*state*/,
+                        ByteView /*first*/) const {
+    return true;
+  }
 };
 
 // rping (rdma-core librdmacm/examples/rping.c): a 16-octet SEND holding
@@ -166,16 +180,24 @@ class UlpStreamDecoders {
     UlpEvents events;
   };
   std::vector<Decoded> decode(const AdvertContext& ctx, ByteView message);
+  // Decoder i can still claim this stream (not ruled out by its may_open).
+  bool asked(std::size_t i) const { return (asked_ >> i) & 1u; }
   // The decoder that claimed the stream (nullopt: none).
   std::optional<std::size_t> claimed() const { return claimed_; }
   const AdvertisementDecoder& decoder(std::size_t i) const { return *decoders_[i]; }
   const UlpStreamState* state(std::size_t i) const { return states_[i].get(); }
 
  private:
+  void judge_opening(const AdvertContext& ctx, ByteView message);
   const std::vector<std::unique_ptr<AdvertisementDecoder>>& decoders_;
   std::vector<std::unique_ptr<UlpStreamState>> states_;
   // The claiming decoder, once one has claimed (a claim is never taken back).
   std::optional<std::size_t> claimed_;
+  // Bit i: decoder i is still asked about each message (not ruled out by may_open).
+  std::uint32_t asked_ = 0;
+  // The MSN the initiator's opening message is expected at (a zero-length Send before it, an
+  // RFC 6581 RTR, moves it on); 0: judged, or not to be judged.
+  std::uint32_t opening_msn_ = 1;
 };
 
 }  // namespace ddpscope

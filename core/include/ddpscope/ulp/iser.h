@@ -146,6 +146,8 @@ class IserDecoder final : public AdvertisementDecoder {
   void setup(UlpStreamState* state, const UlpSetup& setup) const override;
   void decode(const AdvertContext& ctx, UlpStreamState* state, ByteView message,
               UlpEvents& out) const override;
+  bool may_open(const AdvertContext& ctx, const UlpStreamState* state,
+                ByteView first) const override;
 };
 
 }  // namespace ddpscope::ulp

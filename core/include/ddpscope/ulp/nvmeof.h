@@ -165,6 +165,8 @@ class NvmeRdmaDecoder final : public AdvertisementDecoder {
   std::uint64_t command_signature(ByteView message) const override {
     return nvme_command_signature(message);
   }
+  bool may_open(const AdvertContext& ctx, const UlpStreamState* state,
+                ByteView first) const override;
 };
 
 }  // namespace ddpscope::ulp

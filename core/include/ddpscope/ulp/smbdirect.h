@@ -130,6 +130,8 @@ class SmbDirectDecoder final : public AdvertisementDecoder {
   std::unique_ptr<UlpStreamState> new_stream() const override;
   void decode(const AdvertContext& ctx, UlpStreamState* state, ByteView message,
               UlpEvents& out) const override;
+  bool may_open(const AdvertContext& ctx, const UlpStreamState* state,
+                ByteView first) const override;
 };
 
 }  // namespace ddpscope::ulp
