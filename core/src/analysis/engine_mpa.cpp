@@ -402,15 +402,16 @@ void Analyzer::Impl::settle(Connection& c, const wire::MpaReqRep& f, const Ctx& 
   }
   if (!crc_ok) return;  // a compliant sink drops the FPDU: nothing is placed
 
-  auto seg = wire::decode_ddp_segment(ev.ulpdu);
-  if (!seg) {
+  // Decoded straight into the event (no Result, no copy): this is every FPDU's path.
+  wire::DdpSegment& seg = ev.ddp.emplace();
+  if (!wire::read_ddp_segment(ev.ulpdu, seg)) {
+    ev.ddp.reset();
     report(ddp::header_too_short(len), ctx);
     return;
   }
-  ev.ddp = seg.value();
-  if (dm.fpdus == 1) check_setup_order(c, dir, seg->header, ctx);
+  if (dm.fpdus == 1) check_setup_order(c, dir, seg.header, ctx);
   on_ddp_segment(c, dir, ev, ctx);  // the LLP boundary
-  ds.recent.push(seg->header, ctx.frame);
+  ds.recent.push(ev.ddp->header, ctx.frame);
 }
 
 // The first FPDU of each direction against the connection setup order: the initiator sends

@@ -13,15 +13,6 @@ std::uint8_t DdpControl::byte() const {
   return b;
 }
 
-DdpControl DdpControl::from_byte(std::uint8_t b) {
-  DdpControl c;
-  c.tagged = (b & kDdpFlagTagged) != 0;
-  c.last = (b & kDdpFlagLast) != 0;
-  c.reserved = static_cast<std::uint8_t>((b & kDdpReservedMask) >> 2);
-  c.version = b & kDdpVersionMask;
-  return c;
-}
-
 namespace {
 
 // The header at data[0] into `h`: its size, the octets it needs (more than data holds when it
@@ -83,14 +74,20 @@ void encode_ddp_header(const DdpHeader& header, ByteWriter& out) {
 
 // A ULPDU is complete once MPA framed it, so a short one is malformed rather than incomplete.
 // Decoded per FPDU: the header is read in place (no Result of its own).
+bool read_ddp_segment(ByteView ulpdu, DdpSegment& out) {
+  const std::size_t size =
+      ulpdu.empty() ? kDdpTaggedHeaderSize : read_ddp_header(ulpdu, out.header);
+  if (ulpdu.size() < size) return false;
+  out.payload = ulpdu.subspan(size);
+  return true;
+}
+
 Result<DdpSegment> decode_ddp_segment(ByteView ulpdu) {
   DdpSegment s;
-  const std::size_t size = ulpdu.empty() ? kDdpTaggedHeaderSize : read_ddp_header(ulpdu, s.header);
-  if (ulpdu.size() < size) {
+  if (!read_ddp_segment(ulpdu, s)) {
     return Result<DdpSegment>::malformed("ddp.truncated", ulpdu.size(),
                                          "ULPDU shorter than its DDP header");
   }
-  s.payload = ulpdu.subspan(size);
   return Result<DdpSegment>::ok(s, ulpdu.size());
 }
 

@@ -49,7 +49,14 @@ struct DdpControl {
   std::uint8_t reserved = 0;  // the 4 Rsvd bits, shifted down
   std::uint8_t version = kDdpVersion;
   std::uint8_t byte() const;
-  static DdpControl from_byte(std::uint8_t b);
+  static DdpControl from_byte(std::uint8_t b) {
+    DdpControl c;
+    c.tagged = (b & kDdpFlagTagged) != 0;
+    c.last = (b & kDdpFlagLast) != 0;
+    c.reserved = static_cast<std::uint8_t>((b & kDdpReservedMask) >> 2);
+    c.version = b & kDdpVersionMask;
+    return c;
+  }
   bool operator==(const DdpControl&) const = default;
 };
 
@@ -81,5 +88,9 @@ struct DdpSegment {
   ByteView payload;
 };
 Result<DdpSegment> decode_ddp_segment(ByteView ulpdu);
+// The same decode into `out`, a fresh DdpSegment (the fields of the other header kind are left as
+// they are), without building a Result: the engine's per-PDU path. False, and `out`
+// unspecified, when the ULPDU is shorter than its header ("ddp.truncated").
+bool read_ddp_segment(ByteView ulpdu, DdpSegment& out);
 
 }  // namespace ddpscope::wire
