@@ -94,6 +94,8 @@ enum class FrameStatus {
 };
 
 struct FrameDecode {
+  // Inlined where a decode builds one (once per frame): as a call it was ~30 instructions.
+  [[gnu::always_inline]] FrameDecode() = default;
   FrameStatus status = FrameStatus::malformed;
   TcpSegment tcp;
   SctpDatagram sctp;
