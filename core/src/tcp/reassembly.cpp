@@ -10,7 +10,7 @@ TcpReassembler::TcpReassembler(std::size_t window, std::size_t history, HistoryB
     : window_(window), history_cap_(history), budget_(budget) {}
 
 TcpReassembler::~TcpReassembler() {
-  if (budget_) budget_->used -= history_.size();
+  if (budget_) budget_->used -= history_ring_;
 }
 
 void TcpReassembler::syn(std::uint32_t isn) {
@@ -175,8 +175,8 @@ void TcpReassembler::deliver(std::uint64_t offset, ByteView data, std::uint64_t 
   // Keep the newest history_cap_ octets in a ring indexed by stream offset. The ring grows with
   // what was delivered (a stream that carries little costs little), up to the cap.
   const std::uint64_t wanted = std::min<std::uint64_t>(history_size_ + data.size(), history_cap_);
-  if (history_.size() < wanted) grow_history(static_cast<std::size_t>(wanted));
-  const std::size_t ring = history_.size();
+  if (history_ring_ < wanted) grow_history(static_cast<std::size_t>(wanted));
+  const std::size_t ring = history_ring_;
   if (ring == 0) {  // the shared budget left no room
     history_end_ = next_;
     history_size_ = 0;
@@ -187,7 +187,7 @@ void TcpReassembler::deliver(std::uint64_t offset, ByteView data, std::uint64_t 
   while (!keep.empty()) {
     const std::size_t at = static_cast<std::size_t>(pos % ring);
     const std::size_t n = std::min(keep.size(), ring - at);
-    std::memcpy(history_.data() + at, keep.data(), n);
+    std::memcpy(history_.get() + at, keep.data(), n);
     keep = keep.subspan(n);
     pos += n;
   }
@@ -196,11 +196,11 @@ void TcpReassembler::deliver(std::uint64_t offset, ByteView data, std::uint64_t 
 }
 
 void TcpReassembler::grow_history(std::size_t wanted) {
-  std::size_t size = std::max<std::size_t>(history_.size(), 4096);
+  std::size_t size = std::max<std::size_t>(history_ring_, 4096);
   while (size < wanted)
     size *= 2;
   size = std::min(size, history_cap_);
-  const std::size_t old_size = history_.size();
+  const std::size_t old_size = history_ring_;
   if (budget_) {
     const std::size_t room = budget_->cap > budget_->used ? budget_->cap - budget_->used : 0;
     if (size - old_size > room) {
@@ -210,18 +210,20 @@ void TcpReassembler::grow_history(std::size_t wanted) {
     }
     budget_->used += size - old_size;
   }
-  Bytes grown(size);
+  // Not zero-filled (a memset of the whole ring, each time it doubles, for octets that are
+  // written before they are read).
+  auto grown = std::make_unique_for_overwrite<std::uint8_t[]>(size);
   // Re-lay the valid octets at their offsets modulo the new size: runs that wrap in neither ring.
-  const std::size_t old = history_.size();
   for (std::uint64_t pos = history_end_ - history_size_; pos < history_end_;) {
-    const std::size_t from = static_cast<std::size_t>(pos % old);
+    const std::size_t from = static_cast<std::size_t>(pos % old_size);
     const std::size_t to = static_cast<std::size_t>(pos % size);
     const std::size_t n = static_cast<std::size_t>(
-        std::min<std::uint64_t>({history_end_ - pos, old - from, size - to}));
-    std::memcpy(grown.data() + to, history_.data() + from, n);
+        std::min<std::uint64_t>({history_end_ - pos, old_size - from, size - to}));
+    std::memcpy(grown.get() + to, history_.get() + from, n);
     pos += n;
   }
   history_ = std::move(grown);
+  history_ring_ = size;
 }
 
 void TcpReassembler::compare_history(std::uint64_t offset, ByteView data, std::uint64_t frame,
@@ -230,11 +232,11 @@ void TcpReassembler::compare_history(std::uint64_t offset, ByteView data, std::u
   const std::uint64_t begin = std::max(offset, hist_begin);
   const std::uint64_t end = std::min<std::uint64_t>(offset + data.size(), history_end_);
   if (begin >= end) return;
-  const std::size_t ring = history_.size();
+  const std::size_t ring = history_ring_;
   for (std::uint64_t pos = begin; pos < end;) {
     const std::size_t at = static_cast<std::size_t>(pos % ring);
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(end - pos, ring - at));
-    if (std::memcmp(data.data() + (pos - offset), history_.data() + at, n) != 0) {
+    if (std::memcmp(data.data() + (pos - offset), history_.get() + at, n) != 0) {
       out.on_conflict(begin, end - begin, frame);
       return;
     }

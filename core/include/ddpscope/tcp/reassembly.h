@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -107,7 +108,10 @@ class TcpReassembler {
   std::uint64_t pending_bytes_ = 0;
   std::uint64_t held_bytes_ = 0;
   std::uint64_t retransmitted_ = 0;
-  Bytes history_;                   // ring of the last delivered octets (grows up to the cap)
+  // Ring of the last delivered octets (grows up to the cap). Left uninitialised when allocated:
+  // only the history_size_ octets before history_end_ are ever read, and each was written first.
+  std::unique_ptr<std::uint8_t[]> history_;
+  std::size_t history_ring_ = 0;    // the ring's size
   std::uint64_t history_end_ = 0;   // stream offset one past history's newest octet
   std::uint64_t history_size_ = 0;  // valid octets in the ring (offset o sits at o % size)
 };
