@@ -261,7 +261,11 @@ void TcpReassembler::deliver(std::uint64_t offset, ByteView data, std::uint64_t 
 // left. It then holds at most 8/3 of the records of the spans the history holds (each of
 // kMinSpan octets or more, 24 octets a record): about as many octets as the history holds.
 void TcpReassembler::drop_old_spans() {
-  const std::size_t old = first_span_after(history_end_ - history_size_);
+  const std::uint64_t begin = history_end_ - history_size_;
+  // The copies that made the ring necessary (an MPA handshake's, a reordered segment's) may all
+  // be behind the history now: it holds spans only, and needs no ring until it copies again.
+  if (copied_end_ <= begin) history_.reset();
+  const std::size_t old = first_span_after(begin);
   spans_first_ = (spans_first_ + old) & (spans_size_ - 1);
   spans_count_ -= old;
   if (4 * spans_count_ <= 3 * spans_size_ && spans_size_ != 0) return;

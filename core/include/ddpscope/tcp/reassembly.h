@@ -146,8 +146,9 @@ class TcpReassembler {
   // offset o sits at o % history_ring_. Either way history_ring_ grows, and is charged to the
   // budget, alike: the octets compared are those a history that copied everything would keep.
   // The ring is allocated only once an octet has to be copied (a history fed from a mapped file
-  // in order may never need it), freed when it grows with no copied octet left in the history,
-  // and left uninitialised: only octets written are read.
+  // in order may never need it), freed when no copied octet is left in the history (looked at
+  // when it grows and when span records are dropped), and left uninitialised: only octets
+  // written are read.
   std::unique_ptr<std::uint8_t[]> history_;
   std::size_t history_ring_ = 0;    // the ring's size: what the history may keep
   std::uint64_t history_end_ = 0;   // stream offset one past history's newest octet
