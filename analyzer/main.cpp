@@ -149,6 +149,11 @@ int analyze(const AnalyzeArgs& a) {
   opt.check_crc = !a.no_crc_check;
   opt.message_records = false;   // no report shows them (the GUI's MSN chart does)
   opt.placement_ranges = false;  // the reports show their counts only (the GUI shows each)
+  // The reader below lives until the report is written, after finish(): the frames the feed
+  // says stay valid (a mapped, uncompressed file's, fed where they lie) are referred to by TCP
+  // reassembly's retransmission history rather than copied. Which frames do is the feed's to say,
+  // frame by frame (not after a hand-over to libpcap mid-file, nor copies in a shard's batch).
+  opt.frames_stay_valid = true;
   opt.send_buffer_size = a.send_buffer;
   if (!a.sink_profile.empty()) opt.sink_profile = sink_profile_by_name(a.sink_profile);
   if (a.timing || a.timing_tables) {

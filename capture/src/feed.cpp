@@ -55,9 +55,12 @@ FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const Feed
         net::decode_frame(frame.link_type, frame.data, frame.wire_length);
     const Frame* replaced = layer_replace(options.layer, frame, decoded, notes);
     if (replaced)
-      feed_frame(analyzer, *replaced);
+      feed_frame(analyzer, *replaced);  // the layer's: valid until its next replace()
     else
-      analyzer.feed_decoded(frame.number, frame.ts_ns, frame.data.size(), decoded);
+      // Asked frame by frame: after a hand-over to libpcap mid-file, frames are in libpcap's
+      // buffer for one record.
+      analyzer.feed_decoded(frame.number, frame.ts_ns, frame.data.size(), decoded,
+                            reader.frames_stay_valid());
     ++result.frames;
     result.last_frame = frame.number;
     if (!ticker.tick(result, reader.bytes_read(), reader.file_size())) {
@@ -104,6 +107,9 @@ struct Batch {
     std::int64_t fed_ts_ns;
     std::size_t fed_size;
     std::size_t notes_end;  // the layer's notes of the items up to this one: notes[0, end)
+    // What is fed lies in the mapped file (Analyzer::feed_decoded's `stays_valid`), not in
+    // `octets`, which the batch's next use overwrites.
+    bool stays_valid;
     net::FrameDecode decoded;
     Item(const Frame& own, const Frame& fed, ByteView own_data, std::size_t fed_size,
          std::size_t notes_end, net::FrameDecode&& decoded)
@@ -116,6 +122,7 @@ struct Batch {
           fed_ts_ns(fed.ts_ns),
           fed_size(fed_size),
           notes_end(notes_end),
+          stays_valid(false),
           decoded(std::move(decoded)) {}
     // A frame used where it lies: decoded into the item itself (the decode is ~200 octets with
     // a string, a move each frame is measurable).
@@ -129,6 +136,7 @@ struct Batch {
           fed_ts_ns(frame.ts_ns),
           fed_size(frame.data.size()),
           notes_end(notes_end),
+          stays_valid(true),
           decoded(net::decode_frame(frame.link_type, frame.data, frame.wire_length)) {}
   };
   struct Note {
@@ -284,6 +292,7 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
             it->fed_number = replaced->number;
             it->fed_ts_ns = replaced->ts_ns;
             it->fed_size = m;
+            it->stays_valid = false;
             it->decoded = net::decode_frame(replaced->link_type, data, replaced->wire_length);
           }
           continue;
@@ -349,7 +358,7 @@ FeedResult feed_pipelined(CaptureReader& reader, Analyzer& analyzer, const FeedO
           else
             analyzer.note_finding(n.id, n.frame, std::move(n.message));
         }
-        analyzer.feed_decoded(it.fed_number, it.fed_ts_ns, it.fed_size, it.decoded);
+        analyzer.feed_decoded(it.fed_number, it.fed_ts_ns, it.fed_size, it.decoded, it.stays_valid);
         ++result.frames;
         result.last_frame = it.number;
         if (!ticker.tick(result, b->bytes_read, reader.file_size())) {

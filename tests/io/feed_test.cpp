@@ -20,6 +20,7 @@
 
 #include "ddpscope/common/crc32c.h"
 #include "ddpscope/findings/catalog.h"
+#include "ddpscope/tcp/reassembly.h"
 
 namespace ddpscope::capture {
 namespace {
@@ -364,13 +365,17 @@ struct FedView {
   bool operator==(const FedView&) const = default;
 };
 
-FedView feed_view(const fs::path& p, ReaderKind kind, unsigned threads) {
+// `refer`: the analysis takes the frames the feed says stay valid at their word
+// (AnalyzerOptions::frames_stay_valid: TCP's retransmission history refers to them).
+FedView feed_view(const fs::path& p, ReaderKind kind, unsigned threads, bool refer = false) {
   std::string error;
   auto r = CaptureReader::open(p.string(), error, kind);
   EXPECT_TRUE(r) << p << ": " << error;
   FedView v;
   if (!r) return v;
-  Analyzer an;
+  AnalyzerOptions options;
+  options.frames_stay_valid = refer;
+  Analyzer an(options);
   FeedOptions o;
   o.threads = threads;
   o.pipeline_frames = 6;  // a batch every frame: batches recycled many times
@@ -390,7 +395,8 @@ FedView feed_view(const fs::path& p, ReaderKind kind, unsigned threads) {
 
 // The pipeline uses a mapped file's frames where they lie (CaptureReader::frames_stay_valid)
 // instead of copying them into its batches: on every sample, what the engine and on_frame get
-// equals the copies' (libpcap's frames, copied) and the one-thread loop's.
+// equals the copies' (libpcap's frames, copied) and the one-thread loop's. So does the analysis
+// that refers to those frames from its retransmission history, fed by either loop.
 TEST(FeedInPlace, EverySampleTheSameAsCopiedFrames) {
   std::size_t files = 0;
   for (const auto& e :
@@ -409,6 +415,8 @@ TEST(FeedInPlace, EverySampleTheSameAsCopiedFrames) {
     EXPECT_GT(in_place.frames, 0u) << e.path();
     EXPECT_EQ(in_place, feed_view(e.path(), ReaderKind::libpcap, 2)) << e.path();
     EXPECT_EQ(in_place, feed_view(e.path(), ReaderKind::mapped, 1)) << e.path();
+    EXPECT_EQ(in_place, feed_view(e.path(), ReaderKind::mapped, 2, true)) << e.path();
+    EXPECT_EQ(in_place, feed_view(e.path(), ReaderKind::mapped, 1, true)) << e.path();
   }
   EXPECT_GT(files, 20u);
 }
@@ -430,7 +438,66 @@ TEST(FeedInPlace, OnlyAMappedUncompressedFileKeepsItsFrames) {
     ASSERT_TRUE(r->next(f));
     EXPECT_EQ(r->frames_stay_valid(), stays) << path << " " << r->backend();
     EXPECT_EQ(feed_view(path, kind, 2), feed_view(p, ReaderKind::libpcap, 1)) << path;
+    EXPECT_EQ(feed_view(path, kind, 1, true), feed_view(p, ReaderKind::libpcap, 1)) << path;
   }
+}
+
+// Where TCP's retransmission history reads, seen by changing the file under the reader on
+// purpose (on Linux a private map's untouched pages show the file's current octets): a data
+// segment is retransmitted at the end of the file, and its first copy in the file is changed
+// just before the retransmission is fed. An analysis that refers to the mapped frames (the
+// option on, and the feed saying they stay valid: one thread or two) finds the retransmission
+// different; one that copied them (the option off, or libpcap's frames) does not.
+TEST(FeedInPlace, FramesThatStayValidAreReadWhereTheFileHoldsThem) {
+  Bytes file = sample();
+  const std::vector<std::size_t> at = record_offsets(file);
+  std::uint32_t link_type = 0;
+  std::memcpy(&link_type, file.data() + 20, 4);
+  std::size_t record = 0, record_size = 0, payload_at = 0;
+  for (std::size_t i = 0; i < at.size() && payload_at == 0; ++i) {
+    std::uint32_t caplen = 0;
+    std::memcpy(&caplen, file.data() + at[i] + 8, 4);
+    const ByteView frame(file.data() + at[i] + kRecordHeader, caplen);
+    const net::FrameDecode d = net::decode_frame(link_type, frame, caplen);
+    if (d.status != net::FrameStatus::tcp || d.tcp.payload.size() < TcpReassembler::kMinSpan)
+      continue;
+    record = i;
+    record_size = kRecordHeader + caplen;
+    payload_at =
+        at[i] + kRecordHeader + static_cast<std::size_t>(d.tcp.payload.data() - frame.data());
+  }
+  ASSERT_NE(payload_at, 0u);
+  const Bytes copy(file.begin() + static_cast<std::ptrdiff_t>(at[record]),
+                   file.begin() + static_cast<std::ptrdiff_t>(at[record] + record_size));
+  file.insert(file.end(), copy.begin(), copy.end());
+  const std::uint64_t retransmission = at.size() + 1;
+  auto conflicts = [&](ReaderKind kind, unsigned threads, bool refer) {
+    const fs::path p = write_file(".pcap", file);
+    std::string error;
+    auto r = CaptureReader::open(p.string(), error, kind);
+    EXPECT_TRUE(r) << error;
+    if (!r) return std::size_t{0};
+    AnalyzerOptions options;
+    options.frames_stay_valid = refer;
+    Analyzer an(options);
+    FeedOptions o;
+    o.threads = threads;
+    o.on_frame = [&](const Frame& f) {
+      if (f.number != retransmission) return;
+      std::fstream out(p, std::ios::binary | std::ios::in | std::ios::out);
+      out.seekp(static_cast<std::streamoff>(payload_at + 5));
+      out.put(static_cast<char>(file[payload_at + 5] ^ 0x40));
+    };
+    const FeedResult fed = feed(*r, an, o);
+    EXPECT_EQ(fed.frames, retransmission);
+    return an.model()
+        .finding_counts[static_cast<std::size_t>(FindingId::tcp_retransmission_conflict)];
+  };
+  const std::size_t copied = conflicts(ReaderKind::libpcap, 1, true);
+  EXPECT_EQ(conflicts(ReaderKind::mapped, 1, false), copied);
+  EXPECT_EQ(conflicts(ReaderKind::mapped, 2, false), copied);
+  EXPECT_EQ(conflicts(ReaderKind::mapped, 1, true), copied + 1);
+  EXPECT_EQ(conflicts(ReaderKind::mapped, 2, true), copied + 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, Feed, ::testing::Values(1u, 2u),

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "ddpscope/common/crc32c.h"
+#include "ddpscope/tcp/reassembly.h"
 
 namespace ddpscope {
 namespace {
@@ -166,6 +167,26 @@ class Conn {
 
   const Bytes& stream(int dir) const { return stream_[dir]; }
 
+  // The frames run() feeds (SYN, SYN-ACK, then `segs`), as Ethernet frames a capture holds.
+  std::vector<Bytes> frames(const std::vector<Seg>& segs) const {
+    std::vector<Bytes> out;
+    auto add = [&](const Seg& s) {
+      net::TcpFrameSpec spec;
+      spec.src = ep_[s.dir];
+      spec.dst = ep_[1 - s.dir];
+      spec.seq = s.seq;
+      spec.ack = s.ack;
+      spec.flags = s.flags;
+      if (s.flags & net::tcp_flag::syn) spec.mss = 1460;
+      out.push_back(net::encode_tcp_frame(spec, s.data));
+    };
+    add(Seg{0, isn_[0], {}, net::tcp_flag::syn});
+    add(Seg{1, isn_[1], {}, net::tcp_flag::syn | net::tcp_flag::ack});
+    for (const auto& s : segs)
+      add(s);
+    return out;
+  }
+
   bool other_wrote_between(int d, std::uint64_t t1, std::uint64_t t2) const {
     const auto& o = time_[1 - d];
     auto it = std::upper_bound(o.begin(), o.end(), t1);
@@ -318,6 +339,94 @@ TEST(Analysis, ConflictingRetransmissionIsReportedAndFirstCopyWins) {
   const Model& m = c.run(a, segs);
   EXPECT_EQ(codes(m), std::vector<std::string>{"tcp.retransmission-conflict"});
   EXPECT_EQ(m.findings[0].frame, 2u + 6u);
+}
+
+constexpr auto kEthernet = static_cast<std::uint32_t>(net::LinkType::ethernet);
+
+// Feeds whole Ethernet frames (Conn::frames), numbered from 1, each fed as staying valid or not.
+const Model& run_frames(Analyzer& a, const std::vector<Bytes>& frames, bool stays_valid) {
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    const auto size = static_cast<std::uint32_t>(frames[i].size());
+    a.feed_decoded(i + 1, static_cast<std::int64_t>(i + 1) * 1000, size,
+                   net::decode_frame(kEthernet, frames[i], size), stays_valid);
+  }
+  a.finish();
+  return a.model();
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> findings_at(const Model& m) {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (const auto& f : m.findings)
+    out.emplace_back(f.code(), f.frame);
+  return out;
+}
+
+TEST(Analysis, FramesThatStayValidAreComparedAsCopiedOnesAre) {
+  // Reordering, an exact and a conflicting retransmission, as whole frames: the same findings
+  // whether the host keeps its frames valid (AnalyzerOptions::frames_stay_valid and
+  // feed_decoded's stays_valid: TCP's history refers to them) or not (it copies them).
+  Conn c;
+  clean_exchange(c);
+  auto segs = c.segments(500);
+  std::swap(segs[3], segs[5]);             // reordered: drained from reassembly's storage
+  segs.insert(segs.begin() + 7, segs[6]);  // exact retransmission
+  for (std::size_t k : {4u, 8u}) {
+    Seg bad = segs[k];
+    bad.data[bad.data.size() / 2] ^= 0xFF;
+    segs.push_back(bad);
+  }
+  const std::vector<Bytes> frames = c.frames(segs);
+  auto run = [&](bool option, bool stays_valid) {
+    AnalyzerOptions o;
+    o.frames_stay_valid = option;
+    Analyzer a(o);
+    return findings_at(run_frames(a, frames, stays_valid));
+  };
+  const auto copied = run(false, false);
+  EXPECT_EQ(std::count_if(copied.begin(), copied.end(),
+                          [](const auto& f) { return f.first == "tcp.retransmission-conflict"; }),
+            2);
+  EXPECT_EQ(run(true, true), copied);
+  EXPECT_EQ(run(true, false), copied);
+  EXPECT_EQ(run(false, true), copied);
+}
+
+TEST(Analysis, FramesAreReferredToOnlyWhenTheHostAndTheFeedSaySo) {
+  // Where TCP's history reads, seen by breaking the promise on purpose: a frame's payload is
+  // changed after it was fed, then its original is retransmitted. Only when the host (the
+  // option) and the feed (stays_valid) both said the frame stays valid does the history refer
+  // to the frame, and find the retransmission different.
+  Conn c;
+  clean_exchange(c);
+  auto segs = c.segments(500);
+  const auto k = static_cast<std::size_t>(
+      std::find_if(segs.begin(), segs.end(),
+                   [](const Seg& s) { return s.data.size() >= TcpReassembler::kMinSpan; }) -
+      segs.begin());
+  ASSERT_LT(k, segs.size());
+  segs.push_back(segs[k]);  // an exact retransmission, last
+  const std::vector<Bytes> original = c.frames(segs);
+  auto conflicts = [&](bool option, bool stays_valid) {
+    std::vector<Bytes> frames = original;
+    AnalyzerOptions o;
+    o.frames_stay_valid = option;
+    Analyzer a(o);
+    for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
+      const auto size = static_cast<std::uint32_t>(frames[i].size());
+      a.feed_decoded(i + 1, 0, size, net::decode_frame(kEthernet, frames[i], size), stays_valid);
+    }
+    frames[k + 2].back() ^= 0x40;  // the segment's last payload octet, in the frame fed
+    const auto size = static_cast<std::uint32_t>(frames.back().size());
+    a.feed_decoded(frames.size(), 0, size, net::decode_frame(kEthernet, frames.back(), size),
+                   stays_valid);
+    a.finish();
+    return a.model()
+        .finding_counts[static_cast<std::size_t>(FindingId::tcp_retransmission_conflict)];
+  };
+  EXPECT_EQ(conflicts(true, true), 1u);
+  EXPECT_EQ(conflicts(true, false), 0u);
+  EXPECT_EQ(conflicts(false, true), 0u);
+  EXPECT_EQ(conflicts(false, false), 0u);
 }
 
 TEST(Analysis, CrcMismatchIsAnErrorWithTheMpaTerminate) {

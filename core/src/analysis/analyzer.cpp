@@ -44,22 +44,24 @@ void Analyzer::add_regions(std::span<const RegionSpec> regions) {
 
 [[gnu::always_inline]] inline void Analyzer::Impl::on_tcp_frame(std::uint64_t frame,
                                                                 std::int64_t ts,
-                                                                const net::TcpSegment& seg) {
+                                                                const net::TcpSegment& seg,
+                                                                bool stays_valid) {
   if (!user_regions.empty()) {
     ensure_ownerless_regions(seg.src.addr);
     ensure_ownerless_regions(seg.dst.addr);
   }
-  feed_tcp(frame, ts, seg);
+  feed_tcp(frame, ts, seg, stays_valid);
 }
 
 [[gnu::always_inline]] inline void Analyzer::Impl::on_frame(std::uint64_t frame, std::int64_t ts,
                                                             std::size_t captured,
-                                                            const net::FrameDecode& d) {
+                                                            const net::FrameDecode& d,
+                                                            bool stays_valid) {
   model.frames++;
   model.bytes += captured;
   switch (d.status) {
     case net::FrameStatus::tcp:
-      on_tcp_frame(frame, ts, d.tcp);
+      on_tcp_frame(frame, ts, d.tcp, stays_valid);
       break;
     case net::FrameStatus::sctp:
       if (!user_regions.empty()) {
@@ -84,7 +86,7 @@ void Analyzer::add_regions(std::span<const RegionSpec> regions) {
                                                                    std::int64_t ts,
                                                                    const net::FrameDecode& d) {
   if (d.status == net::FrameStatus::tcp) {
-    on_tcp_frame(frame, ts, d.tcp);
+    on_tcp_frame(frame, ts, d.tcp, false);  // from a shard's batch: a copy reused for the next
   } else if (d.status == net::FrameStatus::sctp) {
     if (!user_regions.empty()) {
       ensure_ownerless_regions(d.sctp.src);
@@ -100,9 +102,9 @@ void Analyzer::feed_frame(std::uint64_t frame, std::int64_t ts_ns, std::uint32_t
 }
 
 void Analyzer::feed_decoded(std::uint64_t frame, std::int64_t ts_ns, std::size_t captured,
-                            const net::FrameDecode& d) {
+                            const net::FrameDecode& d, bool stays_valid) {
   if (impl_->shards.empty()) {
-    impl_->on_frame(frame, ts_ns, captured, d);
+    impl_->on_frame(frame, ts_ns, captured, d, stays_valid);
     return;
   }
   const std::uint64_t event = next_event();
@@ -113,7 +115,7 @@ void Analyzer::feed_decoded(std::uint64_t frame, std::int64_t ts_ns, std::size_t
 
 void Analyzer::feed_tcp(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment) {
   if (impl_->shards.empty()) {
-    impl_->on_tcp_frame(frame, ts_ns, segment);
+    impl_->on_tcp_frame(frame, ts_ns, segment, false);
     return;
   }
   net::FrameDecode d;

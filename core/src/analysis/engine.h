@@ -457,12 +457,15 @@ struct Analyzer::Impl {
   // ---- the facade (analyzer.cpp) ----
   // A decoded frame: counted, then handed to TCP or SCTP. Folded into Analyzer::feed_frame,
   // feed_decoded and feed_tcp (every frame passes through two or three of them).
+  // `stays_valid`: feed_decoded's, the frame lies where the host keeps it valid until finish(),
+  // if AnalyzerOptions::frames_stay_valid says the host does.
   inline void on_frame(std::uint64_t frame, std::int64_t ts, std::size_t captured,
-                       const net::FrameDecode& d);
-  inline void on_tcp_frame(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
+                       const net::FrameDecode& d, bool stays_valid);
+  inline void on_tcp_frame(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg,
+                           bool stays_valid);
 
   // ---- TCP (engine_tcp.cpp) ----
-  void feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
+  void feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg, bool stays_valid);
   // What feed_tcp tells the timing model, out of line (called only with timing on).
   [[gnu::cold, gnu::noinline]] void timing_window(std::uint32_t stream, int dir,
                                                   const net::TcpSegment& seg, std::uint64_t frame,

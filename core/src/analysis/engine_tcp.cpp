@@ -213,7 +213,8 @@ std::uint64_t Analyzer::Impl::timing_segment(std::uint32_t stream, int dir,
   return ds.reasm.retransmitted_bytes();
 }
 
-void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg) {
+void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg,
+                              bool stays_valid) {
   cur_frame = frame;
   cur_ts = ts;
   Connection* cp = connection_for(frame, ts, seg);
@@ -289,7 +290,8 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
   // The timing model: a segment past a hole, and octets seen again (out of line: off, one test).
   const std::uint64_t retransmitted =
       timing ? timing_segment(c.stream, dir, ds, seq, seg.payload.empty(), frame, ts) : 0;
-  ds.reasm.segment(seq, seg.payload, frame, lost_tail, callbacks);
+  ds.reasm.segment(seq, seg.payload, frame, lost_tail, callbacks,
+                   stays_valid && options.frames_stay_valid);
   if (timing && ds.reasm.retransmitted_bytes() > retransmitted) [[unlikely]]
     timing->stall(c.stream, c.index_of(&ds), StallKind::retransmission, frame, ts);
   if (seg_offset && *seg_offset > static_cast<std::int64_t>(ds.reasm.next_offset()))

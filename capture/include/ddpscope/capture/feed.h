@@ -131,6 +131,11 @@ struct FeedResult {
 // capture.truncated-file at the last complete frame (Analyzer::note_truncated_file; every frame
 // before the damage stays analysed), then Analyzer::finish() runs. After a stop neither runs:
 // the model holds what was fed so far.
+// A frame fed where the reader keeps it valid (CaptureReader::frames_stay_valid: the mapped,
+// uncompressed file's, one thread or two) is fed as staying valid (Analyzer::feed_decoded); an
+// analyzer that takes that at its word (AnalyzerOptions::frames_stay_valid) needs `reader` kept
+// until its finish(). Frames a layer put in their place, read by libpcap after a hand-over
+// mid-file, or copied into a shard's batch are not.
 FeedResult feed(CaptureReader& reader, Analyzer& analyzer, const FeedOptions& options = {});
 
 }  // namespace ddpscope::capture

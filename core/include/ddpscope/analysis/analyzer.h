@@ -63,6 +63,14 @@ struct AnalyzerOptions {
   // Keep the timing model (analysis/timing.h): operation latencies, throughput, stalls. Off
   // (nullopt), the engine's hooks cost a null check and nothing is kept.
   std::optional<TimingOptions> timing;
+  // The host keeps the octets of every frame it feeds as staying valid (feed_decoded's
+  // `stays_valid`) readable and unchanged until finish() (`ddpscope analyze` keeps its reader,
+  // whose mapped file they lie in, until the report is written). TCP reassembly then refers to
+  // the octets its retransmission history keeps of them instead of copying them (about a third
+  // of a large FPDU's cost). Off, every frame's octets are copied, whatever the feed says: the
+  // plugin's and the live endpoint's frames live only while they are fed. Findings and reports
+  // are the same either way.
+  bool frames_stay_valid = false;
 };
 
 class Analyzer {
@@ -104,8 +112,11 @@ class Analyzer {
   // The same, for a frame a host already decoded (on another thread: `ddpscope analyze
   // --threads`): `decoded` is net::decode_frame(link_type, data, wire_length) of the frame's
   // `captured` octets, its views still valid. feed_frame() is exactly this.
+  // `stays_valid`: the frame's octets lie where the host keeps them as options().
+  // frames_stay_valid promises (a mapped capture file, not a copy the next frame overwrites);
+  // ignored unless that option is on, and by a sharded analyzer.
   void feed_decoded(std::uint64_t frame, std::int64_t ts_ns, std::size_t captured,
-                    const net::FrameDecode& decoded);
+                    const net::FrameDecode& decoded, bool stays_valid = false);
   // Feed a decoded TCP segment (the plugin does this from Wireshark's TCP layer).
   void feed_tcp(std::uint64_t frame, std::int64_t ts_ns, const net::TcpSegment& segment);
   // A finding a layer under the analysis reports (the ESP layer, esp/: esp.*), at `frame`, tied
