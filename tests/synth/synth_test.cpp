@@ -396,6 +396,32 @@ TEST(SynthExpected, TcpFaults) {
   EXPECT_EQ(conflict.expected[0].code, "tcp.retransmission-conflict");
 }
 
+// Many copies of segments (each pushed onto the generator's packet list, which then moves) and
+// a drop of a packet an earlier fault expected its finding at: the generator once read a moved
+// packet (a segfault under duplicate and conflict) and stopped with "internal error: map::at".
+TEST(SynthExpected, ManyCopiesAndADropOfAnExpectedPacket) {
+  json j = base_scenario();
+  j["operations"] = json::parse(R"([
+    {"op": "write", "from": "client", "stag": 7, "to": 0, "size": 60000}
+  ])");
+  json faults = json::array();
+  for (int i = 0; i < 24; ++i)
+    faults.push_back({{"kind", i % 2 ? "duplicate" : "conflict"}, {"index", i}, {"after", 3}});
+  j["tcp_faults"] = faults;
+  SynthResult many;
+  std::string err;
+  ASSERT_TRUE(synthesize_json(j, tmp("many-copies.pcap"), many, err)) << err;
+  EXPECT_EQ(many.expected.size(), 12u);  // one conflict each; exact duplicates are legal
+  // The conflicting copy of data segment 0 is itself the 2nd data packet: drop it.
+  j["tcp_faults"] = json::parse(R"([{"kind": "conflict", "index": 0, "after": 0},
+                                    {"kind": "drop", "index": 1}])");
+  SynthResult dropped;
+  ASSERT_TRUE(synthesize_json(j, tmp("dropped-copy.pcap"), dropped, err)) << err;
+  for (const auto& e : dropped.expected)
+    EXPECT_NE(e.code, "tcp.retransmission-conflict") << "frame " << e.frame;
+  EXPECT_FALSE(dropped.exhaustive);
+}
+
 // A receiver_drop (issue 39): the packet stays in the capture with its ESP ICV broken, the
 // receiver's ACKs do not pass it, and TCP's retransmission follows `after` packets later. The
 // only finding is esp.icv-mismatch at the packet; without an esp block it is refused.

@@ -669,10 +669,11 @@ void Emitter::apply_tcp_fault(const TcpFault& f) {
       break;
     }
     case TcpFaultKind::duplicate: {
+      // `p` is not used past the push_back: it may move packets_ (and did: a use-after-free).
       Packet copy = p;
       copy.id = static_cast<int>(packets_.size());
       packets_.push_back(copy);
-      order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(later(pos, p.conn, f.after)),
+      order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(later(pos, copy.conn, f.after)),
                     copy.id);
       break;
     }
@@ -718,8 +719,8 @@ void Emitter::apply_tcp_fault(const TcpFault& f) {
       // Same sequence number, different octets in the middle of the payload.
       if (copy.payload.empty()) throw GenerateError(f.where + ": segment has no payload");
       copy.payload[copy.payload.size() / 2] ^= 0xFF;
-      packets_.push_back(copy);
-      order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(later(pos, p.conn, f.after)),
+      packets_.push_back(copy);  // `p` may dangle from here on
+      order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(later(pos, copy.conn, f.after)),
                     copy.id);
       expect_packet("tcp.retransmission-conflict", copy.conn, copy.dir, copy.id, op,
                     "retransmission with one octet changed");
@@ -803,10 +804,15 @@ std::vector<ExpectedFinding> Emitter::expected() {
   lost_.clear();
   std::vector<ExpectedFinding> out;
   for (const auto& e : expects_) {
-    const std::uint64_t frame =
-        e.packet ? frame_of_.at(*e.packet) : frame_at(e.conn, e.dir, e.offset);
+    std::uint64_t frame = 0;
+    if (!e.packet) {
+      frame = frame_at(e.conn, e.dir, e.offset);
+    } else if (const auto it = frame_of_.find(*e.packet); it != frame_of_.end()) {
+      frame = it->second;  // not there: a later fault dropped the packet (a copy, the next one)
+    }
     if (frame == 0) {
-      // The offending PDU starts in a dropped segment: the analyzer cannot see it.
+      // The offending PDU starts in a dropped segment, or the packet the finding was expected
+      // at is itself dropped: the analyzer cannot see it there.
       exhaustive_ = false;
       continue;
     }
