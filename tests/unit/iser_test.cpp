@@ -298,14 +298,7 @@ struct IserWire {
   hostile::Wire w;
   // SYNs, MPA Request and Reply; the Login over iSER names the stream (the port is not 3260).
   void handshake() {
-    w.syn();
-    wire::MpaReqRep req;
-    req.kind = wire::MpaFrameKind::request;
-    req.revision = 1;
-    w.send(0, wire::encode_mpa_reqrep(req));
-    wire::MpaReqRep rep = req;
-    rep.kind = wire::MpaFrameKind::reply;
-    w.send(1, wire::encode_mpa_reqrep(rep));
+    w.handshake();  // SYNs, MPA Request and Reply (revision 1, CRC as w.crc)
     send(0, login_request());
   }
   std::uint32_t msn[2] = {1, 1};

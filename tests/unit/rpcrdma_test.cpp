@@ -179,14 +179,7 @@ struct RpcWire {
   explicit RpcWire(Analyzer& an) : w(an) { w.crc = false; }
   hostile::Wire w;
   void handshake() {
-    w.syn();
-    wire::MpaReqRep req;
-    req.kind = wire::MpaFrameKind::request;
-    req.revision = 1;
-    w.send(0, wire::encode_mpa_reqrep(req));
-    wire::MpaReqRep rep = req;
-    rep.kind = wire::MpaFrameKind::reply;
-    w.send(1, wire::encode_mpa_reqrep(rep));
+    w.handshake();  // SYNs, MPA Request and Reply (revision 1, CRC as w.crc)
   }
   std::uint32_t msn[2] = {1, 1};
   void send(int dir, const Bytes& body, std::uint32_t inv = 0) {

@@ -163,14 +163,7 @@ struct SmbWire {
   explicit SmbWire(Analyzer& an) : w(an) { w.crc = false; }
   hostile::Wire w;
   void handshake() {
-    w.syn();
-    wire::MpaReqRep req;
-    req.kind = wire::MpaFrameKind::request;
-    req.revision = 1;
-    w.send(0, wire::encode_mpa_reqrep(req));
-    wire::MpaReqRep rep = req;
-    rep.kind = wire::MpaFrameKind::reply;
-    w.send(1, wire::encode_mpa_reqrep(rep));
+    w.handshake();  // SYNs, MPA Request and Reply (revision 1, CRC as w.crc)
     SmbdNegotiateRequest rq;
     rq.credits_requested = 16;
     send(0, encode_smbd_negotiate_request(rq));

@@ -233,22 +233,14 @@ TEST(UlpOpening, DecodersRejectOthersOpenings) {
 
 // ---- through the engine: the MSN and the handshake come from the stream ----------------------
 
-// A stream (port 7000) whose initiator sends `first`, then an iSCSI Login over iSER; with
-// `handshake`, the MPA Request and Reply are in the capture.
-std::string ulp_of_stream(const Bytes& first, bool handshake) {
+// A stream (hostile::Wire's: ports 40000 and 4791) whose start the capture holds (SYNs, MPA
+// Request and Reply) and whose initiator sends `first` (when not empty), then an iSCSI Login over
+// iSER.
+std::string ulp_of_stream(const Bytes& first) {
   Analyzer an;
   hostile::Wire w(an);
   w.crc = false;
-  w.syn();
-  if (handshake) {
-    wire::MpaReqRep req;
-    req.kind = wire::MpaFrameKind::request;
-    req.revision = 1;
-    w.send(0, wire::encode_mpa_reqrep(req));
-    wire::MpaReqRep rep = req;
-    rep.kind = wire::MpaFrameKind::reply;
-    w.send(1, wire::encode_mpa_reqrep(rep));
-  }
+  w.handshake();
   std::uint32_t msn = 1;
   if (!first.empty())
     w.fpdu(0, wire::untagged_header(wire::Opcode::send, wire::kQnSend, msn++, 0, true), first);
@@ -259,9 +251,9 @@ std::string ulp_of_stream(const Bytes& first, bool handshake) {
 
 TEST(UlpOpening, TheEngineJudgesTheInitiatorsFirstSendOfAStreamWhoseStartItSaw) {
   // The Login as the first Send names the stream.
-  EXPECT_EQ(ulp_of_stream({}, true), "iser");
+  EXPECT_EQ(ulp_of_stream({}), "iser");
   // After an rping advertisement it is no iSER stream's opening: nothing names the stream.
-  EXPECT_EQ(ulp_of_stream(rping_advert(), true), "");
+  EXPECT_EQ(ulp_of_stream(rping_advert()), "");
 }
 
 }  // namespace
