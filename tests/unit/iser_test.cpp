@@ -64,21 +64,6 @@ Bytes scsi_response(std::uint32_t itt, std::uint8_t status = 0, std::uint32_t un
   m.insert(m.end(), pdu.begin(), pdu.end());
   return m;
 }
-Bytes login_request() {
-  IscsiBhs b;
-  b.opcode = iscsi_opcode::login_request;
-  b.immediate = true;
-  b.flags = 0x87;  // T, CSG 1, NSG 3
-  const std::string text = std::string("InitiatorName=iqn.2026-12.org.example:host") + '\0' +
-                           "TargetName=iqn.2026-12.org.example:disk" + '\0';
-  b.data_length = static_cast<std::uint32_t>(text.size());
-  Bytes m = encode_iser_header(IserHeader{});
-  const Bytes pdu = encode_iscsi_bhs(b);
-  m.insert(m.end(), pdu.begin(), pdu.end());
-  m.insert(m.end(), text.begin(), text.end());
-  return m;
-}
-
 TEST(IserCodec, HeaderRoundTripsAndReservedBitsAreRefused) {
   IserHeader h;
   h.write_valid = true;
@@ -204,7 +189,7 @@ TEST(IserDecoder, RecognisedByLoginOrPortHintNeverByContentAlone) {
   {
     IserStream st;  // the Login claims the stream whatever the port
     UlpEvents ev;
-    const Bytes login = login_request();
+    const Bytes login = test::iser_login_request();
     d.decode(from_initiator(login.size(), 9999), &st, login, ev);
     EXPECT_TRUE(st.claimed());
     EXPECT_EQ(st.describe(),
@@ -299,7 +284,7 @@ struct IserWire {
   // SYNs, MPA Request and Reply; the Login over iSER names the stream (the port is not 3260).
   void handshake() {
     w.handshake();  // SYNs, MPA Request and Reply (revision 1, CRC as w.crc)
-    send(0, login_request());
+    send(0, test::iser_login_request());
   }
   std::uint32_t msn[2] = {1, 1};
   void send(int dir, const Bytes& body, std::uint32_t inv = 0) {

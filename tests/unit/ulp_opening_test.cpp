@@ -44,20 +44,6 @@ Bytes nvme_connect() {
   return c;
 }
 
-Bytes iser_login() {
-  IscsiBhs b;
-  b.opcode = iscsi_opcode::login_request;
-  b.immediate = true;
-  b.flags = 0x87;
-  const std::string text = std::string("InitiatorName=iqn.2026-12.org.example:host") + '\0';
-  b.data_length = static_cast<std::uint32_t>(text.size());
-  Bytes m = encode_iser_header(IserHeader{});
-  const Bytes pdu = encode_iscsi_bhs(b);
-  m.insert(m.end(), pdu.begin(), pdu.end());
-  m.insert(m.end(), text.begin(), text.end());
-  return m;
-}
-
 Bytes rpc_call(std::uint32_t vers = 1) {
   RpcRdmaHeader h;
   h.xid = 9;
@@ -93,7 +79,7 @@ TEST(UlpOpening, EachUlpsOwnOpeningKeepsItsDecoderAndClaims) {
     Bytes message;
     std::size_t decoder;
   } openings[] = {{nvme_connect(), kNvme},
-                  {iser_login(), kIser},
+                  {test::iser_login_request(), kIser},
                   {rpc_call(), kRpcRdma},
                   {smbd_negotiate(), kSmbDirect}};
   for (const auto& o : openings) {
@@ -221,7 +207,7 @@ TEST(UlpOpening, OpeningsThatDoNotClaimYetStillKeepTheirDecoder) {
 
 TEST(UlpOpening, DecodersRejectOthersOpenings) {
   const auto decoders = default_advertisement_decoders();
-  const Bytes connect = nvme_connect(), login = iser_login(), call = rpc_call(),
+  const Bytes connect = nvme_connect(), login = test::iser_login_request(), call = rpc_call(),
               negotiate = smbd_negotiate();
   UlpStreamDecoders d(decoders);
   EXPECT_FALSE(decoders[kNvme]->may_open(first_send(login, 1), d.state(kNvme), login));
@@ -244,7 +230,8 @@ std::string ulp_of_stream(const Bytes& first) {
   std::uint32_t msn = 1;
   if (!first.empty())
     w.fpdu(0, wire::untagged_header(wire::Opcode::send, wire::kQnSend, msn++, 0, true), first);
-  w.fpdu(0, wire::untagged_header(wire::Opcode::send, wire::kQnSend, msn++, 0, true), iser_login());
+  w.fpdu(0, wire::untagged_header(wire::Opcode::send, wire::kQnSend, msn++, 0, true),
+         test::iser_login_request());
   an.finish();
   return an.model().streams.empty() ? "(no stream)" : an.model().streams[0].ulp;
 }
