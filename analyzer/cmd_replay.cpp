@@ -306,7 +306,7 @@ class Replayer {
       c.user = &r;
       return true;
     };
-    loop_.on_connection = [this](endpoint::Connection& c) {
+    loop_.on_connection = [](endpoint::Connection& c) {
       auto* r = static_cast<StreamRun*>(c.user);
       if (!r || r->conn) {
         c.abort();

@@ -8,6 +8,9 @@
 #include <cstring>
 #include <mutex>
 
+// gcry_control through the loader's non-variadic stand-in (gcrypt_loader.cpp says why).
+extern "C" gcry_error_t ddpscope_gcry_control(enum gcry_ctl_cmds cmd, int arg);
+
 namespace ddpscope::esp {
 namespace {
 
@@ -15,8 +18,8 @@ void init_gcrypt() {
   static std::once_flag once;
   std::call_once(once, [] {
     gcry_check_version(nullptr);
-    gcry_control(GCRYCTL_DISABLE_SECMEM, 0);
-    gcry_control(GCRYCTL_INITIALIZATION_FINISHED, 0);
+    ddpscope_gcry_control(GCRYCTL_DISABLE_SECMEM, 0);
+    ddpscope_gcry_control(GCRYCTL_INITIALIZATION_FINISHED, 0);
   });
 }
 

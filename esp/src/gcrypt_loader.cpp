@@ -6,8 +6,6 @@
 // below are the libgcrypt API crypto.cpp calls, with libgcrypt's own names and prototypes
 // (common/lazy_library.h says how); the first of them to run loads DDPSCOPE_GCRYPT_SONAME, the
 // SONAME CMake found.
-#include <cstdarg>
-
 #pragma GCC visibility push(hidden)
 #include <gcrypt.h>
 #pragma GCC visibility pop
@@ -60,15 +58,14 @@ DDPSCOPE_GCRYPT_CALL(gcry_error_t, gcry_mac_setkey,
 DDPSCOPE_GCRYPT_CALL(gcry_error_t, gcry_mac_write,
                      (gcry_mac_hd_t hd, const void* buffer, size_t length), (hd, buffer, length))
 
-// Variadic: what follows CMD depends on CMD. crypto.cpp passes one int to each command it
-// uses (GCRYCTL_DISABLE_SECMEM, GCRYCTL_INITIALIZATION_FINISHED: 0), forwarded as that.
-extern "C" __attribute__((visibility("hidden"))) gcry_error_t gcry_control(enum gcry_ctl_cmds cmd,
-                                                                           ...) {
+// gcry_control is variadic: what follows CMD depends on CMD. A wrapper with its prototype would
+// need va_start after an enum parameter, which the language leaves undefined (the enum is
+// promoted when passed; Clang's -Wvarargs), so crypto.cpp calls this one instead, with the one
+// int each command it uses takes (GCRYCTL_DISABLE_SECMEM, GCRYCTL_INITIALIZATION_FINISHED: 0).
+// A call of gcry_control itself fails to link: the library is not linked, only loaded.
+extern "C" __attribute__((visibility("hidden"))) gcry_error_t ddpscope_gcry_control(
+    enum gcry_ctl_cmds cmd, int arg) {
   static const auto real = reinterpret_cast<gcry_error_t (*)(enum gcry_ctl_cmds, ...)>(
       ddpscope::lazy_library_symbol(libgcrypt(), DDPSCOPE_GCRYPT_SONAME, "gcry_control"));
-  std::va_list ap;
-  va_start(ap, cmd);
-  const int arg = va_arg(ap, int);
-  va_end(ap);
   return real(cmd, arg);
 }
