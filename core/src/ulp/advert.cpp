@@ -10,6 +10,7 @@
 #include "ddpscope/ulp/rpcrdma.h"
 #include "ddpscope/ulp/rping.h"
 #include "ddpscope/ulp/smbdirect.h"
+#include "ddpscope/wire/rdmap.h"
 
 namespace ddpscope {
 
@@ -145,7 +146,8 @@ void UlpStreamDecoders::judge_opening(const AdvertContext& ctx, ByteView message
     return;
   }
   opening_msn_ = 0;
-  if (message.size() != ctx.length) return;  // not all of it at hand
+  if (!wire::opcode_is_send_family(ctx.opcode)) return;  // no ULP opens with another message
+  if (message.size() != ctx.length) return;              // not all of it at hand
   for (std::uint32_t left = asked_; left != 0; left &= left - 1) {
     const auto i = static_cast<std::size_t>(std::countr_zero(left));
     if (!decoders_[i]->may_open(ctx, states_[i].get(), message)) asked_ &= ~(1u << i);

@@ -273,8 +273,7 @@ void IserDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, ByteVi
 bool IserDecoder::may_open(const AdvertContext& ctx, const UlpStreamState* state,
                            ByteView first) const {
   const auto* st = static_cast<const IserStream*>(state);
-  if (st->cm_hint || ctx.sender.port == kIscsiPort || ctx.receiver.port == kIscsiPort) return true;
-  if (!wire::opcode_is_send_family(ctx.opcode)) return true;
+  if (st->cm_hint || ctx.uses_port(kIscsiPort)) return true;
   const auto h = decode_iser_header(first);
   if (!h) return false;
   if (h->opcode == iser_opcode::hello) return true;
@@ -296,8 +295,7 @@ void decode_iser_body(const AdvertContext& ctx, IserStream* st, const std::optio
     if (senders_known)
       first_of_sender =
           std::find(st->senders.begin(), st->senders.end(), ctx.sender) == st->senders.end();
-    const bool hinted = st->recognised || st->cm_hint || ctx.sender.port == kIscsiPort ||
-                        ctx.receiver.port == kIscsiPort;
+    const bool hinted = st->recognised || st->cm_hint || ctx.uses_port(kIscsiPort);
     const bool hello = h->opcode == iser_opcode::hello;
     if (!first_of_sender || !ctx.from_initiator || !hinted) return;
     if (hello ? st->hello.has_value() : !st->hello || st->hello_reply) return;
@@ -327,7 +325,7 @@ void decode_iser_body(const AdvertContext& ctx, IserStream* st, const std::optio
   if (!st->recognised) {
     const bool login =
         bhs->opcode == iscsi_opcode::login_request || bhs->opcode == iscsi_opcode::login_response;
-    const bool port = ctx.sender.port == kIscsiPort || ctx.receiver.port == kIscsiPort;
+    const bool port = ctx.uses_port(kIscsiPort);
     if (!login && !port && !st->cm_hint) return;  // content alone, short of a Login
     st->recognised = true;
     st->evidence = login  ? "iSCSI Login over iSER"

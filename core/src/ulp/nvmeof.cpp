@@ -396,8 +396,7 @@ void NvmeRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, By
 // the decoder asked (it claims a stream on the port and a command capsule).
 bool NvmeRdmaDecoder::may_open(const AdvertContext& ctx, const UlpStreamState* /*state*/,
                                ByteView first) const {
-  if (ctx.sender.port == kNvmeRdmaPort || ctx.receiver.port == kNvmeRdmaPort) return true;
-  if (!wire::opcode_is_send_family(ctx.opcode)) return true;
+  if (ctx.uses_port(kNvmeRdmaPort)) return true;
   return first.size() >= kNvmeSqeSize && first[0] == kNvmeFabricsOpcode &&
          first[4] == kFctypeConnect;
 }
@@ -444,7 +443,7 @@ void decode_command(const AdvertContext& ctx, NvmeRdmaStream* st, ByteView messa
   if (!sqe || !nvme_sqe_plausible(*sqe, ctx.length)) return;
   const bool connect = sqe->opcode == kNvmeFabricsOpcode && sqe->fctype() == kFctypeConnect;
   if (!st->recognised) {
-    const bool port = ctx.sender.port == kNvmeRdmaPort || ctx.receiver.port == kNvmeRdmaPort;
+    const bool port = ctx.uses_port(kNvmeRdmaPort);
     if (!connect && !port) return;  // content alone, short of a Connect, is not enough
     st->recognised = true;
     st->evidence = connect ? "Fabrics Connect" : "port 4420 and an NVMe command capsule";

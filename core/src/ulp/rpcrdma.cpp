@@ -316,8 +316,7 @@ void RpcRdmaDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, Byt
 // asked.
 bool RpcRdmaDecoder::may_open(const AdvertContext& ctx, const UlpStreamState* /*state*/,
                               ByteView first) const {
-  if (ctx.sender.port == kNfsRdmaPort || ctx.receiver.port == kNfsRdmaPort) return true;
-  if (!wire::opcode_is_send_family(ctx.opcode)) return true;
+  if (ctx.uses_port(kNfsRdmaPort)) return true;
   if (first.size() < 16) return false;
   const std::uint32_t vers = load_be32(&first[4]);
   return vers >= 1 && vers <= 0xFF;
@@ -337,7 +336,7 @@ void decode_rpcrdma_body(const AdvertContext& ctx, RpcRdmaStream* st,
     if ((call && call->xid != h->xid) || (reply && reply->xid != h->xid)) return;
   }
   if (!st->recognised) {
-    const bool port = ctx.sender.port == kNfsRdmaPort || ctx.receiver.port == kNfsRdmaPort;
+    const bool port = ctx.uses_port(kNfsRdmaPort);
     if (!call && !reply && !port) return;  // a bare header, short of an RPC message or the port
     st->recognised = true;
     st->evidence = call    ? "an RPC Call in an RDMA_MSG"

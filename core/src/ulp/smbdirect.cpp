@@ -305,8 +305,7 @@ void SmbDirectDecoder::decode(const AdvertContext& ctx, UlpStreamState* state, B
 // wants decoded.
 bool SmbDirectDecoder::may_open(const AdvertContext& ctx, const UlpStreamState* /*state*/,
                                 ByteView first) const {
-  if (ctx.sender.port == kSmbDirectPort || ctx.receiver.port == kSmbDirectPort) return true;
-  if (!wire::opcode_is_send_family(ctx.opcode)) return true;
+  if (ctx.uses_port(kSmbDirectPort)) return true;
   return first.size() == kSmbdNegotiateRequestSize &&
          decode_smbd_negotiate_request(first).has_value();
 }

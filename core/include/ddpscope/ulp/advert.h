@@ -39,6 +39,8 @@ struct AdvertContext {
   // The message's MSN on its queue (RFC 5041 §5.1: a stream's first Send has MSN 1); 0: not
   // known. With from_initiator it tells the initiator's opening message (UlpStreamDecoders).
   std::uint32_t msn = 0;
+  // Either end uses `port` (a ULP's well-known port: a hint, never proof).
+  bool uses_port(std::uint16_t port) const { return sender.port == port || receiver.port == port; }
 };
 
 struct AdvertisedRegion {
