@@ -203,7 +203,7 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
       return true;
     }
   }
-  RawPdu pdu;
+  RawPdu& pdu = fpdu_;
   mpa::FpduWalk& w = walk_;
   const mpa::WalkStatus status = mpa::walk_fpdu(buf_, walk_params(0), pdu.plain_storage, w);
   if (!w.ulpdu_length) return false;
@@ -224,23 +224,30 @@ bool MpaFramer::try_fpdu(MpaFramerListener& out) {
   }
   if (status == mpa::WalkStatus::need_more) return false;
   const std::size_t raw_len = w.raw_length;
+  // Every field emit_pdu and the listener read is set here or in emit_pdu (the vectors keep
+  // their storage: the walk's markers are swapped in, and the walk clears what it gets back).
+  pdu.kind = RawPdu::Kind::fpdu;
+  pdu.slices.clear();
   pdu.plain = w.plain;
   pdu.leading_marker = w.leading_marker;
-  pdu.markers = std::move(w.markers);
-  pdu.marker_offsets = std::move(w.marker_offsets);
+  if (!w.markers.empty() || !pdu.markers.empty()) {
+    pdu.markers.swap(w.markers);
+    pdu.marker_offsets.swap(w.marker_offsets);
+  }
   pdu.crc_field = w.crc_field;
   pdu.crc_all = w.crc_all;
   pdu.crc_no_lead = w.crc_no_lead;
-  if (crc_ && !w.crc_matches()) {
-    // Reported now, in the frame that completes it (a one-pass host shows it there); whether
-    // the next FPDU starts where this one's length says is checked when its octets are held.
-    pdu.kind = RawPdu::Kind::fpdu;
-    emit_pdu(pdu, raw_len, out);
-    if (state_ == State::fpdu) check_after_bad_crc_ = true;
-    return true;
-  }
-  pdu.kind = RawPdu::Kind::fpdu;
+  pdu.after_resync = false;
+  pdu.resync_skipped = 0;
+  pdu.resync_after_gap = false;
+  pdu.resync_mid_stream = false;
+  pdu.crc_detected.reset();
+  pdu.crc_detected_by_peer = false;
+  const bool bad_crc = crc_ && !w.crc_matches();
   emit_pdu(pdu, raw_len, out);
+  // Reported now, in the frame that completes it (a one-pass host shows it there); whether
+  // the next FPDU starts where this one's length says is checked when its octets are held.
+  if (bad_crc && state_ == State::fpdu) check_after_bad_crc_ = true;
   return true;
 }
 

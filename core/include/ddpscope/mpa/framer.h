@@ -269,6 +269,9 @@ class MpaFramer {
   // try_fpdu's walk, kept between FPDUs (walk_fpdu resets every field): building and destroying
   // one per FPDU is measurable. Read only within try_fpdu.
   mpa::FpduWalk walk_;
+  // try_fpdu's PDU, kept between FPDUs for the same reason (it carries three vectors, two
+  // optionals and a DecodeError's strings). The listener does not re-enter this framer.
+  RawPdu fpdu_;
   // fpdu_at's walk and scratch octets, kept for the same reason: a search for a boundary
   // tries a candidate per octet held. Read only within fpdu_at.
   mutable mpa::FpduWalk probe_walk_;
