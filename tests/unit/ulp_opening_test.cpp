@@ -115,6 +115,41 @@ TEST(UlpOpening, AnRpingAdvertisementFirstRulesOutEveryUlpThatOpensOtherwise) {
   EXPECT_EQ(d.decode(first_send(advert, 3), advert).size(), 1u);
 }
 
+// Once only rping is asked, a message of any size but its advertisement's asks nobody: the
+// engine skips the decode (wants()), and decode() itself does not call rping either.
+TEST(UlpOpening, OnlyRpingLeftAsksAboutItsOwnSizeOnly) {
+  const auto decoders = default_advertisement_decoders();
+  UlpStreamDecoders d(decoders);
+  // Before the opening is judged, every size is wanted (the opening's, and four ULPs asked).
+  EXPECT_TRUE(d.wants(64, 1));
+  EXPECT_TRUE(d.wants(64, 7));
+  const Bytes advert = rping_advert();
+  d.decode(first_send(advert, 1), advert);
+  ASSERT_TRUE(d.asked(kRping));
+  ASSERT_FALSE(d.asked(kNvme));
+  EXPECT_FALSE(d.wants(64, 2));
+  EXPECT_FALSE(d.wants(0, 2));
+  EXPECT_FALSE(d.wants(17, 2));
+  EXPECT_TRUE(d.wants(RpingInfo::kSize, 2));
+  const Bytes other(64, 0x5A);
+  EXPECT_TRUE(d.decode(first_send(other, 2), other).empty());
+  EXPECT_EQ(d.decode(first_send(advert, 3), advert).size(), 1u);
+}
+
+// An empty first Send defers the judgement to the next MSN: that MSN is wanted whatever its
+// size, and a claimed stream wants every message.
+TEST(UlpOpening, TheOpeningAndAClaimedStreamAreAlwaysWanted) {
+  const auto decoders = default_advertisement_decoders();
+  UlpStreamDecoders d(decoders);
+  d.decode(first_send(Bytes{}, 1), Bytes{});
+  EXPECT_TRUE(d.wants(64, 2));
+  const Bytes connect = nvme_connect();
+  d.decode(first_send(connect, 2), connect);
+  ASSERT_TRUE(claimed_by(d, kNvme));
+  EXPECT_TRUE(d.wants(16, 3));
+  EXPECT_TRUE(d.wants(4096, 9));
+}
+
 TEST(UlpOpening, WithoutTheOpeningKnownALaterConnectStillClaims) {
   const auto decoders = default_advertisement_decoders();
   const Bytes advert = rping_advert(), connect = nvme_connect();

@@ -152,7 +152,8 @@ void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
   ev.direction = dir;
   ev.stream_offset = p.stream_offset;
   ev.raw = p.raw;
-  ev.slices = std::move(p.slices);
+  // Swapped in and out (the event's own list is empty after reset()): each keeps its storage.
+  ev.slices.swap(p.slices);
   const Ctx ctx = ctx_of(c, dir, ev.slices, cur_frame);
   // Framing one direction can complete the handshake and frame the other: keep the outer
   // event's place.
@@ -162,7 +163,7 @@ void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
     case RawPdu::Kind::not_mpa:
       on_not_mpa(c, dir, ctx);
       cur_ev = outer;
-      p.slices = std::move(ev.slices);
+      p.slices.swap(ev.slices);
       give_back_event(ev);
       return;  // nothing consumed: no event
     case RawPdu::Kind::reqrep:
@@ -193,7 +194,7 @@ void Analyzer::Impl::on_raw_pdu(Connection& c, int dir, RawPdu& p) {
   }
   cur_ev = outer;
   if (observer) observer->on_pdu(ev);
-  p.slices = std::move(ev.slices);  // the framer reuses the storage
+  p.slices.swap(ev.slices);  // the framer reuses the storage
   give_back_event(ev);
 }
 

@@ -96,6 +96,10 @@ void Analyzer::Impl::advertisements(Connection& c, int dir, PduEvent& ev, const 
                                     std::uint8_t opcode, ByteView body, std::uint64_t length,
                                     std::uint32_t msn, std::uint32_t invalidate_stag,
                                     std::size_t record) {
+  UlpStream& u = ulp_of(c);
+  // No decoder would read it (none claimed the stream, those asked read other sizes) and the
+  // opening is not judged on it: nothing to build a context for.
+  if (!u.decoders.wants(body.size(), msn)) return;
   StreamModel& sm = model.streams[c.stream];
   AdvertContext actx;
   actx.opcode = opcode;
@@ -109,7 +113,6 @@ void Analyzer::Impl::advertisements(Connection& c, int dir, PduEvent& ev, const 
       opcode == static_cast<std::uint8_t>(wire::Opcode::send_se_invalidate);
   actx.invalidate_stag = with_invalidate ? invalidate_stag : 0;
   if (!sm.mid_stream) actx.from_initiator = dir == 0;
-  UlpStream& u = ulp_of(c);
   auto found = u.decoders.decode(actx, body);
   if (const auto i = u.decoders.claimed()) {
     // Named (again) while decoding: a Connect's in-capsule data adds to what the set-up said.

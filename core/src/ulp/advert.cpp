@@ -14,6 +14,10 @@
 
 namespace ddpscope {
 
+std::size_t RpingAdvertisementDecoder::message_size() const {
+  return ulp::RpingInfo::kSize;
+}
+
 void RpingAdvertisementDecoder::decode(const AdvertContext& ctx, UlpStreamState*, ByteView message,
                                        UlpEvents& out) const {
   // rping's SEND is its 16-octet advertisement alone: any other size is none (the size
@@ -82,8 +86,12 @@ UlpStreamDecoders::UlpStreamDecoders(
   if (decoders.size() > 32) throw std::length_error("more than 32 advertisement decoders");
   asked_ = decoders.size() == 32 ? ~0u : (1u << decoders.size()) - 1;
   states_.reserve(decoders.size());
-  for (const auto& d : decoders)
+  sizes_.reserve(decoders.size());
+  for (const auto& d : decoders) {
     states_.push_back(d->new_stream());
+    sizes_.push_back(d->message_size());
+    if (sizes_.back() != 0) sized_ |= 1u << (sizes_.size() - 1);
+  }
 }
 
 // A state claims only while its own decoder runs (setup or decode): asking that one state
@@ -111,7 +119,8 @@ std::vector<UlpStreamDecoders::Decoded> UlpStreamDecoders::decode(const AdvertCo
   // One event list for every decoder: most find nothing in a message, and what one found is
   // moved out (leaving the list empty for the next).
   Decoded d;
-  for (std::uint32_t left = asked_; left != 0; left &= left - 1) {
+  for (std::uint32_t left = (asked_ & ~sized_) | asked_sized(message.size()); left != 0;
+       left &= left - 1) {
     const auto i = static_cast<std::size_t>(std::countr_zero(left));
     UlpStreamState* const st = states_[i].get();
     decoders_[i]->decode(ctx, st, message, d.events);

@@ -12,6 +12,7 @@
 // it carries that ULP) is decoded by that decoder alone.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -145,6 +146,11 @@ class AdvertisementDecoder {
                         ByteView /*first*/) const {
     return true;
   }
+  // The one size of message octets decode() can find anything in, for a ULP whose messages
+  // have one size (rping's advertisement); 0, the default: any size. A decoder is not asked
+  // about a message of another size on a stream it has not claimed (decode() would return at
+  // once: the question itself is what a Send costs on a stream no ULP has claimed).
+  virtual std::size_t message_size() const { return 0; }
 };
 
 // rping (rdma-core librdmacm/examples/rping.c): a 16-octet SEND holding
@@ -154,6 +160,7 @@ class AdvertisementDecoder {
 class RpingAdvertisementDecoder final : public AdvertisementDecoder {
  public:
   std::string_view name() const override { return "rping"; }
+  std::size_t message_size() const override;
   void decode(const AdvertContext& ctx, UlpStreamState* state, ByteView message,
               UlpEvents& out) const override;
 };
@@ -182,6 +189,13 @@ class UlpStreamDecoders {
     UlpEvents events;
   };
   std::vector<Decoded> decode(const AdvertContext& ctx, ByteView message);
+  // Whether decode() of `size` message octets at `msn` can do anything: a decoder would be
+  // asked about them (the claiming one; one asked whose message_size() fits), or it is the
+  // message the stream's opening is judged on. A host may skip decode() when not.
+  bool wants(std::size_t size, std::uint32_t msn) const {
+    if (claimed_ || (opening_msn_ != 0 && msn == opening_msn_)) return true;
+    return (asked_ & ~sized_) != 0 || asked_sized(size) != 0;
+  }
   // Decoder i can still claim this stream (not ruled out by its may_open).
   bool asked(std::size_t i) const { return (asked_ >> i) & 1u; }
   // The decoder that claimed the stream (nullopt: none).
@@ -191,12 +205,25 @@ class UlpStreamDecoders {
 
  private:
   void judge_opening(const AdvertContext& ctx, ByteView message);
+  // The asked decoders that read messages of one size only and would find something in `size`
+  // octets.
+  std::uint32_t asked_sized(std::size_t size) const {
+    std::uint32_t fit = 0;
+    for (std::uint32_t left = asked_ & sized_; left != 0; left &= left - 1) {
+      const auto i = static_cast<std::size_t>(std::countr_zero(left));
+      if (sizes_[i] == size) fit |= 1u << i;
+    }
+    return fit;
+  }
   const std::vector<std::unique_ptr<AdvertisementDecoder>>& decoders_;
   std::vector<std::unique_ptr<UlpStreamState>> states_;
   // The claiming decoder, once one has claimed (a claim is never taken back).
   std::optional<std::size_t> claimed_;
   // Bit i: decoder i is still asked about each message (not ruled out by may_open).
   std::uint32_t asked_ = 0;
+  // Bit i: decoder i reads messages of one size, sizes_[i] (its message_size()), only.
+  std::uint32_t sized_ = 0;
+  std::vector<std::size_t> sizes_;
   // The MSN the initiator's opening message is expected at (a zero-length Send before it, an
   // RFC 6581 RTR, moves it on); 0: judged, or not to be judged.
   std::uint32_t opening_msn_ = 1;
