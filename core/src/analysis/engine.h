@@ -57,12 +57,15 @@ struct MessageTrack {
   // No message: as constructed, but the body's storage is kept for the queue's next message
   // (an allocation less per Send).
   void reset() {
-    Bytes keep = std::move(body);
-    keep.clear();
-    *this = MessageTrack{};
-    body = std::move(keep);
+    record = kNoIndex;
+    delivery_id = 0;
+    body.clear();
+    conflict_reported = false;
   }
 };
+// reset() names every field: one added must be added there (64-bit layout).
+static_assert(sizeof(void*) != 8 || sizeof(MessageTrack) == 48,
+              "MessageTrack changed: update reset");
 
 struct PendingDelivery {
   std::size_t record = kNoIndex;
@@ -480,7 +483,18 @@ struct Analyzer::Impl {
   // The FPDUs a segment held out of order shows by itself, to the observer (HeldFpdu).
   void report_held(Connection& c, int dir, std::uint64_t frame, ByteView payload,
                    std::uint64_t offset);
-  Connection* connection_for(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
+  // The segment's connection: the last one's, checked inline (most segments), else looked up
+  // or created out of line (lookup_connection).
+  [[gnu::always_inline]] Connection* connection_for(std::uint64_t frame, std::int64_t ts,
+                                                    const net::TcpSegment& seg) {
+    const bool pure_syn = (seg.flags & net::tcp_flag::syn) && !(seg.flags & net::tcp_flag::ack);
+    if (last_conn != kNoIndex && !pure_syn &&
+        ((same_endpoint(seg.src, last_key.a) && same_endpoint(seg.dst, last_key.b)) ||
+         (same_endpoint(seg.src, last_key.b) && same_endpoint(seg.dst, last_key.a))))
+      return conns[last_conn].get();
+    return lookup_connection(frame, ts, seg);
+  }
+  Connection* lookup_connection(std::uint64_t frame, std::int64_t ts, const net::TcpSegment& seg);
   void on_data(Connection& c, int dir, std::uint64_t offset, ByteView data, std::uint64_t frame,
                std::uint32_t offset_in_frame);
   void on_gap(Connection& c, int dir, std::uint64_t offset, std::uint64_t length,

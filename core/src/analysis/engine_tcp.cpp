@@ -92,13 +92,9 @@ void Analyzer::Impl::limit_reached(std::string_view what, const Ctx& ctx) {
 
 // ---- connections and TCP -------------------------------------------------------------------
 
-Connection* Analyzer::Impl::connection_for(std::uint64_t frame, std::int64_t ts,
-                                           const net::TcpSegment& seg) {
+Connection* Analyzer::Impl::lookup_connection(std::uint64_t frame, std::int64_t ts,
+                                              const net::TcpSegment& seg) {
   const bool pure_syn = (seg.flags & net::tcp_flag::syn) && !(seg.flags & net::tcp_flag::ack);
-  if (last_conn != kNoIndex && !pure_syn &&
-      ((same_endpoint(seg.src, last_key.a) && same_endpoint(seg.dst, last_key.b)) ||
-       (same_endpoint(seg.src, last_key.b) && same_endpoint(seg.dst, last_key.a))))
-    return conns[last_conn].get();
   const ConnectionKey key =
       seg.src < seg.dst ? ConnectionKey{seg.src, seg.dst} : ConnectionKey{seg.dst, seg.src};
   auto it = conn_index.find(key);
@@ -277,8 +273,9 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
   // Callbacks may swap the connection's sides: count both directions' pending octets.
   auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
   auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
-  pending_total -= held();
-  resync_total -= resyncing();
+  // The totals without this connection's share, which is added back as it is after the segment
+  // (each share read once before and once after, unless a cap below changes it).
+  const std::size_t held_before = held(), resync_before = resyncing();
   // For an observer that shows frames as they come: where this segment starts, to tell whether
   // reassembly holds it behind a hole (HeldFpdu), on a direction framing FPDUs whose boundaries
   // a segment can show by itself (no markers, the CRC setting known).
@@ -304,11 +301,14 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
     history_capped = true;
     limit_reached("max_history_total", Ctx{c.stream, dir, frame, {}});
   }
+  const std::size_t pending_others = pending_total - held_before;
+  const std::size_t resync_others = resync_total - resync_before;
+  std::size_t held_after = held(), resync_after = resyncing();
   if (shard) [[unlikely]] {
-    shard->pending_peak = std::max<std::size_t>(shard->pending_peak, pending_total + held());
-    shard->resync_peak = std::max<std::size_t>(shard->resync_peak, resync_total + resyncing());
+    shard->pending_peak = std::max<std::size_t>(shard->pending_peak, pending_others + held_after);
+    shard->resync_peak = std::max<std::size_t>(shard->resync_peak, resync_others + resync_after);
   }
-  if (pending_total + held() > options.limits.max_pending_total) {
+  if (pending_others + held_after > options.limits.max_pending_total) {
     // Every direction may hold a window: past the global cap, this one stops waiting for
     // its holes (they become gaps).
     limit_reached("max_pending_total", Ctx{c.stream, dir, frame, {}});
@@ -316,9 +316,11 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
       DirectionCallbacks g{*this, c, d};
       c.ds(d).reasm.flush(g);
     }
+    held_after = held();
+    resync_after = resyncing();  // what the flush delivered may have changed framing
   }
-  pending_total += held();
-  if (resync_total + resyncing() > options.limits.max_resync_total) {
+  pending_total = pending_others + held_after;
+  if (resync_others + resync_after > options.limits.max_resync_total) {
     // Past the budget, this connection's directions that are still looking for a boundary
     // give up framing: what they hold, and what follows, is reported unframed.
     limit_reached("max_resync_total", Ctx{c.stream, dir, frame, {}});
@@ -327,8 +329,9 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
       DirectionCallbacks g{*this, c, d};
       c.ds(d).framer.stop(g, "not framed: max_resync_total reached while looking for a boundary");
     }
+    resync_after = resyncing();
   }
-  resync_total += resyncing();
+  resync_total = resync_others + resync_after;
 }
 
 void Analyzer::Impl::DirectionCallbacks::on_data(std::uint64_t offset, ByteView data,
