@@ -443,8 +443,9 @@ struct Analyzer::Impl {
   // A PDU's context: its first octet's frame (or `fallback`), every frame it spans.
   static Ctx ctx_of(const Connection& c, int dir, const std::vector<FrameSlice>& slices,
                     std::uint64_t fallback);
-  class ShadowView;        // the Data Sink model's view of the shadow buffers (engine_sink.cpp)
-  class MessagesInFlight;  // the shadow memory's WriterState (engine_sink.cpp)
+  class ShadowView;  // the Data Sink model's view of the shadow buffers (engine_sink.cpp)
+  ddp::RegionFacts region_facts;  // what ShadowView::region() last returned
+  class MessagesInFlight;         // the shadow memory's WriterState (engine_sink.cpp)
   // `consequence`: what hid the octets the finding follows from (a note, not the peer's fault).
   std::size_t report(FindingId id, const Ctx& ctx, std::string message,
                      Consequence consequence = Consequence::none,

@@ -38,7 +38,7 @@ std::string plural(std::uint64_t n, const char* one, const char* many) {
 class Analyzer::Impl::ShadowView final : public rdmap::SinkMemory {
  public:
   ShadowView(Analyzer::Impl& engine, const net::Address& owner, std::uint32_t stream)
-      : e_(engine), owner_(owner), stream_(stream) {}
+      : e_(engine), owner_(owner), stream_(stream), facts_(engine.region_facts) {}
   const ddp::RegionFacts* region(std::uint32_t stag) override {
     const ShadowBuffer* b = e_.find_region(RegionKey{owner_, stag});
     if (b == nullptr || (e_.regions_known && b->source == RegionSource::observed)) return nullptr;
@@ -75,7 +75,8 @@ class Analyzer::Impl::ShadowView final : public rdmap::SinkMemory {
   Analyzer::Impl& e_;
   net::Address owner_;
   std::uint32_t stream_;
-  ddp::RegionFacts facts_;
+  // The engine's, not built per segment: region() sets every field of what it returns.
+  ddp::RegionFacts& facts_;
 };
 
 // Which messages are in flight, for the shadow memory's placement rule (ddp/shadow.h): a

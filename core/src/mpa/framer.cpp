@@ -458,7 +458,10 @@ void MpaFramer::emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& ou
     need -= take;
     if (s.length == 0) ++k;
   }
-  slices_.erase(slices_.begin(), slices_.begin() + static_cast<std::ptrdiff_t>(k));
+  if (k == slices_.size())
+    slices_.clear();  // the PDU took every slice held (the usual case)
+  else
+    slices_.erase(slices_.begin(), slices_.begin() + static_cast<std::ptrdiff_t>(k));
   if (pdu.kind == RawPdu::Kind::unframed) {
     pending_skipped_ += raw_len;
   } else if (pdu.kind == RawPdu::Kind::fpdu && pending_resync_) {

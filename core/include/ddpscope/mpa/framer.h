@@ -76,7 +76,9 @@ class ConsumeBuffer {
   }
   void own() {
     if (!ext_) return;
-    bytes_.assign(data(), data() + size());
+    // borrow() left the storage empty: nothing to copy when the octets were all framed (a
+    // segment of whole FPDUs, the usual case).
+    if (ext_head_ != ext_size_) bytes_.assign(data(), data() + size());
     head_ = 0;
     ext_ = nullptr;
   }
