@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "ddpscope/analysis/analyzer.h"
+#include "ddpscope/common/ring_queue.h"
 #include "ddpscope/findings/violation.h"
 #include "ddpscope/mpa/framer.h"
 #include "ddpscope/rdmap/data_sink.h"
@@ -116,10 +117,12 @@ struct DirectionEngine {
   rdmap::DataSink sink;  // the receiver's Data Sink model
   MessageTrack tagged;   // the tagged message in progress
   std::array<MessageTrack, rdmap::DataSink::kQueues> queues;
-  std::deque<PendingDelivery> delivery;  // messages in arrival order, awaiting delivery
-  std::uint64_t delivery_base = 0;       // id of delivery.front()
-  RecentHeaders recent;                  // DDP headers sent, for Terminates that quote them
-  std::set<FindingId> once;              // noisy findings reported once per direction
+  // Messages in arrival order, awaiting delivery (a message in one segment is pushed and popped
+  // by that segment: a ring, not std::deque's blocks). Bounded by Limits::max_pending_messages.
+  RingQueue<PendingDelivery> delivery;
+  std::uint64_t delivery_base = 0;  // id of delivery.front()
+  RecentHeaders recent;             // DDP headers sent, for Terminates that quote them
+  std::set<FindingId> once;         // noisy findings reported once per direction
   bool truncated_reported = false;
   Consequence last_loss = Consequence::none;  // what this direction last lost octets to
   // Analyzer::note_receiver_drop: a packet of this direction was dropped before its receiver's
