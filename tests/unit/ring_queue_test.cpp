@@ -48,10 +48,14 @@ TEST(RingQueue, AgreesWithDequeOnRandomOperations) {
     }
     ASSERT_EQ(q.size(), ref.size()) << step;
     ASSERT_EQ(q.empty(), ref.empty());
-    if (!ref.empty()) ASSERT_EQ(q.front(), ref.front()) << step;
-    if (step % 97 == 0)
-      for (std::size_t i = 0; i < ref.size(); ++i)
+    if (!ref.empty()) {
+      ASSERT_EQ(q.front(), ref.front()) << step;
+    }
+    if (step % 97 == 0) {
+      for (std::size_t i = 0; i < ref.size(); ++i) {
         ASSERT_EQ(q[i], ref[i]) << step << " " << i;
+      }
+    }
   }
   q.clear();
   EXPECT_TRUE(q.empty());
