@@ -6,6 +6,7 @@
 // every length and with every octet of its headers changed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -95,8 +96,40 @@ void expect_same(const FrameDecode& fast, const FrameDecode& general, const std:
   EXPECT_EQ(s.udp_dst_port, t.udp_dst_port);
 }
 
-// Decodes `data` every way: the fast path (when it takes the frame) and decode_frame must give
-// what the general decode gives. Returns whether the fast path took it.
+// Decodes of every kind, for decode_frame_into to write over: what it leaves of one must not
+// show. Their views point into frames that live as long as the test program.
+const std::vector<FrameDecode>& earlier_decodes() {
+  static const std::vector<Bytes> frames = [] {
+    std::vector<Bytes> f;
+    TcpFrameSpec syn = spec(true);
+    syn.mss = 1220;
+    f.push_back(encode_tcp_frame(syn, payload(3)));  // IPv6, MSS
+    f.push_back(with_tcp_options(encode_tcp_frame(spec(), payload(7)),
+                                 {2, 4, 5, 0xB4, 1, 1, 8, 10, 1, 2, 3, 4, 5, 6, 7, 8}));
+    SctpFrameSpec sctp;
+    sctp.src = addr("2001:db8::7");
+    sctp.dst = addr("2001:db8::8");
+    sctp.over_udp = true;
+    f.push_back(encode_sctp_frame(sctp, Bytes{0x13, 0x89, 0x1b, 0x59, 1, 2, 3, 4, 0, 0, 0, 0}));
+    const Bytes ack = encode_tcp_frame(spec(), {});
+    f.emplace_back(ack.begin(), ack.begin() + 40);  // cut inside the TCP header: malformed
+    return f;
+  }();
+  static const std::vector<FrameDecode> decodes = [] {
+    std::vector<FrameDecode> d;
+    d.emplace_back();  // a default FrameDecode
+    for (const Bytes& f : frames)
+      d.push_back(decode_frame(1, f, static_cast<std::uint32_t>(f.size())));
+    d.push_back(decode_frame(1, frames[0], 0));
+    d.push_back(decode_frame(9999, frames[0], 0));  // unsupported
+    return d;
+  }();
+  return decodes;
+}
+
+// Decodes `data` every way: the fast path (when it takes the frame), decode_frame and
+// decode_frame_into (over a decode of every kind) must give what the general decode gives.
+// Returns whether the fast path took it.
 bool check(std::uint32_t link_type, ByteView data, std::uint32_t wire, const std::string& what) {
   const FrameDecode general = detail::decode_frame_general(link_type, data, wire);
   FrameDecode fast;
@@ -106,7 +139,30 @@ bool check(std::uint32_t link_type, ByteView data, std::uint32_t wire, const std
     expect_same(fast, general, what + " (fast path)");
   }
   expect_same(decode_frame(link_type, data, wire), general, what + " (decode_frame)");
+  for (const FrameDecode& earlier : earlier_decodes()) {
+    FrameDecode d = earlier;
+    decode_frame_into(d, link_type, data, wire);
+    expect_same(d, general,
+                what + " (decode_frame_into over a decode of status " +
+                    std::to_string(static_cast<int>(earlier.status)) + ")");
+  }
   return took;
+}
+
+TEST(NetDecodeFastPath, EarlierDecodesAreOfEveryKind) {
+  std::vector<FrameStatus> statuses;
+  bool v6 = false, mss = false, timestamps = false, detail = false;
+  for (const FrameDecode& d : earlier_decodes()) {
+    statuses.push_back(d.status);
+    v6 |= d.tcp.src.addr.v6;
+    mss |= d.tcp.mss.has_value();
+    timestamps |= d.tcp.has_timestamps;
+    detail |= !d.detail.empty();
+  }
+  for (FrameStatus s :
+       {FrameStatus::tcp, FrameStatus::sctp, FrameStatus::malformed, FrameStatus::unsupported})
+    EXPECT_NE(std::find(statuses.begin(), statuses.end(), s), statuses.end());
+  EXPECT_TRUE(v6 && mss && timestamps && detail);
 }
 
 // Each prefix of `f` (in its own allocation, for the sanitizers), with the wire length of the

@@ -549,10 +549,11 @@ struct CommonFrame {
       data.size() < tcp_at + tcp_min_header)
     return false;
   const std::uint8_t* ip = data.data() + ethernet_header;
-  // 0x45: version 4, IHL 5 (no options). 0x3FFF of the flags and offset: MF or an offset, a
-  // fragment (DF, 0x4000, is what nearly every TCP segment carries).
-  if (load_be16(&data[12]) != ethertype_ipv4 || ip[0] != 0x45 || ip[9] != ip_proto_tcp ||
-      (load_be16(ip + 6) & 0x3FFF) != 0)
+  // The ethertype and the IPv4 version and IHL in one load: 0x0800, then 0x45 (version 4, IHL 5,
+  // no options). 0x3FFF of the flags and offset: MF or an offset, a fragment (DF, 0x4000, is
+  // what nearly every TCP segment carries).
+  if (load_be32(&data[12]) >> 8 != (std::uint32_t{ethertype_ipv4} << 8 | 0x45) ||
+      ip[9] != ip_proto_tcp || (load_be16(ip + 6) & 0x3FFF) != 0)
     return false;
   // A capture's wire length cannot be below what was captured; trust the larger (decode_frame).
   const std::size_t wire = std::max<std::size_t>(wire_length, data.size());
@@ -562,7 +563,7 @@ struct CommonFrame {
   f.ip = ip;
   f.tcp = ip + ipv4_min_header;
   f.ip_payload_length = total_length - static_cast<std::uint32_t>(ipv4_min_header);
-  f.header_length = static_cast<std::uint32_t>(f.tcp[12] >> 4) * 4;
+  f.header_length = (f.tcp[12] >> 2) & 0x3Cu;  // the data offset's 32-bit words, in octets
   f.captured = std::min<std::size_t>(data.size() - tcp_at, f.ip_payload_length);
   // Within the captured segment is within the IP payload too (captured is at most that).
   return f.header_length >= tcp_min_header && f.header_length <= f.captured;
@@ -600,7 +601,62 @@ struct CommonFrame {
   return d;
 }
 
+// decode_frame_into's general way, out of the fast path's (its frame and saved registers).
+[[gnu::noinline]] void general_into(FrameDecode& d, std::uint32_t link_type, ByteView data,
+                                    std::uint32_t wire_length) {
+  d = detail::decode_frame_general(link_type, data, wire_length);
+}
+
+// Makes `d`, an earlier decode_frame result that is not a TCP decode of IPv4 (or a default
+// FrameDecode), one the fast path can write over field by field: one whose fields that path does
+// not write are as a new FrameDecode has them. Only an SCTP decode sets SCTP fields, only a
+// failure the detail; an IPv6 segment's addresses set v6 and the octets past the first 4.
+[[gnu::cold, gnu::noinline]] void clear_decode(FrameDecode& d) {
+  if (d.status == FrameStatus::sctp) d.sctp = SctpDatagram();
+  d.detail.clear();
+  d.status = FrameStatus::tcp;
+  for (Address* a : {&d.tcp.src.addr, &d.tcp.dst.addr}) {
+    a->v6 = false;
+    std::memset(a->bytes.data() + 4, 0, a->bytes.size() - 4);
+  }
+}
+
+// common_decode into `d`, an earlier decode_frame result: only the fields the frame sets, as
+// in the header's order (a store into `d` may alias a later read of the frame's octets, so the
+// reads are not moved before the stores, and few registers are live).
+[[gnu::always_inline]] inline void common_decode_into(const CommonFrame& f, FrameDecode& d) {
+  if (d.status != FrameStatus::tcp || d.tcp.src.addr.v6) [[unlikely]]
+    clear_decode(d);
+  const std::uint8_t* t = f.tcp;
+  TcpSegment& seg = d.tcp;
+  std::memcpy(seg.src.addr.bytes.data(), f.ip + 12, 4);
+  std::memcpy(seg.dst.addr.bytes.data(), f.ip + 16, 4);
+  seg.src.port = load_be16(t);
+  seg.dst.port = load_be16(t + 2);
+  seg.seq = load_be32(t + 4);
+  seg.ack = load_be32(t + 8);
+  seg.flags = t[13];
+  seg.window = load_be16(t + 14);
+  seg.payload = ByteView(t + f.header_length, f.captured - f.header_length);
+  seg.payload_length = f.ip_payload_length - f.header_length;
+  seg.options_size = static_cast<std::uint8_t>(f.header_length - tcp_min_header);
+  seg.mss = std::nullopt;
+  seg.has_timestamps = false;
+  if (f.header_length > tcp_min_header)
+    parse_tcp_options(ByteView(t + tcp_min_header, f.header_length - tcp_min_header), seg);
+}
+
 }  // namespace
+
+void decode_frame_into(FrameDecode& d, std::uint32_t link_type, ByteView data,
+                       std::uint32_t wire_length) {
+  CommonFrame f;
+  if (common_frame(link_type, data, wire_length, f)) [[likely]] {
+    common_decode_into(f, d);
+    return;
+  }
+  general_into(d, link_type, data, wire_length);
+}
 
 bool detail::decode_frame_fast(std::uint32_t link_type, ByteView data, std::uint32_t wire_length,
                                FrameDecode& out) {
