@@ -88,6 +88,7 @@ class CaptureReader {
   CaptureReader() = default;
   bool open_libpcap(std::string& error);
   bool switch_to_libpcap();
+  [[gnu::noinline]] bool next_other(Frame& frame);
   bool filtered_out(std::uint32_t link_type, std::uint32_t caplen, std::uint32_t wire_length,
                     const std::uint8_t* data);
   std::string path_;
