@@ -163,6 +163,7 @@ std::unique_ptr<CaptureReader> CaptureReader::open(const std::string& path, std:
     if (r->mapped_) {
       r->link_type_ = r->mapped_->link_type();
       r->snaplen_ = r->mapped_->snaplen();
+      r->stay_valid_ = !r->mapped_->gzip();
       return r;
     }
     if (kind == ReaderKind::mapped) {
@@ -244,6 +245,7 @@ bool CaptureReader::open_libpcap(std::string& error) {
 bool CaptureReader::switch_to_libpcap() {
   const std::uint64_t skip = mapped_->records();
   retired_ = std::move(mapped_);
+  stay_valid_ = false;
   std::string error;
   if (!open_libpcap(error)) {
     error_ = error;
@@ -364,10 +366,6 @@ bool CaptureReader::next_other(Frame& frame) {
   error_ = pcap_geterr(handle_);
   if (error_.empty()) error_ = "read error (pcap_next_ex returned " + std::to_string(rc) + ")";
   return false;
-}
-
-bool CaptureReader::frames_stay_valid() const {
-  return mapped_ && !mapped_->gzip();
 }
 
 void CaptureReader::hold_frames() {
