@@ -50,10 +50,10 @@ FeedResult feed_one_thread(CaptureReader& reader, Analyzer& analyzer, const Feed
   ProgressTicker ticker(options);
   Frame frame;
   AnalyzerNotes notes(analyzer);
+  net::FrameDecode decoded;  // each frame's, written over the last's (decode_frame_into)
   while (reader.next(frame)) {
     if (options.on_frame) options.on_frame(frame);
-    const net::FrameDecode decoded =
-        net::decode_frame(frame.link_type, frame.data, frame.wire_length);
+    net::decode_frame_into(decoded, frame.link_type, frame.data, frame.wire_length);
     const Frame* replaced = layer_replace(options.layer, frame, decoded, notes);
     if (replaced)
       feed_frame(analyzer, *replaced);  // the layer's: valid until its next replace()
