@@ -163,6 +163,7 @@ std::unique_ptr<CaptureReader> CaptureReader::open(const std::string& path, std:
     if (r->mapped_) {
       r->link_type_ = r->mapped_->link_type();
       r->snaplen_ = r->mapped_->snaplen();
+      r->stay_valid_ = !r->mapped_->gzip();
       return r;
     }
     if (kind == ReaderKind::mapped) {
@@ -244,6 +245,7 @@ bool CaptureReader::open_libpcap(std::string& error) {
 bool CaptureReader::switch_to_libpcap() {
   const std::uint64_t skip = mapped_->records();
   retired_ = std::move(mapped_);
+  stay_valid_ = false;
   std::string error;
   if (!open_libpcap(error)) {
     error_ = error;
@@ -312,6 +314,16 @@ CaptureReader::~CaptureReader() {
 }
 
 bool CaptureReader::next(Frame& frame) {
+  // The common record of a mapped classic pcap file, without a filter: read inline.
+  if (!done_ && mapped_ && filters_.empty() && mapped_->next_common(frame)) [[likely]] {
+    frame.number = ++number_;
+    return true;
+  }
+  return next_other(frame);
+}
+
+// Every other record, and the end: out of next()'s way (its frame and saved registers).
+bool CaptureReader::next_other(Frame& frame) {
   if (done_) return false;
   if (mapped_) {
     for (;;) {
@@ -354,10 +366,6 @@ bool CaptureReader::next(Frame& frame) {
   error_ = pcap_geterr(handle_);
   if (error_.empty()) error_ = "read error (pcap_next_ex returned " + std::to_string(rc) + ")";
   return false;
-}
-
-bool CaptureReader::frames_stay_valid() const {
-  return mapped_ && !mapped_->gzip();
 }
 
 void CaptureReader::hold_frames() {

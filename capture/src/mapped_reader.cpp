@@ -32,7 +32,7 @@ constexpr std::uint32_t kBlockShb = 0x0A0D0D0A, kBlockIdb = 1, kBlockPb = 2, kBl
 constexpr std::uint32_t kByteOrderMagic = 0x1A2B3C4D;
 constexpr std::uint32_t kShbInsaneMax = 1024u * 1024u;
 constexpr std::uint32_t kInitialMaxBlock = 16u * 1024u * 1024u;
-constexpr std::size_t kPcapHeader = 24, kRecordHeader = 16;
+constexpr std::size_t kPcapHeader = 24;  // kRecordHeader: MappedReader's
 // The sliding buffer of a gzip file: records are handed out from it, so it grows to the largest
 // record or block (bounded by the caps above, as libpcap's buffer is).
 constexpr std::size_t kInflateBuffer = 1u << 20;
@@ -79,27 +79,7 @@ bool rewritten_by_libpcap(std::uint32_t lt, bool swapped) {
   return swapped && (lt == 117 || lt == 113 || lt == 276 || lt == 189 || lt == 239);
 }
 
-constexpr std::int64_t kNsPerS = 1'000'000'000;
-
-// As CaptureReader turns libpcap's timeval into nanoseconds: saturating at the int64 range.
-std::int64_t to_ns(std::int64_t sec, std::int64_t frac_ns) {
-  std::int64_t sec_ns = 0, ns = 0;
-  if (__builtin_mul_overflow(sec, kNsPerS, &sec_ns) ||
-      __builtin_add_overflow(sec_ns, frac_ns, &ns)) {
-    return sec < 0 ? INT64_MIN : INT64_MAX;
-  }
-  return ns;
-}
-
-// A pcap record's time as libpcap hands it out: its header fields are signed 32-bit, but in a
-// file of the other byte order they pass through SWAPLONG, whose result is unsigned (so a
-// second or fraction of 2^31 or more is negative in the host's order, positive in the other).
-std::int64_t pcap_ts(std::uint32_t sec, std::uint32_t frac, bool swapped, bool nano) {
-  const std::int64_t s = swapped ? std::int64_t{sec} : std::int64_t{static_cast<std::int32_t>(sec)};
-  const std::int64_t f =
-      swapped ? std::int64_t{frac} : std::int64_t{static_cast<std::int32_t>(frac)};
-  return to_ns(s, f * (nano ? 1 : 1000));
-}
+// to_ns and pcap_ts: mapped_reader.h (next_common's too).
 
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string format(const char* fmt, ...) {
@@ -275,6 +255,8 @@ std::unique_ptr<MappedReader> MappedReader::open(int fd, std::uint64_t size, std
   std::memcpy(&magic, r->cur_, 4);
   const bool ok = magic == kBlockShb ? r->open_pcapng(why) : r->open_pcap(why);
   if (!ok) return nullptr;
+  r->plain_pcap_ = r->format_ == Format::pcap && !r->swapped_ && !r->gz_;
+  if (r->guard_ >= 0) r->cut_at_ = &g_guarded[r->guard_].cut_at;
   return r;
 }
 

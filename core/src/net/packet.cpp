@@ -523,7 +523,160 @@ std::string Endpoint::to_string() const {
   return s;
 }
 
+namespace {
+
+constexpr std::size_t ethernet_header = 14;
+
+// Where decode_frame's fast path found the headers of a frame it takes, and what they say.
+struct CommonFrame {
+  const std::uint8_t* ip;           // the IPv4 header
+  const std::uint8_t* tcp;          // the TCP header
+  std::uint32_t ip_payload_length;  // the TCP segment's length per the IPv4 header
+  std::uint32_t header_length;      // the TCP header's length
+  std::size_t captured;             // octets of the segment captured (no Ethernet padding)
+};
+
+// Whether `data` is the frame nearly every capture is made of: Ethernet II without a tag, IPv4
+// with IHL 5 and not a fragment, TCP, the IPv4 total length neither 0 (a GSO super-segment) nor
+// beyond the frame, the TCP header within the segment and the capture. Each test is one the
+// general decode makes on that way (decode_link, decode_ipv4, decode_tcp), in fewer words; a
+// frame that fails any goes the general way, which decides what it is and says what is wrong.
+// The first test makes sure the 54 octets read here were captured.
+[[gnu::always_inline]] inline bool common_frame(std::uint32_t link_type, ByteView data,
+                                                std::uint32_t wire_length, CommonFrame& f) {
+  constexpr std::size_t tcp_at = ethernet_header + ipv4_min_header;
+  if (link_type != static_cast<std::uint32_t>(LinkType::ethernet) ||
+      data.size() < tcp_at + tcp_min_header)
+    return false;
+  const std::uint8_t* ip = data.data() + ethernet_header;
+  // The ethertype and the IPv4 version and IHL in one load: 0x0800, then 0x45 (version 4, IHL 5,
+  // no options). 0x3FFF of the flags and offset: MF or an offset, a fragment (DF, 0x4000, is
+  // what nearly every TCP segment carries).
+  if (load_be32(&data[12]) >> 8 != (std::uint32_t{ethertype_ipv4} << 8 | 0x45) ||
+      ip[9] != ip_proto_tcp || (load_be16(ip + 6) & 0x3FFF) != 0)
+    return false;
+  // A capture's wire length cannot be below what was captured; trust the larger (decode_frame).
+  const std::size_t wire = std::max<std::size_t>(wire_length, data.size());
+  const std::uint32_t total_length = load_be16(ip + 2);
+  if (total_length < ipv4_min_header + tcp_min_header || total_length > wire - ethernet_header)
+    return false;
+  f.ip = ip;
+  f.tcp = ip + ipv4_min_header;
+  f.ip_payload_length = total_length - static_cast<std::uint32_t>(ipv4_min_header);
+  f.header_length = (f.tcp[12] >> 2) & 0x3Cu;  // the data offset's 32-bit words, in octets
+  f.captured = std::min<std::size_t>(data.size() - tcp_at, f.ip_payload_length);
+  // Within the captured segment is within the IP payload too (captured is at most that).
+  return f.header_length >= tcp_min_header && f.header_length <= f.captured;
+}
+
+// The decode of a frame common_frame took: what decode_tcp makes of it, field for field. The
+// header's words are read before the result is built, so that the compiler can build it in one
+// pass (a store to it could alias a later read of the frame's octets).
+[[gnu::always_inline]] inline FrameDecode common_decode(const CommonFrame& f) {
+  const std::uint8_t* t = f.tcp;
+  std::array<std::uint8_t, 4> src, dst;
+  std::memcpy(src.data(), f.ip + 12, 4);
+  std::memcpy(dst.data(), f.ip + 16, 4);
+  const std::uint16_t src_port = load_be16(t), dst_port = load_be16(t + 2);
+  const std::uint32_t seq = load_be32(t + 4), ack = load_be32(t + 8);
+  const std::uint8_t flags = t[13];
+  const std::uint16_t window = load_be16(t + 14);
+  FrameDecode d;
+  d.status = FrameStatus::tcp;
+  TcpSegment& seg = d.tcp;
+  std::memcpy(seg.src.addr.bytes.data(), src.data(), 4);
+  std::memcpy(seg.dst.addr.bytes.data(), dst.data(), 4);
+  seg.src.port = src_port;
+  seg.dst.port = dst_port;
+  seg.seq = seq;
+  seg.ack = ack;
+  seg.flags = flags;
+  seg.window = window;
+  seg.options_size = static_cast<std::uint8_t>(f.header_length - tcp_min_header);
+  // Most segments carry none (or only timestamps, once a connection has them).
+  if (f.header_length > tcp_min_header)
+    parse_tcp_options(ByteView(t + tcp_min_header, f.header_length - tcp_min_header), seg);
+  seg.payload = ByteView(t + f.header_length, f.captured - f.header_length);
+  seg.payload_length = f.ip_payload_length - f.header_length;
+  return d;
+}
+
+// decode_frame_into's general way, out of the fast path's (its frame and saved registers).
+[[gnu::noinline]] void general_into(FrameDecode& d, std::uint32_t link_type, ByteView data,
+                                    std::uint32_t wire_length) {
+  d = detail::decode_frame_general(link_type, data, wire_length);
+}
+
+// Makes `d`, an earlier decode_frame result that is not a TCP decode of IPv4 (or a default
+// FrameDecode), one the fast path can write over field by field: one whose fields that path does
+// not write are as a new FrameDecode has them. Only an SCTP decode sets SCTP fields, only a
+// failure the detail; an IPv6 segment's addresses set v6 and the octets past the first 4.
+[[gnu::cold, gnu::noinline]] void clear_decode(FrameDecode& d) {
+  if (d.status == FrameStatus::sctp) d.sctp = SctpDatagram();
+  d.detail.clear();
+  d.status = FrameStatus::tcp;
+  for (Address* a : {&d.tcp.src.addr, &d.tcp.dst.addr}) {
+    a->v6 = false;
+    std::memset(a->bytes.data() + 4, 0, a->bytes.size() - 4);
+  }
+}
+
+// common_decode into `d`, an earlier decode_frame result: only the fields the frame sets, as
+// in the header's order (a store into `d` may alias a later read of the frame's octets, so the
+// reads are not moved before the stores, and few registers are live).
+[[gnu::always_inline]] inline void common_decode_into(const CommonFrame& f, FrameDecode& d) {
+  if (d.status != FrameStatus::tcp || d.tcp.src.addr.v6) [[unlikely]]
+    clear_decode(d);
+  const std::uint8_t* t = f.tcp;
+  TcpSegment& seg = d.tcp;
+  std::memcpy(seg.src.addr.bytes.data(), f.ip + 12, 4);
+  std::memcpy(seg.dst.addr.bytes.data(), f.ip + 16, 4);
+  seg.src.port = load_be16(t);
+  seg.dst.port = load_be16(t + 2);
+  seg.seq = load_be32(t + 4);
+  seg.ack = load_be32(t + 8);
+  seg.flags = t[13];
+  seg.window = load_be16(t + 14);
+  seg.payload = ByteView(t + f.header_length, f.captured - f.header_length);
+  seg.payload_length = f.ip_payload_length - f.header_length;
+  seg.options_size = static_cast<std::uint8_t>(f.header_length - tcp_min_header);
+  seg.mss = std::nullopt;
+  seg.has_timestamps = false;
+  if (f.header_length > tcp_min_header)
+    parse_tcp_options(ByteView(t + tcp_min_header, f.header_length - tcp_min_header), seg);
+}
+
+}  // namespace
+
+void decode_frame_into(FrameDecode& d, std::uint32_t link_type, ByteView data,
+                       std::uint32_t wire_length) {
+  CommonFrame f;
+  if (common_frame(link_type, data, wire_length, f)) [[likely]] {
+    common_decode_into(f, d);
+    return;
+  }
+  general_into(d, link_type, data, wire_length);
+}
+
+bool detail::decode_frame_fast(std::uint32_t link_type, ByteView data, std::uint32_t wire_length,
+                               FrameDecode& out) {
+  CommonFrame f;
+  if (!common_frame(link_type, data, wire_length, f)) return false;
+  out = common_decode(f);
+  return true;
+}
+
+// The common frame decoded in a straight line (the general way through the link, network and
+// transport layers was ~200 instructions a frame); every other frame the general way.
 FrameDecode decode_frame(std::uint32_t link_type, ByteView data, std::uint32_t wire_length) {
+  CommonFrame f;
+  if (common_frame(link_type, data, wire_length, f)) [[likely]]
+    return common_decode(f);
+  return detail::decode_frame_general(link_type, data, wire_length);
+}
+
+FrameDecode detail::decode_frame_general(std::uint32_t link_type, ByteView data,
+                                         std::uint32_t wire_length) {
   const LinkResult link = decode_link(link_type, data);
   if (!link.net) {
     if (link.status == FrameStatus::malformed)

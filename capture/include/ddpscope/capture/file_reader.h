@@ -72,7 +72,7 @@ class CaptureReader {
   // overwrites) and stays valid as long as this reader: true for the mapped reader on an
   // uncompressed file. A consumer that keeps frames for later (feed's pipeline) need not copy
   // them then.
-  bool frames_stay_valid() const;
+  bool frames_stay_valid() const { return stay_valid_; }
   // A mapped file's pages leave the process's memory behind the frames in use (the file's
   // octets stay in the kernel's page cache). Unless held, a frame is in use until the next call
   // of next(). A consumer that keeps frames valid past that (feed's pipeline) holds them, then
@@ -88,6 +88,7 @@ class CaptureReader {
   CaptureReader() = default;
   bool open_libpcap(std::string& error);
   bool switch_to_libpcap();
+  [[gnu::noinline]] bool next_other(Frame& frame);
   bool filtered_out(std::uint32_t link_type, std::uint32_t caplen, std::uint32_t wire_length,
                     const std::uint8_t* data);
   std::string path_;
@@ -95,6 +96,8 @@ class CaptureReader {
   // The mapped reader once libpcap took over mid-file: its map holds the frames handed out
   // before (frames_stay_valid), kept until this reader ends.
   std::unique_ptr<detail::MappedReader> retired_;
+  // frames_stay_valid: read by the mapped reader, uncompressed (asked every frame: inline).
+  bool stay_valid_ = false;
   std::unique_ptr<char[]> read_buffer_;  // the FILE's stdio buffer: outlives handle_
   pcap* handle_ = nullptr;
   void* gzip_ = nullptr;  // zlib's gzFile under handle_'s FILE (closed with it), or none
