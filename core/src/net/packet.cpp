@@ -569,38 +569,6 @@ struct CommonFrame {
   return f.header_length >= tcp_min_header && f.header_length <= f.captured;
 }
 
-// The decode of a frame common_frame took: what decode_tcp makes of it, field for field. The
-// header's words are read before the result is built, so that the compiler can build it in one
-// pass (a store to it could alias a later read of the frame's octets).
-[[gnu::always_inline]] inline FrameDecode common_decode(const CommonFrame& f) {
-  const std::uint8_t* t = f.tcp;
-  std::array<std::uint8_t, 4> src, dst;
-  std::memcpy(src.data(), f.ip + 12, 4);
-  std::memcpy(dst.data(), f.ip + 16, 4);
-  const std::uint16_t src_port = load_be16(t), dst_port = load_be16(t + 2);
-  const std::uint32_t seq = load_be32(t + 4), ack = load_be32(t + 8);
-  const std::uint8_t flags = t[13];
-  const std::uint16_t window = load_be16(t + 14);
-  FrameDecode d;
-  d.status = FrameStatus::tcp;
-  TcpSegment& seg = d.tcp;
-  std::memcpy(seg.src.addr.bytes.data(), src.data(), 4);
-  std::memcpy(seg.dst.addr.bytes.data(), dst.data(), 4);
-  seg.src.port = src_port;
-  seg.dst.port = dst_port;
-  seg.seq = seq;
-  seg.ack = ack;
-  seg.flags = flags;
-  seg.window = window;
-  seg.options_size = static_cast<std::uint8_t>(f.header_length - tcp_min_header);
-  // Most segments carry none (or only timestamps, once a connection has them).
-  if (f.header_length > tcp_min_header)
-    parse_tcp_options(ByteView(t + tcp_min_header, f.header_length - tcp_min_header), seg);
-  seg.payload = ByteView(t + f.header_length, f.captured - f.header_length);
-  seg.payload_length = f.ip_payload_length - f.header_length;
-  return d;
-}
-
 // decode_frame_into's general way, out of the fast path's (its frame and saved registers).
 [[gnu::noinline]] void general_into(FrameDecode& d, std::uint32_t link_type, ByteView data,
                                     std::uint32_t wire_length) {
@@ -644,6 +612,15 @@ struct CommonFrame {
   seg.has_timestamps = false;
   if (f.header_length > tcp_min_header)
     parse_tcp_options(ByteView(t + tcp_min_header, f.header_length - tcp_min_header), seg);
+}
+
+// The decode of a frame common_frame took, as a new FrameDecode: common_decode_into over a
+// default one made a TCP decode (nothing to clear), so that the fields are written in one place.
+[[gnu::always_inline]] inline FrameDecode common_decode(const CommonFrame& f) {
+  FrameDecode d;
+  d.status = FrameStatus::tcp;
+  common_decode_into(f, d);
+  return d;
 }
 
 }  // namespace
