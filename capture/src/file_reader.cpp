@@ -326,6 +326,10 @@ bool CaptureReader::next(Frame& frame) {
 bool CaptureReader::next_other(Frame& frame) {
   if (done_) return false;
   if (mapped_) {
+    if (filters_.empty() && mapped_->next_common_epb(frame)) [[likely]] {
+      frame.number = ++number_;
+      return true;
+    }
     for (;;) {
       const auto got = mapped_->next(frame);
       if (got == detail::MappedReader::Next::record) {

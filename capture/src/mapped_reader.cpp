@@ -29,6 +29,7 @@ constexpr int kDltDbus = 231, kDltEbhscr = 279, kDltUsbpcap = 249;
 constexpr std::uint32_t kPcapMagicMicro = 0xA1B2C3D4, kPcapMagicNano = 0xA1B23C4D;
 constexpr std::uint32_t kBlockShb = 0x0A0D0D0A, kBlockIdb = 1, kBlockPb = 2, kBlockSpb = 3,
                         kBlockEpb = 6;
+static_assert(kBlockEpb == MappedReader::kEpbType);
 constexpr std::uint32_t kByteOrderMagic = 0x1A2B3C4D;
 constexpr std::uint32_t kShbInsaneMax = 1024u * 1024u;
 constexpr std::uint32_t kInitialMaxBlock = 16u * 1024u * 1024u;
@@ -256,6 +257,7 @@ std::unique_ptr<MappedReader> MappedReader::open(int fd, std::uint64_t size, std
   const bool ok = magic == kBlockShb ? r->open_pcapng(why) : r->open_pcap(why);
   if (!ok) return nullptr;
   r->plain_pcap_ = r->format_ == Format::pcap && !r->swapped_ && !r->gz_;
+  r->plain_pcapng_ = r->format_ == Format::pcapng && !r->gz_;
   if (r->guard_ >= 0) r->cut_at_ = &g_guarded[r->guard_].cut_at;
   return r;
 }
@@ -843,35 +845,9 @@ MappedReader::Next MappedReader::next_pcapng(Record& r) {
                    static_cast<int>(in.snapshot));
     if (__builtin_expect(body_len - fixed < caplen, 0))
       return failf("block of type %u in pcapng dump file is too short", type);
-    // libpcap's arithmetic, wrap-arounds included: seconds and the fraction in the interface's
-    // units, the fraction scaled to nanoseconds, then time_t and int.
-    std::uint64_t sec = 0, frac = 0;
-    switch (in.scale_type) {
-      case Interface::pass:
-        sec = t / 1000000000u + in.tsoffset;
-        frac = t % 1000000000u;
-        break;
-      case Interface::up_dec:
-        if (in.tsresol == 1000000) {
-          sec = t / 1000000u + in.tsoffset;
-          frac = t % 1000000u * 1000u;
-        } else {
-          sec = t / in.tsresol + in.tsoffset;
-          frac = t % in.tsresol * in.scale;
-        }
-        break;
-      case Interface::down_dec:
-        sec = t / in.tsresol + in.tsoffset;
-        frac = t % in.tsresol / in.scale;
-        break;
-      case Interface::binary:
-        sec = t / in.tsresol + in.tsoffset;
-        frac = t % in.tsresol * 1000000000u / in.tsresol;
-        break;
-    }
     r.data = ByteView(body + fixed, caplen);
     r.wire_length = len;
-    r.ts_ns = to_ns(static_cast<std::int64_t>(sec), static_cast<int>(frac));
+    r.ts_ns = pcapng_ts(in, t);
     r.link_type = in.link_type;
     r.interface_id = iface;
     cur_ += length;

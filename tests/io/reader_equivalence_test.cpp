@@ -436,6 +436,32 @@ TEST(MappedReader, PcapngWithSeveralInterfacesLinkTypesAndResolutions) {
   }
 }
 
+// The mapped reader's pcapng records (MappedReader::next_common_epb) take nanosecond and
+// microsecond times without an offset as they are (no division): at and past the largest time
+// that fits, beside an offset and other resolutions, they still read as libpcap reads them.
+TEST(ReaderEquivalence, PcapngTimesAtTheEdgesOfTheShortcut) {
+  const Bytes eth = tcp_frame(40005);
+  constexpr std::uint64_t kMax = INT64_MAX;
+  Ng ng;
+  ng.shb();
+  ng.idb(1, 0, 9);          // ns
+  ng.idb(1, 0);             // µs (no option)
+  ng.idb(1, 0, 6, 1);       // µs, 1 s offset
+  ng.idb(1, 0, 9, 1);       // ns, 1 s offset
+  ng.idb(1, 0, 0x80 | 10);  // 2^-10 s
+  for (std::uint32_t iface = 0; iface < 5; ++iface)
+    for (std::uint64_t t :
+         std::vector<std::uint64_t>{0, 1, 1'700'000'000'123'456, kMax / 1000 - 1, kMax / 1000,
+                                    kMax / 1000 + 1, kMax - 1, kMax, kMax + 1, UINT64_MAX})
+      ng.epb(iface, t, eth);
+  expect_same(write_file(temp_path(".times.pcapng"), ng.b));
+  const Read r = read_all(temp_path(".times.pcapng"), ReaderKind::mapped);
+  ASSERT_EQ(r.records.size(), 50u) << r.error;
+  EXPECT_EQ(r.records[2].ts_ns, 1'700'000'000'123'456LL);       // ns, as it is
+  EXPECT_EQ(r.records[12].ts_ns, 1'700'000'000'123'456'000LL);  // µs, times 1,000
+  EXPECT_EQ(r.records[13].ts_ns, static_cast<std::int64_t>(kMax / 1000 - 1) * 1000);
+}
+
 // The same shape written by Wireshark's own tools: mergecap of an Ethernet and a raw-IP pcap.
 TEST(MappedReader, MergecapOfTwoLinkTypes) {
   if (!fs::exists("/usr/bin/mergecap")) GTEST_SKIP() << "mergecap is not installed";
