@@ -327,11 +327,12 @@ void DataSink::untagged_segment(const wire::DdpSegment& seg, SinkMemory& memory,
 bool DataSink::complete_untagged(Queue& q, SinkMemory& memory, SegmentStep& step) {
   const ddp::UntaggedRx& rx = q.rx;
   if (rx.damaged) return true;
-  const bool known = memory.regions_known();
+  // Asked only where a rule reads it: a Send's last segment (most of them) asks nothing.
+  const auto known = [&memory] { return memory.regions_known(); };
   switch (static_cast<wire::Opcode>(rx.opcode)) {
     case wire::Opcode::send_invalidate:
     case wire::Opcode::send_se_invalidate: {
-      if (keep(step, check_invalidate(q.invalidate_stag, memory.region(q.invalidate_stag), known,
+      if (keep(step, check_invalidate(q.invalidate_stag, memory.region(q.invalidate_stag), known(),
                                       config_.stream)))
         return false;
       step.invalidated = q.invalidate_stag;
@@ -343,7 +344,7 @@ bool DataSink::complete_untagged(Queue& q, SinkMemory& memory, SegmentStep& step
       step.read_request = *rr;
       if (!step.rtr) {
         if (auto v = check_read_request(*rr, irq_.size(), config_.ird,
-                                        memory.region(rr->source_stag), known, config_.stream)) {
+                                        memory.region(rr->source_stag), known(), config_.stream)) {
           // The IRQ may still hold requests whose last response segment the capture lost.
           if (v->id == FindingId::rdmap_ird_exceeded && irq_unsure_ != Consequence::none &&
               !step.violation) {
@@ -366,8 +367,8 @@ bool DataSink::complete_untagged(Queue& q, SinkMemory& memory, SegmentStep& step
       auto a = wire::decode_atomic_request(ByteView(q.body.data(), wire::AtomicRequest::kSize));
       if (!a) return true;
       step.atomic_request = *a;
-      return !keep(step,
-                   check_atomic_request(*a, memory.region(a->remote_stag), known, config_.stream));
+      return !keep(
+          step, check_atomic_request(*a, memory.region(a->remote_stag), known(), config_.stream));
     }
     case wire::Opcode::atomic_response: {
       auto a = wire::decode_atomic_response(ByteView(q.body.data(), wire::AtomicResponse::kSize));

@@ -213,7 +213,7 @@ class MpaFramer {
  private:
   void process(MpaFramerListener& out);
   bool try_reqrep(MpaFramerListener& out);
-  bool try_fpdu(MpaFramerListener& out);
+  inline bool try_fpdu(MpaFramerListener& out);  // folded into process(), its one caller
   bool try_resync(MpaFramerListener& out);
   // How the walker frames an FPDU starting at buffer index `index`.
   mpa::FpduWalkParams walk_params(std::size_t index) const;
