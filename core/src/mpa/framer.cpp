@@ -31,7 +31,7 @@ void MpaFramer::feed(std::uint64_t offset, ByteView data, std::uint64_t frame,
   if (buf_.empty() && !in_process_) {
     // Frame straight from the caller's octets; keep only the unframed tail.
     buf_.borrow(data);
-    process(out);
+    run(out);  // every in-order segment's path: process() folded in
     buf_.own();
     return;
   }
@@ -118,6 +118,10 @@ void MpaFramer::finish(MpaFramerListener& out) {
 }
 
 void MpaFramer::process(MpaFramerListener& out) {
+  run(out);
+}
+
+[[gnu::always_inline]] inline void MpaFramer::run(MpaFramerListener& out) {
   in_process_ = true;
   struct Reset {
     bool& flag;
@@ -440,7 +444,8 @@ std::optional<LostFraming> MpaFramer::lost_framing() const {
   return l;
 }
 
-void MpaFramer::emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out) {
+[[gnu::always_inline]] inline void MpaFramer::emit_pdu(RawPdu& pdu, std::size_t raw_len,
+                                                       MpaFramerListener& out) {
   pdu.stream_offset = buf_offset_;
   pdu.raw = ByteView(buf_).first(raw_len);
   // Reuse the slice list's storage across PDUs (the listener may hand it back, see below).

@@ -212,6 +212,7 @@ class MpaFramer {
 
  private:
   void process(MpaFramerListener& out);
+  inline void run(MpaFramerListener& out);  // process()'s body, folded into feed() too
   bool try_reqrep(MpaFramerListener& out);
   inline bool try_fpdu(MpaFramerListener& out);  // folded into process(), its one caller
   bool try_resync(MpaFramerListener& out);
@@ -231,7 +232,7 @@ class MpaFramer {
   // Buffer index of the first start try_resync has not ruled out (resync_ruled_out_).
   std::size_t resync_from() const;
   bool is_marker_at(std::size_t index) const;
-  void emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out);
+  inline void emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out);
   void emit_unframed(std::size_t raw_len, MpaFramerListener& out, const char* why);
   void consume(std::size_t n);
 
