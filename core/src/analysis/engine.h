@@ -618,10 +618,10 @@ struct Analyzer::Impl {
   void ulp_lost(Connection& c, Consequence cause);
   void ulp_forget(UlpStream& u, const UlpStream::CommandKey& k);
   void terminate(Connection& c, int dir, PduEvent& ev, const Ctx& ctx, ByteView body);
-  std::size_t new_record(Connection& c, int dir, std::uint8_t opcode, bool is_tagged);
-  std::uint64_t delivery_push(Connection& c, int dir, std::size_t record);
-  void complete(Connection& c, int dir, std::uint64_t delivery_id, std::size_t record, PduEvent& ev,
-                bool placed);
+  inline std::size_t new_record(Connection& c, int dir, std::uint8_t opcode, bool is_tagged);
+  inline std::uint64_t delivery_push(Connection& c, int dir, std::size_t record);
+  inline void complete(Connection& c, int dir, std::uint64_t delivery_id, std::size_t record,
+                       PduEvent& ev, bool placed);
   void abandon(Connection& c, int dir, std::uint64_t delivery_id);
   // ShadowMemory::find with the previous answer kept: a message's segments all go to one
   // region. Buffers are never removed from the model, so a found buffer's address stays valid.

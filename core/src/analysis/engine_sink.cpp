@@ -519,8 +519,10 @@ void Analyzer::Impl::terminate(Connection& c, int dir, PduEvent& ev, const Ctx& 
 
 // ---- message records and delivery ----------------------------------------------------------
 
-std::size_t Analyzer::Impl::new_record(Connection& c, int dir, std::uint8_t opcode,
-                                       bool is_tagged) {
+// A message's first segment, tagged or untagged: folded into both paths.
+[[gnu::always_inline]] inline std::size_t Analyzer::Impl::new_record(Connection& c, int dir,
+                                                                     std::uint8_t opcode,
+                                                                     bool is_tagged) {
   if (model.message_count++ >= options.limits.max_message_records) {
     if (!records_capped) {
       records_capped = true;  // every later message asks again
@@ -546,7 +548,8 @@ std::size_t Analyzer::Impl::new_record(Connection& c, int dir, std::uint8_t opco
   return model.messages.size() - 1;
 }
 
-std::uint64_t Analyzer::Impl::delivery_push(Connection& c, int dir, std::size_t record) {
+[[gnu::always_inline]] inline std::uint64_t Analyzer::Impl::delivery_push(Connection& c, int dir,
+                                                                          std::size_t record) {
   DirectionEngine& ds = c.ds(dir);
   if (ds.delivery.size() >= options.limits.max_pending_messages) {
     limit_reached("max_pending_messages", Ctx{c.stream, dir, cur_frame, {}});
@@ -559,8 +562,11 @@ std::uint64_t Analyzer::Impl::delivery_push(Connection& c, int dir, std::size_t 
 
 // The message's last segment arrived. `placed` is false when a segment broke a placement rule
 // (nothing of it counts as placed); such a message and abandoned ones are never delivered.
-void Analyzer::Impl::complete(Connection& c, int dir, std::uint64_t delivery_id, std::size_t record,
-                              PduEvent& ev, bool placed) {
+// Folded into both paths, as new_record and delivery_push are (a Send runs all three).
+[[gnu::always_inline]] inline void Analyzer::Impl::complete(Connection& c, int dir,
+                                                            std::uint64_t delivery_id,
+                                                            std::size_t record, PduEvent& ev,
+                                                            bool placed) {
   DirectionEngine& ds = c.ds(dir);
   if (record != kNoIndex && placed) {
     auto& r = model.messages[record];
