@@ -65,45 +65,13 @@ void gather(ByteView raw, std::uint64_t pos0, bool markers, std::size_t i, std::
 
 }  // namespace
 
-WalkStatus walk_fpdu(ByteView raw, const FpduWalkParams& params, Bytes& scratch, FpduWalk& out) {
-  out.stream_pos = params.stream_pos;
-  out.raw_length = 0;
-  out.ulpdu_length.reset();
-  out.plain = {};
-  out.leading_marker = false;
-  out.markers.clear();
-  out.marker_offsets.clear();
-  out.crc_offset = 0;
-  out.crc_field = 0;
-  out.crc_all = 0;
-  out.crc_no_lead = 0;
-
-  if (!params.markers) {
-    // Without markers the FPDU is its raw octets (the layout below, which reads and copies
-    // nothing here): the common case, taken directly.
-    if (raw.size() < kMpaLengthSize) {
-      out.raw_length = kMpaLengthSize;
-      return WalkStatus::need_more;
-    }
-    const std::uint16_t len = load_be16(raw.data());
-    out.ulpdu_length = len;
-    const std::size_t total = wire::fpdu_size(len);
-    out.raw_length = total;
-    out.crc_offset = total - kMpaCrcSize;
-    if (raw.size() < total) return WalkStatus::need_more;
-    out.plain = raw.first(total);
-    out.crc_field = mpa_crc_from_wire(&raw[out.crc_offset]);
-    if (params.crc) {
-      out.crc_all = crc32c(raw.first(out.crc_offset));
-      out.crc_no_lead = out.crc_all;
-    }
-    return WalkStatus::complete;
-  }
-
-  const bool markers = params.markers;
+WalkStatus walk_fpdu_marked(ByteView raw, const FpduWalkParams& params, Bytes& scratch,
+                            FpduWalk& out) {
+  detail::reset_walk(params, out);
+  const bool markers = true;  // walk_fpdu takes the FPDUs without them
   const std::uint64_t pos0 = params.stream_pos;
   std::size_t head = 0;  // raw offset of the ULPDU_Length field
-  if (markers && wire::is_marker_position(pos0)) {
+  if (wire::is_marker_position(pos0)) {
     out.leading_marker = true;
     head = kMpaMarkerSize;
   }
@@ -121,18 +89,12 @@ WalkStatus walk_fpdu(ByteView raw, const FpduWalkParams& params, Bytes& scratch,
 
   const std::size_t total = wire::fpdu_size(len);
   const std::size_t crc_plain = total - kMpaCrcSize;
-  std::size_t end = 0;
-  if (!markers) {
-    end = total;
-    out.crc_offset = crc_plain;
-  } else {
-    end = lay_out(
-        pos0, markers, head, total,
-        [&](std::size_t r, std::size_t p, std::size_t n) {
-          if (p <= crc_plain && crc_plain < p + n) out.crc_offset = r + (crc_plain - p);
-        },
-        kNoMarker);
-  }
+  const std::size_t end = lay_out(
+      pos0, markers, head, total,
+      [&](std::size_t r, std::size_t p, std::size_t n) {
+        if (p <= crc_plain && crc_plain < p + n) out.crc_offset = r + (crc_plain - p);
+      },
+      kNoMarker);
   out.raw_length = end;
   if (raw.size() < end) return WalkStatus::need_more;
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ddpscope/common/bytes.h"
+#include "ddpscope/common/crc32c.h"
 #include "ddpscope/wire/mpa.h"
 
 namespace ddpscope::mpa {
@@ -57,11 +58,54 @@ struct FpduWalk {
   bool crc_matches() const { return crc_field == crc_all || crc_field == crc_no_lead; }
 };
 
+// walk_fpdu with markers (out of line).
+WalkStatus walk_fpdu_marked(ByteView raw, const FpduWalkParams& params, Bytes& scratch,
+                            FpduWalk& out);
+
+namespace detail {
+// Every field of `out` as a walk starts it (its vectors keep their storage).
+inline void reset_walk(const FpduWalkParams& params, FpduWalk& out) {
+  out.stream_pos = params.stream_pos;
+  out.raw_length = 0;
+  out.ulpdu_length.reset();
+  out.plain = {};
+  out.leading_marker = false;
+  out.markers.clear();
+  out.marker_offsets.clear();
+  out.crc_offset = 0;
+  out.crc_field = 0;
+  out.crc_all = 0;
+  out.crc_no_lead = 0;
+}
+}  // namespace detail
+
 // Walks the FPDU at raw[0]. Markers sit where (stream_pos + offset) % 512 == 0; a marker at
 // raw[0] leads the FPDU. A marker due right after the CRC field belongs to the next FPDU and is
 // not part of this one. No ULPDU_Length is rejected here (too short for a DDP header is the
-// caller's rule). `out` is overwritten; its vectors keep their storage.
-WalkStatus walk_fpdu(ByteView raw, const FpduWalkParams& params, Bytes& scratch, FpduWalk& out);
+// caller's rule). `out` is overwritten; its vectors keep their storage. Inline: without markers
+// (most streams) the FPDU is its raw octets, taken without a call but the CRC's.
+inline WalkStatus walk_fpdu(ByteView raw, const FpduWalkParams& params, Bytes& scratch,
+                            FpduWalk& out) {
+  if (params.markers) return walk_fpdu_marked(raw, params, scratch, out);
+  detail::reset_walk(params, out);
+  if (raw.size() < wire::kMpaLengthSize) {
+    out.raw_length = wire::kMpaLengthSize;
+    return WalkStatus::need_more;
+  }
+  const std::uint16_t len = load_be16(raw.data());
+  out.ulpdu_length = len;
+  const std::size_t total = wire::fpdu_size(len);
+  out.raw_length = total;
+  out.crc_offset = total - wire::kMpaCrcSize;
+  if (raw.size() < total) return WalkStatus::need_more;
+  out.plain = raw.first(total);
+  out.crc_field = mpa_crc_from_wire(&raw[out.crc_offset]);
+  if (params.crc) {
+    out.crc_all = crc32c(raw.first(out.crc_offset));
+    out.crc_no_lead = out.crc_all;
+  }
+  return WalkStatus::complete;
+}
 
 // Copies the first head.size() octets of the FPDU at raw[0] without markers (the ULPDU_Length
 // field first; a leading marker skipped). False when raw ends before them.
