@@ -589,7 +589,8 @@ struct Analyzer::Impl {
                         const rdmap::SegmentStep& step, ByteView body);
   void learn_from_read_request(Connection& c, int dir, const wire::ReadRequest& rr, const Ctx& ctx);
   // ---- upper layers (engine_ulp.cpp) ----
-  UlpStream& ulp_of(Connection& c);
+  UlpStream& ulp_of(Connection& c) { return c.ulp ? *c.ulp : new_ulp(c); }
+  UlpStream& new_ulp(Connection& c);  // ulp_of's first call on a stream, out of line
   // The MPA Reply settled the stream: its Request's and Reply's private data to the decoders.
   void ulp_setup(Connection& c);  // MPA: the two frames' ULP private data
   void ulp_setup(Connection& c, std::optional<ByteView> request_pd,

@@ -60,8 +60,8 @@ void UlpRegionTrack::add(std::uint64_t to, std::uint64_t len) {
   covered += e - b;
 }
 
-UlpStream& Analyzer::Impl::ulp_of(Connection& c) {
-  if (!c.ulp) c.ulp = std::make_unique<UlpStream>(advertisers);
+UlpStream& Analyzer::Impl::new_ulp(Connection& c) {
+  c.ulp = std::make_unique<UlpStream>(advertisers);
   return *c.ulp;
 }
 

@@ -501,9 +501,4 @@ void MpaFramer::emit_unframed(std::size_t raw_len, MpaFramerListener& out, const
   emit_pdu(pdu, raw_len, out);
 }
 
-void MpaFramer::consume(std::size_t n) {
-  buf_.consume(n);
-  buf_offset_ += n;
-}
-
 }  // namespace ddpscope

@@ -56,7 +56,7 @@ void TcpReassembler::segment(std::uint32_t seq, ByteView payload, std::uint64_t 
     insert_pending(off + payload.size(), lost, {}, frame,
                    offset_in_frame + static_cast<std::uint32_t>(payload.size()), out);
   }
-  drain(out);
+  if (!pending_.empty()) drain(out);  // an in-order segment with nothing held: no call
   while (pending_bytes_ > window_ && !pending_.empty()) {
     declare_gap(out);
     drain(out);

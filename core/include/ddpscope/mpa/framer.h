@@ -234,7 +234,10 @@ class MpaFramer {
   bool is_marker_at(std::size_t index) const;
   inline void emit_pdu(RawPdu& pdu, std::size_t raw_len, MpaFramerListener& out);
   void emit_unframed(std::size_t raw_len, MpaFramerListener& out, const char* why);
-  void consume(std::size_t n);
+  void consume(std::size_t n) {
+    buf_.consume(n);
+    buf_offset_ += n;
+  }
 
   Limits limits_;
   State state_ = State::key;
