@@ -448,8 +448,11 @@ std::optional<LostFraming> MpaFramer::lost_framing() const {
                                                        MpaFramerListener& out) {
   pdu.stream_offset = buf_offset_;
   pdu.raw = ByteView(buf_).first(raw_len);
-  // Reuse the slice list's storage across PDUs (the listener may hand it back, see below).
-  if (pdu.slices.empty()) {
+  // A PDU built for the occasion borrows the spare slice list's storage and gives it back
+  // below; try_fpdu's own PDU (fpdu_) keeps its list between FPDUs (swapping it out and back
+  // for every FPDU cost two swaps each).
+  const bool borrowed = &pdu != &fpdu_ && pdu.slices.capacity() == 0;
+  if (borrowed) {
     pdu.slices.swap(spare_slices_);
     pdu.slices.clear();
   }
@@ -490,7 +493,7 @@ std::optional<LostFraming> MpaFramer::lost_framing() const {
     gave_up_frame_.reset();
   }
   out.on_raw_pdu(pdu);
-  if (pdu.slices.capacity() > spare_slices_.capacity()) spare_slices_.swap(pdu.slices);
+  if (borrowed) spare_slices_.swap(pdu.slices);
   consume(raw_len);
 }
 
