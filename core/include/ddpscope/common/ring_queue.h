@@ -19,16 +19,16 @@ class RingQueue {
   T& front() { return ring_[head_]; }
   const T& front() const { return ring_[head_]; }
   // The i-th entry from the front (i < size()).
-  T& operator[](std::size_t i) { return ring_[(head_ + i) & (ring_.size() - 1)]; }
-  const T& operator[](std::size_t i) const { return ring_[(head_ + i) & (ring_.size() - 1)]; }
+  T& operator[](std::size_t i) { return ring_[(head_ + i) & mask_]; }
+  const T& operator[](std::size_t i) const { return ring_[(head_ + i) & mask_]; }
   void push_back(const T& v) {
     if (size_ == ring_.size()) grow();
-    ring_[(head_ + size_) & (ring_.size() - 1)] = v;
+    ring_[(head_ + size_) & mask_] = v;
     ++size_;
   }
   // Requires !empty(). The entry's slot is reused, not destroyed.
   void pop_front() {
-    head_ = (head_ + 1) & (ring_.size() - 1);
+    head_ = (head_ + 1) & mask_;
     --size_;
   }
   void clear() {
@@ -42,9 +42,11 @@ class RingQueue {
     for (std::size_t i = 0; i < size_; ++i)
       bigger[i] = (*this)[i];
     ring_.swap(bigger);
+    mask_ = ring_.size() - 1;
     head_ = 0;
   }
-  std::vector<T> ring_;  // size 0 or a power of two
+  std::vector<T> ring_;   // size 0 or a power of two
+  std::size_t mask_ = 0;  // ring_.size() - 1 once grown (a load, not a division, per use)
   std::size_t head_ = 0;
   std::size_t size_ = 0;
 };
