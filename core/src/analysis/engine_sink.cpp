@@ -308,7 +308,14 @@ void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, cons
   dm.opcodes[step.opcode].messages++;
   // Neither reads the queue's track: it is reset after them, its body's storage kept.
   complete(c, dir, m.delivery_id, m.record, ev, true);
-  if (!step.damaged) untagged_message(c, dir, ev, ctx, step, whole ? head : ByteView(m.body));
+  const ByteView body = whole ? head : ByteView(m.body);
+  // A plain Send means something beyond its queue only to a ULP decoder that would read it
+  // (UlpStreamDecoders::wants, as advertisements() asks): most Sends skip the call.
+  const bool plain_send = step.opcode == static_cast<std::uint8_t>(wire::Opcode::send) ||
+                          step.opcode == static_cast<std::uint8_t>(wire::Opcode::send_se);
+  const bool unread = plain_send && (!options.decode_advertisements ||
+                                     (c.ulp && !c.ulp->decoders.wants(body.size(), step.msn)));
+  if (!step.damaged && !unread) untagged_message(c, dir, ev, ctx, step, body);
   m.reset();
 }
 
