@@ -155,8 +155,11 @@ struct Connection {
   std::array<std::unique_ptr<DirectionEngine>, 2> d;
   bool provisional = true;  // client side guessed, not yet proven by SYN or MPA Request
   std::optional<StreamHint> hint;
-  std::uint64_t reply_frame = 0;   // the MPA Reply's frame (0: none seen)
-  bool replaced = false;           // a new connection on its 4-tuple began: it has ended
+  std::uint64_t reply_frame = 0;  // the MPA Reply's frame (0: none seen)
+  bool replaced = false;          // a new connection on its 4-tuple began: it has ended
+  // TCP: this connection's share of Impl::pending_total and resync_total, as feed_tcp last left
+  // them (only feed_tcp changes what its reassemblers and framers hold before finish()).
+  std::size_t held_share = 0, resync_share = 0;
   std::unique_ptr<UlpStream> ulp;  // the upper layer's decoders and commands (engine_ulp.cpp)
   // llp sctp: the association (index into Impl::assocs) and whether the stream's client is the
   // association's second endpoint (stream direction = association direction XOR flipped).

@@ -233,11 +233,13 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
       auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
       auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
       DirectionCallbacks g{*this, c, acked};
-      pending_total -= held();
-      resync_total -= resyncing();
+      pending_total -= c.held_share;
+      resync_total -= c.resync_share;
       c.ds(acked).reasm.acked(seg.ack, g);
-      pending_total += held();
-      resync_total += resyncing();
+      c.held_share = held();
+      c.resync_share = resyncing();
+      pending_total += c.held_share;
+      resync_total += c.resync_share;
       from_client = same_endpoint(seg.src, sm.client);
     }
   }
@@ -274,8 +276,9 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
   auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
   auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
   // The totals without this connection's share, which is added back as it is after the segment
-  // (each share read once before and once after, unless a cap below changes it).
-  const std::size_t held_before = held(), resync_before = resyncing();
+  // (each share read after the segment, unless a cap below changes it; before it, as the last
+  // call left it).
+  const std::size_t held_before = c.held_share, resync_before = c.resync_share;
   // For an observer that shows frames as they come: where this segment starts, to tell whether
   // reassembly holds it behind a hole (HeldFpdu), on a direction framing FPDUs whose boundaries
   // a segment can show by itself (no markers, the CRC setting known).
@@ -332,6 +335,8 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
     resync_after = resyncing();
   }
   resync_total = resync_others + resync_after;
+  c.held_share = held_after;
+  c.resync_share = resync_after;
 }
 
 void Analyzer::Impl::DirectionCallbacks::on_data(std::uint64_t offset, ByteView data,
