@@ -22,6 +22,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ddpscope/analysis/analyzer.h"
@@ -122,7 +123,14 @@ struct DirectionEngine {
   RingQueue<PendingDelivery> delivery;
   std::uint64_t delivery_base = 0;  // id of delivery.front()
   RecentHeaders recent;             // DDP headers sent, for Terminates that quote them
-  std::set<FindingId> once;         // noisy findings reported once per direction
+  // DirectionModel::queues' entries for QN 0..3 once looked up (a map node's address stays
+  // while the map lives: the stream's model moves, it is not copied, and swap_sides swaps the
+  // models with these engines).
+  std::array<QueueStats*, rdmap::DataSink::kQueues> queue_stats{};
+  static_assert(std::is_nothrow_move_constructible_v<StreamModel> &&
+                    std::is_nothrow_move_assignable_v<DirectionModel>,
+                "queue_stats: a growing Model::streams must move its maps, not copy them");
+  std::set<FindingId> once;  // noisy findings reported once per direction
   bool truncated_reported = false;
   Consequence last_loss = Consequence::none;  // what this direction last lost octets to
   // Analyzer::note_receiver_drop: a packet of this direction was dropped before its receiver's

@@ -272,7 +272,10 @@ void Analyzer::Impl::untagged_segment(Connection& c, int dir, PduEvent& ev, cons
   DirectionModel& dm = sm.dirs[dir];
   DirectionEngine& ds = c.ds(dir);
   const auto& h = ev.ddp->header;
-  QueueStats& qs = dm.queues[h.qn];
+  QueueStats& qs = h.qn < ds.queue_stats.size()
+                       ? *(ds.queue_stats[h.qn] ? ds.queue_stats[h.qn]
+                                                : (ds.queue_stats[h.qn] = &dm.queues[h.qn]))
+                       : dm.queues[h.qn];
   qs.qn = h.qn;
   qs.segments++;
   if (step.kind == rdmap::SegmentStep::Kind::ignored) return;  // duplicate, after its last
