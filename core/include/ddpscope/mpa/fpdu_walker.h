@@ -84,8 +84,8 @@ inline void reset_walk(const FpduWalkParams& params, FpduWalk& out) {
 // not part of this one. No ULPDU_Length is rejected here (too short for a DDP header is the
 // caller's rule). `out` is overwritten; its vectors keep their storage. Inline: without markers
 // (most streams) the FPDU is its raw octets, taken without a call but the CRC's.
-inline WalkStatus walk_fpdu(ByteView raw, const FpduWalkParams& params, Bytes& scratch,
-                            FpduWalk& out) {
+[[gnu::always_inline]] inline WalkStatus walk_fpdu(ByteView raw, const FpduWalkParams& params,
+                                                   Bytes& scratch, FpduWalk& out) {
   if (params.markers) return walk_fpdu_marked(raw, params, scratch, out);
   detail::reset_walk(params, out);
   if (raw.size() < wire::kMpaLengthSize) {
