@@ -515,13 +515,20 @@ struct Analyzer::Impl {
   void on_gap(Connection& c, int dir, std::uint64_t offset, std::uint64_t length,
               std::uint64_t next_frame);
   // Octets a direction's framer holds while it looks for an FPDU boundary or waits for the
-  // MPA Reply (a partial FPDU in order is bounded by the FPDU size, not counted). Asked four
-  // times per segment.
+  // MPA Reply (a partial FPDU in order is bounded by the FPDU size, not counted).
   static std::size_t resync_held(const DirectionEngine& ds) {
     const auto st = ds.framer.state();
     return st == MpaFramer::State::resync || st == MpaFramer::State::wait_params
                ? ds.framer.buffered()
                : 0;
+  }
+  // A connection's shares of pending_total and resync_total as its directions hold them now
+  // (Connection::held_share and resync_share keep what feed_tcp last found).
+  static std::size_t held_now(Connection& c) {
+    return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes();
+  }
+  static std::size_t resync_now(Connection& c) {
+    return resync_held(c.ds(0)) + resync_held(c.ds(1));
   }
   void finish();
   void add_regions(std::span<const RegionSpec> regions);

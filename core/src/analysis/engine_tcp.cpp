@@ -230,14 +230,12 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
     // receiver dropped proves nothing about the capture.
     const int acked = from_client ? 1 : 0;
     if (c.ds(acked).reasm.pending_bytes() > 0 && !c.ds(acked).receiver_dropped) {
-      auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
-      auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
       DirectionCallbacks g{*this, c, acked};
       pending_total -= c.held_share;
       resync_total -= c.resync_share;
       c.ds(acked).reasm.acked(seg.ack, g);
-      c.held_share = held();
-      c.resync_share = resyncing();
+      c.held_share = held_now(c);
+      c.resync_share = resync_now(c);
       pending_total += c.held_share;
       resync_total += c.resync_share;
       from_client = same_endpoint(seg.src, sm.client);
@@ -272,12 +270,8 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
   }
   const std::uint32_t seq = (seg.flags & net::tcp_flag::syn) ? seg.seq + 1 : seg.seq;
   DirectionCallbacks callbacks{*this, c, dir};
-  // Callbacks may swap the connection's sides: count both directions' pending octets.
-  auto held = [&c] { return c.ds(0).reasm.held_bytes() + c.ds(1).reasm.held_bytes(); };
-  auto resyncing = [&c] { return resync_held(c.ds(0)) + resync_held(c.ds(1)); };
-  // The totals without this connection's share, which is added back as it is after the segment
-  // (each share read after the segment, unless a cap below changes it; before it, as the last
-  // call left it).
+  // The totals without this connection's share (as the last call left it), which is added back
+  // as it is after the segment, both directions counted (callbacks may swap the sides).
   const std::size_t held_before = c.held_share, resync_before = c.resync_share;
   // For an observer that shows frames as they come: where this segment starts, to tell whether
   // reassembly holds it behind a hole (HeldFpdu), on a direction framing FPDUs whose boundaries
@@ -306,7 +300,7 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
   }
   const std::size_t pending_others = pending_total - held_before;
   const std::size_t resync_others = resync_total - resync_before;
-  std::size_t held_after = held(), resync_after = resyncing();
+  std::size_t held_after = held_now(c), resync_after = resync_now(c);
   if (shard) [[unlikely]] {
     shard->pending_peak = std::max<std::size_t>(shard->pending_peak, pending_others + held_after);
     shard->resync_peak = std::max<std::size_t>(shard->resync_peak, resync_others + resync_after);
@@ -319,8 +313,8 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
       DirectionCallbacks g{*this, c, d};
       c.ds(d).reasm.flush(g);
     }
-    held_after = held();
-    resync_after = resyncing();  // what the flush delivered may have changed framing
+    held_after = held_now(c);
+    resync_after = resync_now(c);  // what the flush delivered may have changed framing
   }
   pending_total = pending_others + held_after;
   if (resync_others + resync_after > options.limits.max_resync_total) {
@@ -332,7 +326,7 @@ void Analyzer::Impl::feed_tcp(std::uint64_t frame, std::int64_t ts, const net::T
       DirectionCallbacks g{*this, c, d};
       c.ds(d).framer.stop(g, "not framed: max_resync_total reached while looking for a boundary");
     }
-    resync_after = resyncing();
+    resync_after = resync_now(c);
   }
   resync_total = resync_others + resync_after;
   c.held_share = held_after;

@@ -192,7 +192,7 @@ mpa::FpduWalkParams MpaFramer::walk_params(std::size_t index) const {
   return p;
 }
 
-// Every FPDU's path, folded into process() (GCC keeps it out of line otherwise: a call per FPDU).
+// Every FPDU's path, folded into run() (GCC keeps it out of line otherwise: a call per FPDU).
 [[gnu::always_inline]] inline bool MpaFramer::try_fpdu(MpaFramerListener& out) {
   if (check_after_bad_crc_) {
     // The FPDU before failed its CRC: is this one where its length said? If not, the length

@@ -214,7 +214,7 @@ class MpaFramer {
   void process(MpaFramerListener& out);
   inline void run(MpaFramerListener& out);  // process()'s body, folded into feed() too
   bool try_reqrep(MpaFramerListener& out);
-  inline bool try_fpdu(MpaFramerListener& out);  // folded into process(), its one caller
+  inline bool try_fpdu(MpaFramerListener& out);  // folded into run(), its one caller
   bool try_resync(MpaFramerListener& out);
   // How the walker frames an FPDU starting at buffer index `index`.
   mpa::FpduWalkParams walk_params(std::size_t index) const;
